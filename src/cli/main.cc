@@ -1,0 +1,24 @@
+// crucible: the one binary. Subcommands live in their own files; this file
+// only dispatches and turns errors into exit codes (bad input -> 2).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"crucible: train neural networks and understand the hardware doing it"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", CRUCIBLE_VERSION_STRING);
+  auto* version = app.add_subcommand("version", "Print the version and the kernel ISA in use");
+  version->callback([] { crucible::cli::print_version(); });
+  crucible::cli::add_bench_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  } catch (const crucible::cli::ExitError& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return e.code;
+  }
+  return 0;
+}

@@ -1,0 +1,100 @@
+// Memory: every tensor comes from here.
+//
+// Allocator: a process-wide caching pool. Requests are rounded up to a size
+// class (four classes per power of two), freed blocks are kept on per-class
+// free lists and handed out again, never returned to the OS while the process
+// runs (first touch of a fresh 4 KiB page costs ~14 us on the VMs we measured).
+// Fresh blocks are pre-faulted (zeroed) when mapped; blocks of 1 MiB and more
+// are 2 MiB aligned and advised for transparent huge pages. Thread-safe.
+//
+// Arena: the per-step activation arena. A bump allocator over one block from
+// the Allocator; reset() at the start of every step makes all of it reusable.
+// If a step needed more than the current block, the next reset() replaces the
+// chain by one block of the high-water size, so from the second step on a
+// step performs no allocation at all. Not thread-safe: one owner.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace crucible {
+
+struct AllocatorStats {
+  size_t in_use = 0;       // bytes (size-class rounded) handed out and not released
+  size_t peak = 0;         // max of in_use
+  size_t cached = 0;       // bytes on free lists, ready for reuse
+  size_t mapped = 0;       // bytes obtained from the OS in total (in_use + cached)
+  uint64_t os_allocs = 0;  // number of blocks obtained from the OS
+  uint64_t allocs = 0;     // number of allocate() calls
+};
+
+class Allocator {
+ public:
+  static Allocator& global();
+
+  // Returns 64-byte aligned, zero-initialised-on-first-use memory of at least
+  // `bytes`. `tag` names the allocation site class in leak reports; it must be
+  // a string literal (stored by pointer).
+  void* allocate(size_t bytes, const char* tag);
+  void release(void* p);
+
+  AllocatorStats stats() const;
+  // Live allocations grouped by tag, largest first. Empty when nothing leaked.
+  std::vector<std::pair<std::string, size_t>> live_by_tag() const;
+  // Prints live allocations (if any) to `out`; returns the number of live blocks.
+  size_t report_leaks(FILE* out) const;
+  // Returns all cached blocks to the OS (for tests and shutdown).
+  void trim();
+
+  static size_t size_class(size_t bytes);
+
+ private:
+  struct Live {
+    size_t bytes;
+    const char* tag;
+  };
+  void* map_fresh(size_t bytes);
+  void unmap(void* p, size_t bytes);
+
+  mutable std::mutex mu_;
+  std::unordered_map<size_t, std::vector<void*>> free_;
+  std::unordered_map<void*, Live> live_;
+  AllocatorStats stats_;
+};
+
+class Arena {
+ public:
+  explicit Arena(const char* tag, Allocator& alloc = Allocator::global());
+  ~Arena();
+  Arena(const Arena&) = delete;
+  Arena& operator=(const Arena&) = delete;
+
+  void* allocate(size_t bytes, size_t align = 64);
+  template <typename T>
+  T* allocate_array(size_t n) {
+    return static_cast<T*>(allocate(n * sizeof(T)));
+  }
+  void reset();
+
+  size_t used() const { return used_total_; }
+  size_t high_water() const { return high_water_; }
+  size_t capacity() const;
+
+ private:
+  struct Chunk {
+    char* base;
+    size_t size;
+    size_t used;
+  };
+  Allocator& alloc_;
+  const char* tag_;
+  std::vector<Chunk> chunks_;
+  size_t used_total_ = 0;
+  size_t high_water_ = 0;
+};
+
+}  // namespace crucible

@@ -1,0 +1,13 @@
+// Thread control: crucible has exactly one thread pool, OpenMP's. oneDNN is
+// built on the same OpenMP runtime, so one setting governs every kernel and the
+// GEMM library (two busy-waiting pools on 2 cores halve throughput).
+#pragma once
+
+namespace crucible {
+
+// Sets the thread count for all kernels and GEMMs. n <= 0 means all cores.
+void set_num_threads(int n);
+int num_threads();
+int hardware_threads();
+
+}  // namespace crucible

@@ -1,0 +1,67 @@
+// crucible's fused CPU kernels: pure functions on raw row-major buffers.
+//
+// Each kernel below exists three times, compiled from one source per ISA
+// (src/kernels/isa/*.cc built as generic x86-64, AVX2+FMA and AVX-512), and
+// the widest one the CPU supports is chosen at run time (dispatch.cc). Each
+// also has a naive reference in kernels/reference.h: the test oracle.
+//
+// Conventions: shapes in comments use B (batch), T (time), C (channels),
+// NH (heads), hs = C/NH, V (vocabulary), N (rows). Gradient outputs documented
+// as "+=" accumulate into what is there (so gradient accumulation over
+// micro-batches needs no extra pass); "=" overwrites. All kernels parallelise
+// with OpenMP and honour set_num_threads().
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/reference.h"
+
+namespace crucible::kernels {
+
+// One entry per kernel of signatures.inc (contracts documented there).
+struct KernelTable {
+  const char* isa;
+  decltype(&ref::embedding_forward) embedding_forward;
+  decltype(&ref::embedding_backward) embedding_backward;
+  decltype(&ref::residual_layernorm_forward) residual_layernorm_forward;
+  decltype(&ref::layernorm_backward) layernorm_backward;
+  decltype(&ref::bias_gelu_forward) bias_gelu_forward;
+  decltype(&ref::bias_gelu_backward) bias_gelu_backward;
+  decltype(&ref::attention_forward) attention_forward;
+  decltype(&ref::attention_backward) attention_backward;
+  decltype(&ref::softmax_cross_entropy) softmax_cross_entropy;
+  decltype(&ref::adamw) adamw;
+  decltype(&ref::sum_squares) sum_squares;
+};
+
+// The table in use (the widest supported ISA unless overridden).
+const KernelTable& active();
+// Every table this CPU can run, narrowest first (for tests and benchmarks).
+std::vector<const KernelTable*> supported_tables();
+// All compiled tables, whether or not the CPU can run them.
+std::vector<const KernelTable*> compiled_tables();
+// Force an ISA by name ("generic", "avx2", "avx512"); false if unsupported.
+bool select_isa(const std::string& name);
+
+// Call-site wrappers so code reads kernels::attention_forward(...).
+#define CRUCIBLE_FORWARD(fn)                            \
+  template <typename... A>                              \
+  inline auto fn(A&&... a) {                            \
+    return active().fn(static_cast<A&&>(a)...);         \
+  }
+CRUCIBLE_FORWARD(embedding_forward)
+CRUCIBLE_FORWARD(embedding_backward)
+CRUCIBLE_FORWARD(residual_layernorm_forward)
+CRUCIBLE_FORWARD(layernorm_backward)
+CRUCIBLE_FORWARD(bias_gelu_forward)
+CRUCIBLE_FORWARD(bias_gelu_backward)
+CRUCIBLE_FORWARD(attention_forward)
+CRUCIBLE_FORWARD(attention_backward)
+CRUCIBLE_FORWARD(softmax_cross_entropy)
+CRUCIBLE_FORWARD(adamw)
+CRUCIBLE_FORWARD(sum_squares)
+#undef CRUCIBLE_FORWARD
+
+}  // namespace crucible::kernels

@@ -1,0 +1,16 @@
+// Naive reference kernels: the test oracle for every fast kernel in
+// kernels.h. Same signatures and contracts (signatures.inc), written for
+// obviousness, not speed: plain loops, double accumulation.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace crucible::kernels::ref {
+
+#include "kernels/signatures.inc"
+
+// C (M,N) = op(A) op(B) (+ C if accumulate) (+ bias (N)), row-major, op = transpose when set.
+void gemm(bool trans_a, bool trans_b, int M, int N, int K, const float* A, int lda,
+          const float* B, int ldb, float* C, int ldc, bool accumulate, const float* bias);
+
+}  // namespace crucible::kernels::ref

@@ -1,0 +1,61 @@
+#include "kernels/gemm.h"
+
+#include <gtest/gtest.h>
+
+#include "core/rng.h"
+#include "kernels/reference.h"
+#include "support/kernel_harness.h"
+
+namespace crucible {
+namespace {
+
+TEST(Gemm, MatchesReferenceForAllTransposesAccumulateAndBias) {
+  Rng rng(testing::test_seed(), 77);
+  for (auto [M, N, K] : {std::tuple{1, 1, 1}, {7, 13, 5}, {64, 96, 33}, {129, 67, 250}}) {
+    for (int mode = 0; mode < 16; ++mode) {
+      bool ta = mode & 1, tb = mode & 2, acc = mode & 4, use_bias = mode & 8;
+      int lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 1, ldc = N + 2;
+      auto A = testing::random_vector(rng, size_t(ta ? K : M) * lda);
+      auto B = testing::random_vector(rng, size_t(tb ? N : K) * ldb);
+      auto bias = testing::random_vector(rng, N);
+      auto C = testing::random_vector(rng, size_t(M) * ldc);
+      auto want = C;
+      kernels::gemm(ta, tb, M, N, K, A.data(), lda, B.data(), ldb, C.data(), ldc, acc,
+                    use_bias ? bias.data() : nullptr);
+      kernels::ref::gemm(ta, tb, M, N, K, A.data(), lda, B.data(), ldb, want.data(), ldc, acc,
+                         use_bias ? bias.data() : nullptr);
+      for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j)
+          ASSERT_NEAR(C[size_t(i) * ldc + j], want[size_t(i) * ldc + j], 1e-4 * (1 + K / 16.0))
+              << "M=" << M << " N=" << N << " K=" << K << " mode=" << mode << " seed "
+              << testing::test_seed();
+    }
+  }
+}
+
+TEST(Gemm, Bf16InputsMatchReferenceOnRoundedInputs) {
+  Rng rng(testing::test_seed(), 78);
+  int M = 37, N = 45, K = 64;
+  auto A = testing::random_vector(rng, size_t(M) * K);
+  auto B = testing::random_vector(rng, size_t(K) * N);
+  std::vector<bf16> Ah(A.size()), Bh(B.size());
+  for (size_t i = 0; i < A.size(); ++i) A[i] = to_f32(Ah[i] = to_bf16(A[i]));
+  for (size_t i = 0; i < B.size(); ++i) B[i] = to_f32(Bh[i] = to_bf16(B[i]));
+  std::vector<float> C(size_t(M) * N), want(C.size());
+  kernels::gemm_bf16(false, false, M, N, K, Ah.data(), K, Bh.data(), N, C.data(), N, false);
+  kernels::ref::gemm(false, false, M, N, K, A.data(), K, B.data(), N, want.data(), N, false,
+                     nullptr);
+  for (size_t i = 0; i < C.size(); ++i) ASSERT_NEAR(C[i], want[i], 1e-3);
+}
+
+TEST(Gemm, RepeatedProblemReusesThePrimitive) {
+  std::vector<float> A(64 * 64, 1.0f), B(64 * 64, 1.0f), C(64 * 64);
+  kernels::gemm(false, false, 64, 64, 64, A.data(), 64, B.data(), 64, C.data(), 64, false);
+  size_t n = kernels::gemm_cache_size();
+  kernels::gemm(false, false, 64, 64, 64, A.data(), 64, B.data(), 64, C.data(), 64, false);
+  EXPECT_EQ(kernels::gemm_cache_size(), n);
+  EXPECT_FLOAT_EQ(C[0], 64.0f);
+}
+
+}  // namespace
+}  // namespace crucible
