@@ -146,22 +146,39 @@ size_t Arena::capacity() const {
 }
 
 void* Arena::allocate(size_t bytes, size_t align) {
-  if (chunks_.empty() || [&] {
-        Chunk& c = chunks_.back();
-        size_t off = (c.used + align - 1) / align * align;
-        return off + bytes > c.size;
-      }()) {
+  auto fits = [&](const Chunk& c) {
+    size_t off = (c.used + align - 1) / align * align;
+    return off + bytes <= c.size;
+  };
+  while (current_ < chunks_.size() && !fits(chunks_[current_])) {
+    if (current_ + 1 == chunks_.size()) break;
+    ++current_;
+  }
+  if (chunks_.empty() || !fits(chunks_[current_])) {
     // Grow: a new chunk at least as large as everything so far, so chains stay short.
     size_t want = std::max(bytes + align, std::max(capacity(), size_t(1) << 20));
     size_t sz = Allocator::size_class(want);
     chunks_.push_back(Chunk{static_cast<char*>(alloc_.allocate(sz, tag_)), sz, 0});
+    current_ = chunks_.size() - 1;
   }
-  Chunk& c = chunks_.back();
+  Chunk& c = chunks_[current_];
   size_t off = (c.used + align - 1) / align * align;
   used_total_ += off + bytes - c.used;
   c.used = off + bytes;
   high_water_ = std::max(high_water_, used_total_);
   return c.base + off;
+}
+
+Arena::Mark Arena::mark() const {
+  return Mark{current_, chunks_.empty() ? 0 : chunks_[current_].used, used_total_};
+}
+
+void Arena::rewind(const Mark& m) {
+  if (chunks_.empty()) return;
+  current_ = m.chunk;
+  chunks_[current_].used = m.used;
+  for (size_t i = current_ + 1; i < chunks_.size(); ++i) chunks_[i].used = 0;
+  used_total_ = m.used_total;
 }
 
 void Arena::reset() {
@@ -173,6 +190,7 @@ void Arena::reset() {
     chunks_.push_back(Chunk{static_cast<char*>(alloc_.allocate(sz, tag_)), sz, 0});
   }
   for (auto& c : chunks_) c.used = 0;
+  current_ = 0;
   used_total_ = 0;
 }
 

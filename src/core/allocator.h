@@ -80,6 +80,14 @@ class Arena {
   }
   void reset();
 
+  // Scoped scratch: rewind(mark()) releases everything allocated after the
+  // mark (e.g. one layer's backward temporaries) for reuse within the step.
+  struct Mark {
+    size_t chunk, used, used_total;
+  };
+  Mark mark() const;
+  void rewind(const Mark& m);
+
   size_t used() const { return used_total_; }
   size_t high_water() const { return high_water_; }
   size_t capacity() const;
@@ -93,6 +101,7 @@ class Arena {
   Allocator& alloc_;
   const char* tag_;
   std::vector<Chunk> chunks_;
+  size_t current_ = 0;  // chunk being bumped
   size_t used_total_ = 0;
   size_t high_water_ = 0;
 };

@@ -32,6 +32,14 @@ void philox4x32(const uint32_t ctr_in[4], const uint32_t key_in[2], uint32_t out
   out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
 }
 
+namespace {
+void philox_block(const uint32_t key[2], uint64_t stream, uint64_t block, uint32_t out[4]) {
+  uint32_t ctr[4] = {uint32_t(block), uint32_t(block >> 32), uint32_t(stream),
+                     uint32_t(stream >> 32)};
+  philox4x32(ctr, key, out);
+}
+}  // namespace
+
 Rng::Rng(uint64_t seed, uint64_t stream, uint64_t counter) : stream_(stream) {
   uint64_t k = splitmix64(seed ^ splitmix64(stream + 0x5851F42D4C957F2Dull));
   key_[0] = uint32_t(k);
@@ -39,18 +47,17 @@ Rng::Rng(uint64_t seed, uint64_t stream, uint64_t counter) : stream_(stream) {
   seek(counter);
 }
 
+// block_ is the index of the block held in buf_ (lane_ == 4: used up), so
+// position() == block_ * 4 + lane_ holds after construction, seek() and every draw.
 void Rng::seek(uint64_t position) {
   block_ = position / 4;
-  unsigned lane = unsigned(position % 4);
-  refill();
-  lane_ = lane;
+  philox_block(key_, stream_, block_, buf_);
+  lane_ = unsigned(position % 4);
 }
 
 void Rng::refill() {
-  uint32_t ctr[4] = {uint32_t(block_), uint32_t(block_ >> 32), uint32_t(stream_),
-                     uint32_t(stream_ >> 32)};
-  philox4x32(ctr, key_, buf_);
   ++block_;
+  philox_block(key_, stream_, block_, buf_);
   lane_ = 0;
 }
 

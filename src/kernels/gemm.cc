@@ -1,12 +1,15 @@
 #include "kernels/gemm.h"
 
+#include <algorithm>
 #include <map>
+#include <unordered_map>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <tuple>
 
 #include "core/allocator.h"
 #include "core/check.h"
+#include "core/kernel_stats.h"
 
 namespace crucible::kernels {
 namespace {
@@ -17,6 +20,10 @@ struct Entry {
   dnnl::matmul prim;
   dnnl::memory a, b, c, bias;
   size_t scratch_bytes;
+  // Built once; executing repeats only set_data_handle, so a cached call
+  // allocates nothing on crucible's side.
+  std::unordered_map<int, dnnl::memory> args;
+  void* scratch_bound = nullptr;
 };
 
 struct Gemm {
@@ -69,6 +76,7 @@ Entry make_entry(Gemm& g, bool ta, bool tb, int M, int N, int K, int lda, int ld
 void run(bool ta, bool tb, int M, int N, int K, const void* A, int lda, const void* B, int ldb,
          float* C, int ldc, bool acc, const float* bias, bool bf) {
   CRUCIBLE_CHECK(M > 0 && N > 0 && K > 0, "[gemm] empty problem");
+  ScopedKernelTimer timer(KernelClass::gemm, 2.0 * M * N * K);
   Gemm& g = state();
   std::lock_guard<std::mutex> lock(g.mu);
   Key key{ta, tb, M, N, K, lda, ldb, ldc, acc, bias != nullptr, bf};
@@ -77,28 +85,28 @@ void run(bool ta, bool tb, int M, int N, int K, const void* A, int lda, const vo
     it = g.cache.emplace(key, make_entry(g, ta, tb, M, N, K, lda, ldb, ldc, acc, bias != nullptr, bf))
              .first;
   Entry& e = it->second;
-  if (e.scratch_bytes > g.scratch_bytes) {
+  if (!g.scratch || e.scratch_bytes > g.scratch_bytes) {
+    // One scratchpad shared by all problems, grown to the largest one.
     if (g.scratch) Allocator::global().release(g.scratch);
-    g.scratch = Allocator::global().allocate(e.scratch_bytes, "gemm.scratchpad");
-    g.scratch_bytes = e.scratch_bytes;
-  }
-  dnnl::memory::desc s_md(dnnl::memory::dims{int64_t(g.scratch_bytes)},
-                          dnnl::memory::data_type::u8, dnnl::memory::dims{1});
-  if (!g.scratch_mem || g.scratch_mem.get_desc().get_size() != g.scratch_bytes ||
-      g.scratch_mem.get_data_handle() != g.scratch)
+    g.scratch_bytes = std::max<size_t>(e.scratch_bytes, 4096);
+    g.scratch = Allocator::global().allocate(g.scratch_bytes, "gemm.scratchpad");
+    dnnl::memory::desc s_md(dnnl::memory::dims{int64_t(g.scratch_bytes)},
+                            dnnl::memory::data_type::u8, dnnl::memory::dims{1});
     g.scratch_mem = dnnl::memory(s_md, g.eng, g.scratch);
+  }
+  if (e.args.empty()) {
+    e.args = {{DNNL_ARG_SRC, e.a}, {DNNL_ARG_WEIGHTS, e.b}, {DNNL_ARG_DST, e.c}};
+    if (bias) e.args.emplace(DNNL_ARG_BIAS, e.bias);
+  }
+  if (e.scratch_bound != g.scratch) {
+    e.args[DNNL_ARG_SCRATCHPAD] = g.scratch_mem;
+    e.scratch_bound = g.scratch;
+  }
   e.a.set_data_handle(const_cast<void*>(A));
   e.b.set_data_handle(const_cast<void*>(B));
   e.c.set_data_handle(C);
-  std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, e.a},
-                                                {DNNL_ARG_WEIGHTS, e.b},
-                                                {DNNL_ARG_DST, e.c},
-                                                {DNNL_ARG_SCRATCHPAD, g.scratch_mem}};
-  if (bias) {
-    e.bias.set_data_handle(const_cast<float*>(bias));
-    args.emplace(DNNL_ARG_BIAS, e.bias);
-  }
-  e.prim.execute(g.strm, args);
+  if (bias) e.bias.set_data_handle(const_cast<float*>(bias));
+  e.prim.execute(g.strm, e.args);
   g.strm.wait();
 }
 

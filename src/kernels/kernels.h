@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/kernel_stats.h"
 #include "kernels/reference.h"
 
 namespace crucible::kernels {
@@ -45,23 +46,25 @@ std::vector<const KernelTable*> compiled_tables();
 // Force an ISA by name ("generic", "avx2", "avx512"); false if unsupported.
 bool select_isa(const std::string& name);
 
-// Call-site wrappers so code reads kernels::attention_forward(...).
-#define CRUCIBLE_FORWARD(fn)                            \
+// Call-site wrappers so code reads kernels::attention_forward(...); each call
+// is timed into its kernel class (core/kernel_stats.h).
+#define CRUCIBLE_FORWARD(fn, cls)                       \
   template <typename... A>                              \
   inline auto fn(A&&... a) {                            \
+    ScopedKernelTimer timer_(KernelClass::cls);         \
     return active().fn(static_cast<A&&>(a)...);         \
   }
-CRUCIBLE_FORWARD(embedding_forward)
-CRUCIBLE_FORWARD(embedding_backward)
-CRUCIBLE_FORWARD(residual_layernorm_forward)
-CRUCIBLE_FORWARD(layernorm_backward)
-CRUCIBLE_FORWARD(bias_gelu_forward)
-CRUCIBLE_FORWARD(bias_gelu_backward)
-CRUCIBLE_FORWARD(attention_forward)
-CRUCIBLE_FORWARD(attention_backward)
-CRUCIBLE_FORWARD(softmax_cross_entropy)
-CRUCIBLE_FORWARD(adamw)
-CRUCIBLE_FORWARD(sum_squares)
+CRUCIBLE_FORWARD(embedding_forward, embedding)
+CRUCIBLE_FORWARD(embedding_backward, embedding)
+CRUCIBLE_FORWARD(residual_layernorm_forward, layernorm)
+CRUCIBLE_FORWARD(layernorm_backward, layernorm)
+CRUCIBLE_FORWARD(bias_gelu_forward, gelu)
+CRUCIBLE_FORWARD(bias_gelu_backward, gelu)
+CRUCIBLE_FORWARD(attention_forward, attention)
+CRUCIBLE_FORWARD(attention_backward, attention)
+CRUCIBLE_FORWARD(softmax_cross_entropy, cross_entropy)
+CRUCIBLE_FORWARD(adamw, optimizer)
+CRUCIBLE_FORWARD(sum_squares, optimizer)
 #undef CRUCIBLE_FORWARD
 
 }  // namespace crucible::kernels

@@ -1,0 +1,41 @@
+#include "ckpt/model_io.h"
+
+#include <cstring>
+
+#include "ckpt/safetensors.h"
+
+namespace crucible::ckpt {
+
+Status save_params(const nn::ParamRegistry& params, const std::string& path, bool grads,
+                   const std::map<std::string, std::string>& metadata) {
+  std::vector<TensorView> views;
+  const float* base = grads ? params.grads() : params.values();
+  for (const auto& s : params.specs()) {
+    TensorView v{s.name, "F32", {}, base + s.offset};
+    for (int i = 0; i < s.shape.ndim; ++i) v.shape.push_back(s.shape[i]);
+    views.push_back(std::move(v));
+  }
+  return write_safetensors(path, views, metadata);
+}
+
+Status load_params(nn::ParamRegistry& params, const std::string& path) {
+  auto file = read_safetensors(path);
+  if (!file) return file.status();
+  size_t matched = 0;
+  for (const auto& s : params.specs()) {
+    const LoadedTensor* t = file->find(s.name);
+    if (!t) return Status::corrupt("[weights] " + path + ": missing tensor " + s.name);
+    std::vector<int64_t> want(s.shape.d.begin(), s.shape.d.begin() + s.shape.ndim);
+    if (t->dtype != "F32" || t->shape != want)
+      return Status::corrupt("[weights] " + path + ": tensor " + s.name + " is " + t->dtype +
+                             " with a shape other than the model's " + s.shape.str());
+    std::memcpy(params.values() + s.offset, t->bytes.data(), t->bytes.size());
+    ++matched;
+  }
+  if (matched != file->tensors.size())
+    return Status::corrupt("[weights] " + path + ": holds " + std::to_string(file->tensors.size()) +
+                           " tensors, the model has " + std::to_string(matched));
+  return Status::ok();
+}
+
+}  // namespace crucible::ckpt

@@ -1,0 +1,20 @@
+// GPT weights as safetensors with Hugging Face GPT-2 names and layouts
+// (Conv1D weights are (in,out); the LM head is tied to wte and not stored),
+// so PyTorch / HF tooling loads crucible's weights and vice versa.
+#pragma once
+#include <map>
+#include <string>
+
+#include "core/status.h"
+#include "nn/params.h"
+
+namespace crucible::ckpt {
+
+// Writes every parameter (or, with grads=true, every gradient) of `params`.
+Status save_params(const nn::ParamRegistry& params, const std::string& path, bool grads = false,
+                   const std::map<std::string, std::string>& metadata = {});
+// Loads every parameter by name; a missing tensor, an extra tensor, or a shape
+// or dtype mismatch is an error naming the tensor.
+Status load_params(nn::ParamRegistry& params, const std::string& path);
+
+}  // namespace crucible::ckpt

@@ -1,0 +1,49 @@
+// safetensors (Hugging Face's tensor file format), read and written by crucible
+// so that weights exchange with PyTorch / HF tooling. Layout: u64 LE header
+// length N, N bytes of JSON {name: {dtype, shape, data_offsets:[b,e]}, ...,
+// "__metadata__": {str: str}} padded with spaces to 8 bytes, then the data.
+// See docs/formats.md. Writes are atomic: a temporary file in the same
+// directory is written, fsync'ed and renamed over the target, then the
+// directory is fsync'ed. Reads validate every offset and size against the file.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace crucible::ckpt {
+
+struct TensorView {  // for writing: borrowed data
+  std::string name;
+  std::string dtype;  // "F32", "BF16", "I32", "I64", "U8"
+  std::vector<int64_t> shape;
+  const void* data = nullptr;
+};
+
+struct LoadedTensor {
+  std::string dtype;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;
+  const float* f32() const { return reinterpret_cast<const float*>(bytes.data()); }
+  int64_t numel() const;
+};
+
+struct SafetensorsFile {
+  std::map<std::string, LoadedTensor> tensors;
+  std::map<std::string, std::string> metadata;
+  const LoadedTensor* find(const std::string& name) const;
+};
+
+size_t dtype_bytes(const std::string& dtype);  // 0 for an unknown dtype
+
+Status write_safetensors(const std::string& path, const std::vector<TensorView>& tensors,
+                         const std::map<std::string, std::string>& metadata = {});
+Result<SafetensorsFile> read_safetensors(const std::string& path);
+
+// Writes `bytes` to `path` atomically (temp file, fsync, rename, fsync dir).
+Status write_file_atomic(const std::string& path, const std::vector<const void*>& parts,
+                         const std::vector<size_t>& sizes);
+
+}  // namespace crucible::ckpt

@@ -1,0 +1,33 @@
+#include "nn/layers.h"
+
+namespace crucible::nn {
+
+void Block::forward(Arena& arena, const float* r_a, const float* r_b, float** out_a,
+                    float** out_b, int B, int T) {
+  size_t NC = size_t(B) * T * C;
+  float* r = r_b ? arena.allocate_array<float>(NC) : nullptr;  // r_a + r_b, saved by ln_1
+  float* h = arena.allocate_array<float>(NC);                  // ln_1 out (saved by c_attn)
+  float* attn_out = arena.allocate_array<float>(NC);
+  float* mlp_out = arena.allocate_array<float>(NC);
+  float* h2 = arena.allocate_array<float>(NC);  // ln_2 out (saved by c_fc)
+  r_mid = arena.allocate_array<float>(NC);
+  ln_1.forward(arena, h, r, r_a, r_b, B * T);
+  attn.forward(arena, attn_out, h, B, T);
+  ln_2.forward(arena, h2, r_mid, ln_1.x, attn_out, B * T);
+  mlp.forward(arena, mlp_out, h2, B * T);
+  *out_a = r_mid;
+  *out_b = mlp_out;
+}
+
+// dr: d r_next on entry (= d mlp_out = d r_mid's direct path), d r on exit.
+void Block::backward(Arena& arena, float* dr, int B, int T) {
+  Arena::Mark m = arena.mark();
+  float* dh = arena.allocate_array<float>(size_t(B) * T * C);
+  mlp.backward(arena, dh, dr, B * T);
+  ln_2.backward(dr, dh, B * T);  // dr += : now d r_mid
+  attn.backward(arena, dh, dr, B, T);
+  ln_1.backward(dr, dh, B * T);  // dr += : now d r
+  arena.rewind(m);
+}
+
+}  // namespace crucible::nn

@@ -1,0 +1,38 @@
+#include <algorithm>
+#include <vector>
+
+#include "core/allocator.h"
+#include "kernels/gemm.h"
+#include "nn/layers.h"
+
+namespace crucible::nn {
+namespace {
+// A row of ones: db (1,out) += ones (1,N) @ dy (N,out) runs as one GEMM.
+const float* ones(int n) {
+  static float* buf = nullptr;
+  static int len = 0;
+  if (n > len) {
+    if (buf) Allocator::global().release(buf);
+    buf = static_cast<float*>(Allocator::global().allocate(size_t(n) * 4, "nn.ones"));
+    std::fill(buf, buf + n, 1.0f);
+    len = n;
+  }
+  return buf;
+}
+}  // namespace
+
+// x (N,in) -> y (N,out) = x W (+ b)
+void Linear::forward(float* y, const float* xin, int N, bool with_bias) {
+  x = xin;
+  kernels::gemm(false, false, N, out, in, xin, in, w.value, out, y, out, false,
+                with_bias ? b.value : nullptr);
+}
+
+// dy (N,out) -> dx (N,in) = dy W^T ; dW (in,out) += x^T dy ; db (out) += 1^T dy
+void Linear::backward(float* dx, const float* dy, int N, bool with_bias) {
+  kernels::gemm(true, false, in, out, N, x, in, dy, out, w.grad, out, true);
+  if (with_bias) kernels::gemm(false, false, 1, out, N, ones(N), N, dy, out, b.grad, out, true);
+  if (dx) kernels::gemm(false, true, N, in, out, dy, out, w.value, out, dx, in, false);
+}
+
+}  // namespace crucible::nn
