@@ -1,0 +1,49 @@
+// `crucible bench step`: times the full training step (forward, loss,
+// backward, AdamW) of a standard workload on random tokens and reports it
+// against the CPU's FMA peak, with a per-kernel-class breakdown.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "profile/cpu_peak.h"
+
+namespace crucible::profile {
+
+struct StepBenchOptions {
+  std::string workload = "tiny";
+  int threads = 0;  // <= 0: all cores
+  int steps = 10;   // measured steps
+  int warmup = 2;   // steps before measuring (first touch, primitive creation)
+  uint64_t seed = 1;
+  bool progress = false;  // live line on stderr
+};
+
+struct KernelClassTime {
+  std::string name;
+  double ms_per_step = 0;
+  double fraction = 0;  // of the median step
+  double gflops = 0;    // achieved, where FLOPs are counted (gemm)
+};
+
+struct StepBenchResult {
+  std::string workload, isa;
+  int threads = 0, steps = 0, batch = 0, seq_len = 0;
+  double ms_per_step = 0, ms_min = 0, ms_max = 0;  // median, min, max
+  double forward_ms = 0, backward_ms = 0, optimizer_ms = 0;  // medians
+  double tokens_per_s = 0, gflop_per_step = 0, gflops = 0, mfu = 0;
+  double mfu_measured_peak = 0;  // against the FMA loop's measured throughput
+  double loss_first = 0, loss_last = 0;
+  size_t peak_bytes = 0;
+  uint64_t steady_state_allocs = 0;  // allocator calls during measured steps
+  CpuPeak peak;
+  std::vector<KernelClassTime> kernels;
+};
+
+Result<StepBenchResult> run_step_bench(const StepBenchOptions& opt);
+nlohmann::json to_json(const StepBenchResult& r);
+std::string to_table(const StepBenchResult& r);
+
+}  // namespace crucible::profile
