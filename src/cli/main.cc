@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "core/allocator.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"crucible: train neural networks and understand the hardware doing it"};
@@ -20,5 +21,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", e.what());
     return e.code;
   }
+  // Everything a command allocated is released by now; what is left leaked.
+  crucible::Allocator::global().report_leaks(stderr);
   return 0;
 }

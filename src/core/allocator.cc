@@ -62,7 +62,7 @@ void Allocator::unmap(void* p, size_t bytes) {
     std::free(p);
 }
 
-void* Allocator::allocate(size_t bytes, const char* tag) {
+void* Allocator::allocate(size_t bytes, const char* tag, bool persistent) {
   size_t c = size_class(bytes);
   std::lock_guard<std::mutex> lock(mu_);
   void* p = nullptr;
@@ -77,7 +77,7 @@ void* Allocator::allocate(size_t bytes, const char* tag) {
     stats_.mapped += c;
     stats_.os_allocs++;
   }
-  live_.emplace(p, Live{c, tag});
+  live_.emplace(p, Live{c, tag, persistent});
   stats_.allocs++;
   stats_.in_use += c;
   stats_.peak = std::max(stats_.peak, stats_.in_use);
@@ -111,13 +111,20 @@ std::vector<std::pair<std::string, size_t>> Allocator::live_by_tag() const {
 }
 
 size_t Allocator::report_leaks(FILE* out) const {
-  auto v = live_by_tag();
-  size_t blocks;
+  std::vector<std::pair<std::string, size_t>> v;
+  size_t blocks = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    blocks = live_.size();
+    std::unordered_map<std::string, size_t> by;
+    for (auto& [p, l] : live_)
+      if (!l.persistent) {
+        by[l.tag ? l.tag : "?"] += l.bytes;
+        ++blocks;
+      }
+    v.assign(by.begin(), by.end());
   }
   if (blocks == 0) return 0;
+  std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.second > b.second; });
   std::fprintf(out, "[core] leak report: %zu blocks still allocated at shutdown\n", blocks);
   for (auto& [tag, bytes] : v) std::fprintf(out, "  %-32s %12zu bytes\n", tag.c_str(), bytes);
   return blocks;

@@ -38,14 +38,15 @@ class Allocator {
 
   // Returns 64-byte aligned, zero-initialised-on-first-use memory of at least
   // `bytes`. `tag` names the allocation site class in leak reports; it must be
-  // a string literal (stored by pointer).
-  void* allocate(size_t bytes, const char* tag);
+  // a string literal (stored by pointer). `persistent` marks a process-lifetime
+  // cache (e.g. the GEMM scratchpad): never reported as a leak at shutdown.
+  void* allocate(size_t bytes, const char* tag, bool persistent = false);
   void release(void* p);
 
   AllocatorStats stats() const;
   // Live allocations grouped by tag, largest first. Empty when nothing leaked.
   std::vector<std::pair<std::string, size_t>> live_by_tag() const;
-  // Prints live allocations (if any) to `out`; returns the number of live blocks.
+  // Prints live non-persistent allocations (if any) to `out`; returns their count.
   size_t report_leaks(FILE* out) const;
   // Returns all cached blocks to the OS (for tests and shutdown).
   void trim();
@@ -56,6 +57,7 @@ class Allocator {
   struct Live {
     size_t bytes;
     const char* tag;
+    bool persistent;
   };
   void* map_fresh(size_t bytes);
   void unmap(void* p, size_t bytes);

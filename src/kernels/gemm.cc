@@ -89,7 +89,7 @@ void run(bool ta, bool tb, int M, int N, int K, const void* A, int lda, const vo
     // One scratchpad shared by all problems, grown to the largest one.
     if (g.scratch) Allocator::global().release(g.scratch);
     g.scratch_bytes = std::max<size_t>(e.scratch_bytes, 4096);
-    g.scratch = Allocator::global().allocate(g.scratch_bytes, "gemm.scratchpad");
+    g.scratch = Allocator::global().allocate(g.scratch_bytes, "gemm.scratchpad", true);
     dnnl::memory::desc s_md(dnnl::memory::dims{int64_t(g.scratch_bytes)},
                             dnnl::memory::data_type::u8, dnnl::memory::dims{1});
     g.scratch_mem = dnnl::memory(s_md, g.eng, g.scratch);
@@ -144,7 +144,7 @@ void gemm_bf16(bool ta, bool tb, int M, int N, int K, const bf16* A, int lda, co
     std::lock_guard<std::mutex> lock(g.mu);
     if (na + nb > g.up_elems) {
       if (g.up) Allocator::global().release(g.up);
-      g.up = static_cast<float*>(Allocator::global().allocate((na + nb) * 4, "gemm.bf16_widen"));
+      g.up = static_cast<float*>(Allocator::global().allocate((na + nb) * 4, "gemm.bf16_widen", true));
       g.up_elems = na + nb;
     }
   }

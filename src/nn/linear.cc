@@ -13,7 +13,7 @@ const float* ones(int n) {
   static int len = 0;
   if (n > len) {
     if (buf) Allocator::global().release(buf);
-    buf = static_cast<float*>(Allocator::global().allocate(size_t(n) * 4, "nn.ones"));
+    buf = static_cast<float*>(Allocator::global().allocate(size_t(n) * 4, "nn.ones", true));
     std::fill(buf, buf + n, 1.0f);
     len = n;
   }
