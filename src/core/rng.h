@@ -30,7 +30,7 @@ class Rng {
   void refill();
   uint32_t key_[2];
   uint64_t stream_;
-  uint64_t block_ = 0;  // next 128-bit block index for refill
+  uint64_t block_ = 0;  // index of the 128-bit block held in buf_
   uint32_t buf_[4];
   unsigned lane_ = 4;   // 4 = buffer empty
 };

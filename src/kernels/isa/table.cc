@@ -5,17 +5,17 @@ namespace crucible::kernels::CRUCIBLE_ISA {
 
 const KernelTable table = {
     .isa = CRUCIBLE_ISA_NAME,
-    .embedding_forward = ref::embedding_forward,
-    .embedding_backward = ref::embedding_backward,
-    .residual_layernorm_forward = ref::residual_layernorm_forward,
-    .layernorm_backward = ref::layernorm_backward,
-    .bias_gelu_forward = ref::bias_gelu_forward,
-    .bias_gelu_backward = ref::bias_gelu_backward,
-    .attention_forward = ref::attention_forward,
-    .attention_backward = ref::attention_backward,
-    .softmax_cross_entropy = ref::softmax_cross_entropy,
-    .adamw = ref::adamw,
-    .sum_squares = ref::sum_squares,
+    .embedding_forward = embedding_forward,
+    .embedding_backward = embedding_backward,
+    .residual_layernorm_forward = residual_layernorm_forward,
+    .layernorm_backward = layernorm_backward,
+    .bias_gelu_forward = bias_gelu_forward,
+    .bias_gelu_backward = bias_gelu_backward,
+    .attention_forward = attention_forward,
+    .attention_backward = attention_backward,
+    .softmax_cross_entropy = softmax_cross_entropy,
+    .adamw = adamw,
+    .sum_squares = sum_squares,
 };
 
 }  // namespace crucible::kernels::CRUCIBLE_ISA

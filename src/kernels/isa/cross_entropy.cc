@@ -1,0 +1,123 @@
+// Softmax + cross-entropy fused with its gradient (contract in
+// signatures.inc). Compiled once per ISA.
+//
+// A row of V = 50304 logits is 200 KB: it fits L2, not L1, and the logits of
+// a whole batch do not fit anywhere, so each row is read from memory once.
+// The cost is the exponentials, not the bytes, so each element gets one:
+//
+// Pass 1 (online softmax) walks the row in chunks of kChunk vectors, takes
+// the chunk's max first and rescales the running sum once per chunk, not per
+// element. When a gradient is wanted it also writes e = exp(x - chunk max)
+// back over the logits and keeps the chunk maxima (a small stack array).
+// Pass 2 rereads the row from L2 and scales each chunk by one factor,
+// exp(chunk max - lse) * dscale, which turns e into softmax * dscale; the
+// target's entry then gets its -dscale. Rows are independent: parallel over N.
+//
+// lse is kept as max + log_sum, never added up: with logits in the hundreds a
+// float lse has an ulp of ~1e-5, which would swamp the loss and 1 - p of a
+// confident prediction; every use subtracts max first (exact) instead.
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+
+#include "core/check.h"
+#include "kernels/isa/isa.h"
+#include "kernels/isa/vec.h"
+
+namespace crucible::kernels::CRUCIBLE_ISA {
+namespace {
+
+constexpr int kChunk = 8;  // vectors per rescale of the running sum
+constexpr int kChunkElems = kChunk * kW;
+constexpr int kMaxV = 1 << 18;  // bound of the chunk-max stack array
+constexpr int kMaxChunks = kMaxV / kChunkElems;
+
+// Running state of the online softmax: sum of exp(x - max) per lane, shared max.
+struct Online {
+  float max = -FLT_MAX;  // not -inf, so max - new_max is never inf - inf
+  vf sum = splat(0.0f);
+
+  // One full chunk x[0..kChunkElems); with kWriteExp, x := exp(x - chunk max).
+  // Returns the chunk's max (the running max after it).
+  template <bool kWriteExp>
+  float add_chunk(float* x) {
+    vf mv = splat(max);
+    for (int j = 0; j < kChunk; ++j) mv = vmax(mv, load(x + j * kW));
+    float new_max = hmax(mv);
+    vf acc = sum * vexp(splat(max - new_max));
+    for (int j = 0; j < kChunk; ++j) {  // reloads from L1: cheaper than spilling registers
+      vf e = vexp(load(x + j * kW) - new_max);
+      acc += e;
+      if constexpr (kWriteExp) store(x + j * kW, e);
+    }
+    sum = acc;
+    return max = new_max;
+  }
+};
+
+// logsumexp(row) = max + log_sum.
+struct LogSumExp {
+  float max, log_sum;
+};
+
+// Pass 1 over row (V): returns logsumexp(row). With kWriteExp, row[v] :=
+// exp(row[v] - chunk_max[v / kChunkElems]) and chunk_max is filled.
+template <bool kWriteExp>
+LogSumExp row_logsumexp(float* row, int V, float* chunk_max) {
+  Online st;
+  int v = 0, k = 0;
+  for (; v + kChunkElems <= V; v += kChunkElems, ++k) {
+    float cm = st.add_chunk<kWriteExp>(row + v);
+    if constexpr (kWriteExp) chunk_max[k] = cm;
+  }
+  if (int left = V - v) {  // last partial chunk, padded with -inf (exp 0)
+    float tail[kChunkElems];
+    std::fill(std::copy(row + v, row + V, tail), tail + kChunkElems, -INFINITY);
+    float cm = st.add_chunk<kWriteExp>(tail);
+    if constexpr (kWriteExp) {
+      chunk_max[k] = cm;
+      std::copy(tail, tail + left, row + v);
+    }
+  }
+  return {st.max, std::log(hsum(st.sum))};
+}
+
+}  // namespace
+
+// losses (N) ; logits (N,V), overwritten by the gradient if dscale != 0 ; targets (N)
+void softmax_cross_entropy(float* losses, float* logits, const int32_t* targets, int N, int V,
+                           float dscale) {
+  CRUCIBLE_CHECK(V <= kMaxV, "[softmax_cross_entropy] V exceeds the chunk-max buffer");
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    float* row = logits + size_t(n) * V;
+    int target = targets[n];
+    CRUCIBLE_CHECK(target < V, "[softmax_cross_entropy] target id out of the vocabulary");
+    if (target < 0) {  // ignored position (padding)
+      losses[n] = 0.0f;
+      if (dscale != 0.0f) std::fill(row, row + V, 0.0f);
+      continue;
+    }
+    float x_target = row[target];  // read before pass 1 overwrites it
+    if (dscale == 0.0f) {          // loss only: the logits stay untouched
+      LogSumExp lse = row_logsumexp<false>(row, V, nullptr);
+      losses[n] = lse.log_sum - (x_target - lse.max);
+      continue;
+    }
+    float chunk_max[kMaxChunks];
+    LogSumExp lse = row_logsumexp<true>(row, V, chunk_max);
+    losses[n] = lse.log_sum - (x_target - lse.max);
+
+    // Pass 2: row holds exp(x - chunk max); scale each chunk to softmax * dscale.
+    for (int v = 0, k = 0; v < V; v += kChunkElems, ++k) {
+      vf scale = vexp(splat((chunk_max[k] - lse.max) - lse.log_sum)) * dscale;
+      int end = std::min(V, v + kChunkElems), i = v;
+      for (; i + kW <= end; i += kW) store(row + i, load(row + i) * scale);
+      if (i < end) store_partial(row + i, load_partial(row + i, end - i) * scale, end - i);
+    }
+    // p - 1 by expm1: exact where p ~ 1, where exp(.) - 1 would cancel to 0.
+    row[target] = std::expm1((x_target - lse.max) - lse.log_sum) * dscale;
+  }
+}
+
+}  // namespace crucible::kernels::CRUCIBLE_ISA

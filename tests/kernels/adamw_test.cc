@@ -1,0 +1,77 @@
+// Fast AdamW and sum of squares (kernels/isa/adamw.cc) against the double
+// reference on every ISA this CPU runs. Sizes cover 1, sizes not a multiple
+// of any vector width, and sizes above the threading threshold; AdamW runs
+// three steps (t = 1..3, so the bias corrections change) with a clip factor
+// and weight decay, from non-zero moments.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/threads.h"
+#include "kernels/reference.h"
+#include "support/kernel_harness.h"
+
+namespace crucible {
+namespace {
+
+using testing::Compare;
+
+const std::vector<testing::KernelShape> kSizes = {{1}, {7}, {33}, {100}, {257}, {100003}};
+
+TEST(AdamW, ThreeStepsMatchReference) {
+  testing::check_kernel(
+      "adamw", kSizes, [](const kernels::KernelTable& k, const testing::KernelShape& s, Rng& rng) {
+        const size_t n = size_t(s[0]);
+        const float lr = 0.01f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, wd = 0.1f, clip = 0.7f;
+        auto p = testing::random_vector(rng, n), p_ref = p;
+        auto m = testing::random_vector(rng, n, -0.1f, 0.1f), m_ref = m;
+        auto v = testing::random_vector(rng, n, 0.0f, 0.01f), v_ref = v;
+        std::vector<Compare> cmp;
+        for (int t = 1; t <= 3; ++t) {
+          auto g = testing::random_vector(rng, n);
+          k.adamw(p.data(), g.data(), m.data(), v.data(), n, lr, beta1, beta2, eps, wd, clip, t);
+          kernels::ref::adamw(p_ref.data(), g.data(), m_ref.data(), v_ref.data(), n, lr, beta1,
+                              beta2, eps, wd, clip, t);
+          std::string tag = "(t=" + std::to_string(t) + ")";
+          // Updates are ~lr and moments ~0.1 / 0.01: tolerances of a few float
+          // ulps of the terms (m = b1 m + (1-b1) g cancels), far below a wrong term.
+          cmp.push_back({"p" + tag, p, p_ref, 1e-6, 1e-5});
+          cmp.push_back({"m" + tag, m, m_ref, 1e-7, 1e-5});
+          cmp.push_back({"v" + tag, v, v_ref, 1e-9, 1e-5});
+        }
+        return cmp;
+      });
+}
+
+TEST(SumSquares, MatchesReferenceInDouble) {
+  testing::check_kernel("sum_squares", {{1}, {7}, {33}, {100}, {257}, {100003}, {(1 << 22) + 3}},
+                        [](const kernels::KernelTable& k, const testing::KernelShape& s, Rng& rng) {
+                          const size_t n = size_t(s[0]);
+                          auto x = testing::random_vector(rng, n);
+                          double got = k.sum_squares(x.data(), n),
+                                 want = kernels::ref::sum_squares(x.data(), n);
+                          // Both sum in double, in different orders: far tighter than float (1e-7).
+                          EXPECT_NEAR(got, want, 1e-10 * want) << k.isa << " n=" << n;
+                          return std::vector<Compare>{};
+                        });
+}
+
+// Chunks depend on n alone and are added in order, so the bits must not
+// depend on the thread count (every rank must agree on the clip factor).
+TEST(SumSquares, BitwiseIndependentOfThreadCount) {
+  const size_t n = (size_t(1) << 21) + 5;
+  Rng rng(testing::test_seed(), 61);
+  auto x = testing::random_vector(rng, n);
+  const int saved = num_threads();
+  for (const kernels::KernelTable* k : kernels::supported_tables()) {
+    set_num_threads(1);
+    double one = k->sum_squares(x.data(), n);
+    set_num_threads(3);
+    double three = k->sum_squares(x.data(), n);
+    EXPECT_EQ(one, three) << k->isa;
+  }
+  set_num_threads(saved);
+}
+
+}  // namespace
+}  // namespace crucible
