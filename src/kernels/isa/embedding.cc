@@ -17,14 +17,6 @@ namespace {
 // cache lines wide, and small enough that C = 768 gives 24 items to share.
 constexpr int kSlice = 32;
 
-// dst[0..n) += src[0..n)
-inline void add_into(float* dst, const float* src, int n) {
-  int c = 0;
-  for (; c + kW <= n; c += kW) store(dst + c, load(dst + c) + load(src + c));
-  if (c < n)
-    store_partial(dst + c, load_partial(dst + c, n - c) + load_partial(src + c, n - c), n - c);
-}
-
 }  // namespace
 
 // out (B,T,C) = wte[idx[b,t]] (V,C) + wpe[t] (T_max,C)

@@ -23,14 +23,6 @@ constexpr float kEps = 1e-5f;
 constexpr int kBlockRows = 8;
 constexpr int kMaxC = 16384;  // bound of the per-thread partial sums (2 x 64 KB of stack)
 
-// dst[0..n) += src[0..n)
-inline void add_into(float* dst, const float* src, int n) {
-  int c = 0;
-  for (; c + kW <= n; c += kW) store(dst + c, load(dst + c) + load(src + c));
-  if (c < n)
-    store_partial(dst + c, load_partial(dst + c, n - c) + load_partial(src + c, n - c), n - c);
-}
-
 // One row of the backward. d, x, dx: (C) ; pw, pb: (C) block partials of dw, dbias.
 void row_backward(float* dx, float* pw, float* pb, const float* d, const float* x, const float* w,
                   float mean, float rstd, int C) {

@@ -47,6 +47,14 @@ inline float hmax(vf v) {
   for (int i = 1; i < kW; ++i) s = v[i] > s ? v[i] : s;
   return s;
 }
+// dst[0..n) += src[0..n), any n.
+inline void add_into(float* dst, const float* src, int n) {
+  int c = 0;
+  for (; c + kW <= n; c += kW) store(dst + c, load(dst + c) + load(src + c));
+  if (c < n)
+    store_partial(dst + c, load_partial(dst + c, n - c) + load_partial(src + c, n - c), n - c);
+}
+
 inline vf vmax(vf a, vf b) { return a > b ? a : b; }
 inline vf vmin(vf a, vf b) { return a < b ? a : b; }
 inline vf fma(vf a, vf b, vf c) { return a * b + c; }  // contracted to FMA where the ISA has it
