@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/status.h"
+
 #define CRUCIBLE_VERSION_STRING "0.1.0"
 
 namespace crucible::cli {
@@ -16,5 +18,12 @@ struct ExitError : std::runtime_error {
 
 void print_version();
 void add_bench_command(CLI::App& app);
+void add_train_command(CLI::App& app);
+void add_tokenize_command(CLI::App& app);
+void add_generate_command(CLI::App& app);
+
+// The exit code for an error: 2 for bad input (config, data, checkpoint,
+// flags), 1 for everything else.
+int exit_code(const Status& s);
 
 }  // namespace crucible::cli

@@ -12,6 +12,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", CRUCIBLE_VERSION_STRING);
   auto* version = app.add_subcommand("version", "Print the version and the kernel ISA in use");
   version->callback([] { crucible::cli::print_version(); });
+  crucible::cli::add_train_command(app);
+  crucible::cli::add_generate_command(app);
+  crucible::cli::add_tokenize_command(app);
   crucible::cli::add_bench_command(app);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,411 @@
+// Writing checkpoints: snapshot, the .tmp-fsync-rename sequence, pruning, and
+// the injected write fault. Reading and verifying: checkpoint_verify.cc.
+#include "ckpt/checkpoint.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#define XXH_STATIC_LINKING_ONLY  // XXH64_state_t on the stack
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cinttypes>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <optional>
+
+#include "ckpt/safetensors.h"
+#include "core/check.h"
+
+namespace crucible::ckpt {
+namespace fs = std::filesystem;
+
+namespace {
+
+struct InjectedFault {
+  int64_t step;
+  std::string file;
+};
+std::mutex g_fault_mu;
+std::optional<InjectedFault> g_fault;
+
+// True (once) when a fault is armed for this step and file.
+bool take_injected_fault(int64_t step, const std::string& file) {
+  std::lock_guard<std::mutex> lock(g_fault_mu);
+  if (!g_fault || g_fault->step != step || g_fault->file != file) return false;
+  g_fault.reset();
+  return true;
+}
+
+// One file of a checkpoint: written with write(2), hashed as it goes,
+// fsync'ed before close. `label` (step_NNNNNNN/name) prefixes every error. An
+// injected fault writes the first fault_at bytes and then fails.
+class CheckpointFileWriter {
+ public:
+  CheckpointFileWriter(std::string path, std::string label, size_t fault_at)
+      : path_(std::move(path)), label_(std::move(label)), fault_at_(fault_at) {
+    XXH64_reset(&state_, 0);
+  }
+  ~CheckpointFileWriter() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  CheckpointFileWriter(const CheckpointFileWriter&) = delete;
+  CheckpointFileWriter& operator=(const CheckpointFileWriter&) = delete;
+
+  Status open() {
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    return fd_ < 0 ? os_error("creating") : Status::ok();
+  }
+
+  Status write(const void* data, size_t n) {
+    const char* p = static_cast<const char*>(data);
+    if (fault_at_ != kNoFault && written_ + n > fault_at_) {
+      size_t part = fault_at_ - written_;
+      CRUCIBLE_RETURN_IF_ERROR(write_all(p, part));
+      return Status::io("[ckpt] writing " + label_ + ": injected write error (fault.inject)");
+    }
+    return write_all(p, n);
+  }
+
+  // fsync and close; the file's size and xxh64 are final afterwards.
+  Status finish() {
+    if (::fsync(fd_) != 0) return os_error("fsync of");
+    int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) return os_error("closing");
+    return Status::ok();
+  }
+
+  uint64_t bytes() const { return written_; }
+  uint64_t xxh64() const { return XXH64_digest(&state_); }
+
+  static constexpr size_t kNoFault = std::numeric_limits<size_t>::max();
+
+ private:
+  Status write_all(const char* p, size_t n) {
+    XXH64_update(&state_, p, n);
+    written_ += n;
+    while (n > 0) {
+      ssize_t w = ::write(fd_, p, n);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        return os_error("writing");
+      }
+      p += w;
+      n -= size_t(w);
+    }
+    return Status::ok();
+  }
+  Status os_error(const char* what) const {
+    return Status::io(std::string("[ckpt] ") + what + " " + label_ + ": " + std::strerror(errno));
+  }
+
+  std::string path_, label_;
+  size_t fault_at_;
+  int fd_ = -1;
+  uint64_t written_ = 0;
+  XXH64_state_t state_;
+};
+
+struct FileRecord {
+  std::string name;
+  uint64_t bytes = 0;
+  uint64_t xxh64 = 0;
+};
+
+// Writes `parts` as dir/name, recording size and hash.
+Status write_checkpoint_file(const std::string& dir, const std::string& label_dir, int64_t step,
+                             const std::string& name, const std::vector<const void*>& parts,
+                             const std::vector<size_t>& sizes, std::vector<FileRecord>& records) {
+  size_t total = 0;
+  for (size_t s : sizes) total += s;
+  size_t fault_at =
+      take_injected_fault(step, name) ? total / 2 : CheckpointFileWriter::kNoFault;
+  CheckpointFileWriter w(dir + "/" + name, label_dir + "/" + name, fault_at);
+  CRUCIBLE_RETURN_IF_ERROR(w.open());
+  for (size_t i = 0; i < parts.size(); ++i) CRUCIBLE_RETURN_IF_ERROR(w.write(parts[i], sizes[i]));
+  CRUCIBLE_RETURN_IF_ERROR(w.finish());
+  records.push_back(FileRecord{name, w.bytes(), w.xxh64()});
+  return Status::ok();
+}
+
+// The safetensors encoding of ckpt/safetensors.h (the same header as
+// write_safetensors), streamed through the checkpoint writer so it is hashed
+// while written and can fail part-way under fault injection.
+Status write_safetensors_file(const std::string& dir, const std::string& label_dir, int64_t step,
+                              const std::string& name, const std::vector<TensorView>& tensors,
+                              const std::map<std::string, std::string>& metadata,
+                              std::vector<FileRecord>& records) {
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::vector<const void*> parts(2);
+  std::vector<size_t> sizes(2);
+  size_t offset = 0;
+  for (const TensorView& t : tensors) {
+    size_t n = dtype_bytes(t.dtype);
+    for (int64_t d : t.shape) n *= size_t(d);
+    header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + n}}};
+    parts.push_back(t.data);
+    sizes.push_back(n);
+    offset += n;
+  }
+  std::string h = header.dump();
+  h.append((8 - h.size() % 8) % 8, ' ');
+  uint64_t hlen = h.size();  // little-endian on every platform crucible runs on
+  parts[0] = &hlen, sizes[0] = 8;
+  parts[1] = h.data(), sizes[1] = h.size();
+  return write_checkpoint_file(dir, label_dir, step, name, parts, sizes, records);
+}
+
+std::vector<TensorView> tensor_views(const std::vector<nn::ParamSpec>& specs, const float* base,
+                                     const std::string& prefix) {
+  std::vector<TensorView> views;
+  for (const nn::ParamSpec& s : specs) {
+    TensorView v{prefix + s.name, "F32", {}, base + s.offset};
+    for (int i = 0; i < s.shape.ndim; ++i) v.shape.push_back(s.shape[i]);
+    views.push_back(std::move(v));
+  }
+  return views;
+}
+
+std::string utc_now() {
+  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// manifest.json with its self-checksum: the xxh64 of the file's bytes with the
+// checksum's 16 digits written as zeros (see manifest_checksum_pos).
+std::string manifest_text(const Snapshot& snap, const std::vector<FileRecord>& records) {
+  nlohmann::ordered_json m;
+  m["format"] = "crucible-checkpoint";
+  m["format_version"] = 1;
+  m["step"] = snap.state.step;
+  m["created"] = utc_now();
+  m["world"] = snap.state.world;
+  m["config"] = snap.state.config;
+  m["loader"] = snap.state.loader;
+  m["rng"] = snap.state.rng;
+  nlohmann::ordered_json files = nlohmann::ordered_json::array();
+  for (const FileRecord& r : records)
+    files.push_back({{"name", r.name}, {"bytes", r.bytes}, {"xxh64", xxh64_hex(r.xxh64)}});
+  m["files"] = files;
+  const std::string zeros(16, '0');
+  m[kManifestChecksumKey] = zeros;
+  std::string text = m.dump(2) + "\n";
+  size_t pos = manifest_checksum_pos(text, zeros);
+  CRUCIBLE_CHECK(pos != std::string::npos, "the manifest holds its checksum placeholder");
+  text.replace(pos, 16, xxh64_hex(XXH64(text.data(), text.size(), 0)));
+  return text;
+}
+
+Status fsync_dir(const std::string& dir, const std::string& label) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Status::io("[ckpt] opening directory " + label + ": " + std::strerror(errno));
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) return Status::io("[ckpt] fsync of directory " + label + ": " + std::strerror(err));
+  return Status::ok();
+}
+
+// Renames a directory out of the step_* namespace (atomically), then deletes
+// it, so a crash mid-delete never leaves a half-deleted step_* behind; a
+// leftover *.tmp is removed by the next write.
+Status remove_step_dir(const std::string& ckpt_dir, const std::string& name) {
+  std::string doomed = ckpt_dir + "/" + name + ".delete.tmp";
+  if (::rename((ckpt_dir + "/" + name).c_str(), doomed.c_str()) != 0)
+    return Status::io("[ckpt] removing " + name + ": " + std::strerror(errno));
+  std::error_code ec;
+  fs::remove_all(doomed, ec);
+  if (ec) return Status::io("[ckpt] removing " + name + ": " + ec.message());
+  return Status::ok();
+}
+
+Status validate_snapshot(const Snapshot& snap, int keep) {
+  if (keep < 1) return Status::invalid("[ckpt] keep must be at least 1, got " + std::to_string(keep));
+  if (snap.state.step < 0)
+    return Status::invalid("[ckpt] step must be >= 0, got " + std::to_string(snap.state.step));
+  size_t n = snap.params.size();
+  if (snap.exp_avg.size() != n || snap.exp_avg_sq.size() != n)
+    return Status::invalid("[ckpt] snapshot buffers differ in size");
+  for (const nn::ParamSpec& s : snap.specs)
+    if (s.offset + s.numel > n)
+      return Status::invalid("[ckpt] snapshot parameter " + s.name + " lies outside its buffer");
+  return Status::ok();
+}
+
+// Writes the three files into tmp_dir and fsyncs it.
+Status write_step_files(const std::string& tmp_dir, const std::string& name, const Snapshot& snap) {
+  const int64_t step = snap.state.step;
+  std::vector<FileRecord> records;
+  CRUCIBLE_RETURN_IF_ERROR(write_safetensors_file(tmp_dir, name, step, "model.safetensors",
+                                                  tensor_views(snap.specs, snap.params.data(), ""),
+                                                  {{"format", "pt"}}, records));
+  std::vector<TensorView> moments = tensor_views(snap.specs, snap.exp_avg.data(), "exp_avg.");
+  for (TensorView& v : tensor_views(snap.specs, snap.exp_avg_sq.data(), "exp_avg_sq."))
+    moments.push_back(std::move(v));
+  CRUCIBLE_RETURN_IF_ERROR(write_safetensors_file(
+      tmp_dir, name, step, "optimizer.safetensors", moments,
+      {{"format", "pt"}, {"adam_steps", std::to_string(snap.adam_steps)}}, records));
+  // The manifest goes last: it lists the files above.
+  std::string text = manifest_text(snap, records);
+  std::vector<FileRecord> manifest_record;
+  CRUCIBLE_RETURN_IF_ERROR(write_checkpoint_file(tmp_dir, name, step, "manifest.json",
+                                                 {text.data()}, {text.size()}, manifest_record));
+  return fsync_dir(tmp_dir, name + ".tmp");
+}
+
+// Moves tmp_dir to ckpt_dir/name, replacing a checkpoint of the same step.
+Status install_step_dir(const std::string& ckpt_dir, const std::string& tmp_dir,
+                        const std::string& name) {
+  const std::string final_dir = ckpt_dir + "/" + name;
+  const std::string replaced = final_dir + ".replaced.tmp";
+  std::error_code ec;
+  bool replacing = fs::exists(fs::symlink_status(final_dir, ec));
+  if (replacing && ::rename(final_dir.c_str(), replaced.c_str()) != 0)
+    return Status::io("[ckpt] moving aside the existing " + name + ": " + std::strerror(errno));
+  if (::rename(tmp_dir.c_str(), final_dir.c_str()) != 0) {
+    Status st = Status::io("[ckpt] renaming " + name + ".tmp to " + name + ": " + std::strerror(errno));
+    if (replacing) ::rename(replaced.c_str(), final_dir.c_str());
+    return st;
+  }
+  CRUCIBLE_RETURN_IF_ERROR(fsync_dir(ckpt_dir, ckpt_dir));
+  if (replacing) fs::remove_all(replaced, ec);  // a leftover goes with the next write's sweep
+  return Status::ok();
+}
+
+// Keeps the `keep` newest checkpoints up to `step`; removes all newer ones.
+Status prune(const std::string& ckpt_dir, int64_t step, int keep) {
+  auto listed = list_checkpoints(ckpt_dir);
+  if (!listed) return listed.status();
+  int kept = 0;
+  for (const auto& [s, name] : *listed) {  // newest first
+    if (s <= step && ++kept <= keep) continue;
+    Status st = remove_step_dir(ckpt_dir, name);
+    if (!st) return Status::io(st.message() + " (" + step_dir_name(step) + " itself was written)");
+  }
+  return fsync_dir(ckpt_dir, ckpt_dir);
+}
+
+}  // namespace
+
+std::string step_dir_name(int64_t step) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "step_%07" PRId64, step);
+  return buf;
+}
+
+std::optional<int64_t> parse_step_dir_name(const std::string& name) {
+  if (name.size() < 12 || name.compare(0, 5, "step_") != 0 || name.size() > 5 + 18) return {};
+  int64_t step = 0;
+  for (size_t i = 5; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return {};
+    step = step * 10 + (name[i] - '0');
+  }
+  // Only the canonical spelling: step_20 and step_0000020 must not both count.
+  if (step_dir_name(step) != name) return {};
+  return step;
+}
+
+Result<std::vector<std::pair<int64_t, std::string>>> list_checkpoints(const std::string& ckpt_dir) {
+  std::vector<std::pair<int64_t, std::string>> out;
+  std::error_code ec;
+  if (!fs::exists(ckpt_dir, ec)) return out;
+  for (fs::directory_iterator it(ckpt_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (auto step = parse_step_dir_name(name)) out.emplace_back(*step, name);
+  }
+  if (ec) return Status::io("[ckpt] listing " + ckpt_dir + ": " + ec.message());
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  return out;
+}
+
+std::string xxh64_hex(uint64_t h) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016" PRIx64, h);
+  return buf;
+}
+
+size_t manifest_checksum_pos(const std::string& text, const std::string& recorded) {
+  if (recorded.size() != 16) return std::string::npos;
+  // The checksum is the manifest's last member, so its text is the last match.
+  const std::string field = std::string("\"") + kManifestChecksumKey + "\": \"" + recorded + "\"";
+  size_t pos = text.rfind(field);
+  return pos == std::string::npos ? pos : pos + field.size() - 17;
+}
+
+void take_snapshot(const CheckpointState& state, const nn::ParamRegistry& params,
+                   const optim::AdamW& opt, Snapshot& into) {
+  const size_t n = params.numel();
+  into.state = state;
+  into.specs = params.specs();
+  into.params.assign(params.values(), params.values() + n);
+  into.exp_avg.assign(opt.m(), opt.m() + n);
+  into.exp_avg_sq.assign(opt.v(), opt.v() + n);
+  into.adam_steps = opt.steps_taken();
+}
+
+Snapshot take_snapshot(const CheckpointState& state, const nn::ParamRegistry& params,
+                       const optim::AdamW& opt) {
+  Snapshot snap;
+  take_snapshot(state, params, opt, snap);
+  return snap;
+}
+
+Status write_checkpoint(const std::string& ckpt_dir, const Snapshot& snap, int keep) {
+  CRUCIBLE_RETURN_IF_ERROR(validate_snapshot(snap, keep));
+  std::error_code ec;
+  bool created = fs::create_directories(ckpt_dir, ec);
+  if (ec) return Status::io("[ckpt] creating " + ckpt_dir + ": " + ec.message());
+  if (created) {  // its entry in the parent must survive a crash too
+    std::string d = ckpt_dir;
+    while (d.size() > 1 && d.back() == '/') d.pop_back();
+    std::string parent = fs::path(d).parent_path().string();
+    CRUCIBLE_RETURN_IF_ERROR(fsync_dir(parent.empty() ? "." : parent, parent));
+  }
+  // Leftovers of an interrupted write or delete (step_*.tmp, latest.tmp.PID)
+  // go first.
+  for (fs::directory_iterator it(ckpt_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string entry = it->path().filename().string();
+    if ((entry.starts_with("step_") && entry.ends_with(".tmp")) ||
+        entry.starts_with("latest.tmp.")) {
+      std::error_code rm_ec;
+      fs::remove_all(it->path(), rm_ec);
+    }
+  }
+  if (ec) return Status::io("[ckpt] listing " + ckpt_dir + ": " + ec.message());
+
+  const std::string name = step_dir_name(snap.state.step);
+  const std::string tmp_dir = ckpt_dir + "/" + name + ".tmp";
+  if (::mkdir(tmp_dir.c_str(), 0755) != 0)
+    return Status::io("[ckpt] creating " + name + ".tmp in " + ckpt_dir + ": " + std::strerror(errno));
+  Status st = write_step_files(tmp_dir, name, snap);
+  if (st) st = install_step_dir(ckpt_dir, tmp_dir, name);
+  if (!st) {
+    fs::remove_all(tmp_dir, ec);
+    return st;
+  }
+
+  // `latest` is a convenience for users and tools; readers scan step_* dirs.
+  const std::string latest = name + "\n";
+  st = write_file_atomic(ckpt_dir + "/latest", {latest.data()}, {latest.size()});
+  if (!st) return Status::io("[ckpt] " + name + " written, but updating latest failed: " + st.message());
+  return prune(ckpt_dir, snap.state.step, keep);
+}
+
+void inject_checkpoint_write_fault(int64_t step, std::string file) {
+  std::lock_guard<std::mutex> lock(g_fault_mu);
+  g_fault = InjectedFault{step, std::move(file)};
+}
+
+}  // namespace crucible::ckpt

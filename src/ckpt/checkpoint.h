@@ -1,0 +1,118 @@
+// Training checkpoints: everything needed to resume a run bit-identically.
+// ckpt_dir/step_NNNNNNN/ holds model.safetensors (weights, HF GPT-2 names),
+// optimizer.safetensors (AdamW moments) and manifest.json (step, config, world,
+// loader position, RNG state, every file's size and xxh64, and a checksum of
+// the manifest itself); ckpt_dir/latest names the newest one. Format and write
+// sequence: docs/formats.md, "Training checkpoints".
+//
+// Invariants: a step_* directory appears only complete (written as
+// step_NNNNNNN.tmp, fsync'ed, renamed); `latest` and older checkpoints are
+// untouched by a failed write; readers verify every byte before using it.
+//
+// Saving is split in two so it can run off the training thread: take_snapshot
+// copies the flat buffers to host memory at a step boundary, write_checkpoint
+// writes a Snapshot and touches nothing else. Functions are thread-compatible:
+// any number may run at once on different ckpt_dirs; one writer per ckpt_dir.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+#include "nn/params.h"
+#include "optim/adamw.h"
+
+namespace crucible::ckpt {
+
+// The small state of a run, stored in manifest.json. The JSON members are
+// opaque to this layer: each owner (config, data loader, RNG) writes and reads
+// its own.
+struct CheckpointState {
+  int64_t step = 0;        // optimizer steps completed
+  nlohmann::json config;   // resolved run config (object)
+  nlohmann::json loader;   // data-loader position
+  nlohmann::json rng;      // RNG state
+  nlohmann::json world = {{"world_size", 1}};  // parallel layout
+};
+
+// Host copy of everything a checkpoint holds, taken at a step boundary.
+// params / exp_avg / exp_avg_sq are whole flat buffers (ParamRegistry layout,
+// padding included); specs say where each parameter lives in them.
+struct Snapshot {
+  CheckpointState state;
+  std::vector<nn::ParamSpec> specs;
+  std::vector<float> params, exp_avg, exp_avg_sq;
+  int64_t adam_steps = 0;
+};
+
+// Copies into `into`, reusing its buffers' capacity: the first snapshot pays
+// the page faults of fresh memory, later ones are plain memcpy.
+void take_snapshot(const CheckpointState& state, const nn::ParamRegistry& params,
+                   const optim::AdamW& opt, Snapshot& into);
+Snapshot take_snapshot(const CheckpointState& state, const nn::ParamRegistry& params,
+                       const optim::AdamW& opt);
+
+// Writes ckpt_dir/step_NNNNNNN/ (step zero-padded to 7 digits), updates
+// ckpt_dir/latest, then keeps only the `keep` newest checkpoints (keep >= 1).
+// Checkpoints with a step above snap's come from a timeline the run has left
+// (it resumed from an older one) and are removed, so a resume cannot jump back
+// to them. A directory for the same step is replaced. On failure: the .tmp
+// directory is removed, `latest` and existing checkpoints are untouched, and
+// the Status (io) names the file and the OS error.
+Status write_checkpoint(const std::string& ckpt_dir, const Snapshot& snap, int keep);
+
+// Checks one checkpoint directory: the manifest parses, its checksum matches,
+// it records the directory's step, and every listed file exists with the
+// listed size and xxh64. The error names the file and the problem, e.g.
+// "[ckpt] step_0000020/model.safetensors: checksum mismatch".
+Status verify_checkpoint(const std::string& step_dir);
+
+struct FoundCheckpoint {
+  std::string dir;  // ckpt_dir/step_NNNNNNN
+  int64_t step = 0;
+  // One line per newer checkpoint skipped as invalid, naming the file.
+  std::vector<std::string> warnings;
+};
+
+// The newest valid checkpoint in ckpt_dir. Every step_* directory counts,
+// newest first (`latest` is for users and tools: a complete directory newer
+// than it, left by a crash between the rename and the update, is used).
+// not_found when ckpt_dir is missing or holds no checkpoint; corrupt (naming
+// every problem) when checkpoints exist but none is valid, so a run does not
+// silently start over.
+Result<FoundCheckpoint> find_latest_valid(const std::string& ckpt_dir);
+
+// Verifies step_dir, then loads the weights (names and shapes must match the
+// model) and, if opt is non-null, the AdamW moments and step count. Returns
+// the state from the manifest. On error params / opt may be partly
+// overwritten; the caller must not train from them.
+Result<CheckpointState> load_checkpoint(const std::string& step_dir, nn::ParamRegistry& params,
+                                        optim::AdamW* opt);
+
+// Test facility (also behind the trainer's `fault.inject`): the next
+// write_checkpoint for `step` fails while writing `file` (e.g.
+// "optimizer.safetensors") after writing part of it, as a full disk would,
+// with "injected write error (fault.inject)". Cleared once it fires.
+// Thread-safe.
+void inject_checkpoint_write_fault(int64_t step, std::string file);
+
+// ---- Format helpers, shared by the writer, the reader and tools ----
+
+// "step_0000020" for step 20; parse_step_dir_name accepts only that spelling.
+std::string step_dir_name(int64_t step);
+std::optional<int64_t> parse_step_dir_name(const std::string& name);
+// The step_* directories of ckpt_dir, newest first (none when it is missing).
+Result<std::vector<std::pair<int64_t, std::string>>> list_checkpoints(const std::string& ckpt_dir);
+// 16 lowercase hex digits.
+std::string xxh64_hex(uint64_t h);
+// The manifest's self-checksum is XXH64 (seed 0) of manifest.json's bytes with
+// the 16 digits of its value written as zeros; the member is the manifest's
+// last. Returns the offset of those digits in `text` when the member holds
+// `recorded`, else npos.
+inline constexpr const char* kManifestChecksumKey = "manifest_xxh64";
+size_t manifest_checksum_pos(const std::string& text, const std::string& recorded);
+
+}  // namespace crucible::ckpt

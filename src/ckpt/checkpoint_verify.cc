@@ -1,0 +1,217 @@
+// Reading checkpoints: verification (manifest checksum, every file's size and
+// xxh64), choosing the newest valid one, and loading it into a model and
+// optimizer. Writing: checkpoint.cc.
+#include <fcntl.h>
+#include <unistd.h>
+#define XXH_STATIC_LINKING_ONLY  // XXH64_state_t on the stack
+#include <xxhash.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "ckpt/checkpoint.h"
+#include "ckpt/model_io.h"
+#include "ckpt/safetensors.h"
+
+namespace crucible::ckpt {
+namespace fs = std::filesystem;
+
+namespace {
+
+// The directory's own name ("step_0000020"): errors name files by it.
+std::string dir_label(const std::string& step_dir) {
+  std::string d = step_dir;
+  while (d.size() > 1 && d.back() == '/') d.pop_back();
+  return fs::path(d).filename().string();
+}
+
+// Streams a file through XXH64 (seed 0).
+Result<uint64_t> hash_file(const std::string& path, const std::string& label) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::io("[ckpt] reading " + label + ": " + std::strerror(errno));
+  XXH64_state_t state;
+  XXH64_reset(&state, 0);
+  std::vector<char> buf(1 << 20);
+  for (;;) {
+    ssize_t r = ::read(fd, buf.data(), buf.size());
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      int err = errno;
+      ::close(fd);
+      return Status::io("[ckpt] reading " + label + ": " + std::strerror(err));
+    }
+    if (r == 0) break;
+    XXH64_update(&state, buf.data(), size_t(r));
+  }
+  ::close(fd);
+  return uint64_t(XXH64_digest(&state));
+}
+
+bool is_plain_file_name(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos;
+}
+
+// Verifies step_dir and returns its parsed manifest.
+Result<nlohmann::json> verified_manifest(const std::string& step_dir) {
+  const std::string label = dir_label(step_dir);
+  std::error_code ec;
+  if (!fs::is_directory(step_dir, ec))
+    return Status::not_found("[ckpt] " + step_dir + ": no such checkpoint directory");
+  const std::string mlabel = label + "/manifest.json";
+  std::ifstream in(step_dir + "/manifest.json", std::ios::binary);
+  if (!in) return Status::corrupt("[ckpt] " + mlabel + ": missing (an incomplete checkpoint)");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  nlohmann::json m = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (m.is_discarded() || !m.is_object())
+    return Status::corrupt("[ckpt] " + mlabel + ": not a JSON object (damaged)");
+  auto sum = m.find(kManifestChecksumKey);
+  size_t pos = sum != m.end() && sum->is_string()
+                   ? manifest_checksum_pos(text, sum->get<std::string>())
+                   : std::string::npos;
+  if (pos == std::string::npos)
+    return Status::corrupt("[ckpt] " + mlabel + ": no " + kManifestChecksumKey + " member");
+  std::string zeroed = text;
+  zeroed.replace(pos, 16, std::string(16, '0'));
+  if (xxh64_hex(XXH64(zeroed.data(), zeroed.size(), 0)) != sum->get<std::string>())
+    return Status::corrupt("[ckpt] " + mlabel + ": checksum mismatch");
+
+  // The checksum holds, so the content is as written; these catch manifests
+  // from another writer or a directory renamed by hand.
+  if (!m.contains("step") || !m["step"].is_number_integer() || !m.contains("files") ||
+      !m["files"].is_array())
+    return Status::corrupt("[ckpt] " + mlabel + ": lacks step or files");
+  if (auto dir_step = parse_step_dir_name(label); dir_step && *dir_step != m["step"].get<int64_t>())
+    return Status::corrupt("[ckpt] " + mlabel + ": records step " +
+                           std::to_string(m["step"].get<int64_t>()) + ", not " +
+                           std::to_string(*dir_step));
+  for (const auto& f : m["files"]) {
+    if (!f.is_object() || !f.contains("name") || !f["name"].is_string() || !f.contains("bytes") ||
+        !f["bytes"].is_number_unsigned() || !f.contains("xxh64") || !f["xxh64"].is_string() ||
+        !is_plain_file_name(f["name"].get<std::string>()))
+      return Status::corrupt("[ckpt] " + mlabel + ": malformed files entry " + f.dump());
+    const std::string name = f["name"].get<std::string>();
+    const std::string flabel = label + "/" + name;
+    const std::string path = step_dir + "/" + name;
+    uint64_t size = fs::file_size(path, ec);
+    if (ec) return Status::corrupt("[ckpt] " + flabel + ": missing (" + ec.message() + ")");
+    uint64_t want = f["bytes"].get<uint64_t>();
+    if (size != want)
+      return Status::corrupt("[ckpt] " + flabel + ": " + std::to_string(size) +
+                             " bytes, the manifest says " + std::to_string(want) +
+                             (size < want ? " (truncated)" : ""));
+    auto h = hash_file(path, flabel);
+    if (!h) return h.status();
+    if (xxh64_hex(*h) != f["xxh64"].get<std::string>())
+      return Status::corrupt("[ckpt] " + flabel + ": checksum mismatch");
+  }
+  return m;
+}
+
+bool lists_file(const nlohmann::json& manifest, const std::string& name) {
+  for (const auto& f : manifest["files"])
+    if (f["name"] == name) return true;
+  return false;
+}
+
+// Reads and checks the AdamW moments against the model's parameters before
+// anything is overwritten.
+Result<SafetensorsFile> read_moments(const std::string& path, const std::string& label,
+                                     const nn::ParamRegistry& params, int64_t& adam_steps) {
+  auto file = read_safetensors(path);
+  if (!file) return file.status();
+  auto it = file->metadata.find("adam_steps");
+  const std::string steps = it == file->metadata.end() ? "" : it->second;
+  auto [end, err] = std::from_chars(steps.data(), steps.data() + steps.size(), adam_steps);
+  if (steps.empty() || err != std::errc() || end != steps.data() + steps.size() || adam_steps < 0)
+    return Status::corrupt("[ckpt] " + label + ": no valid adam_steps metadata");
+  for (const nn::ParamSpec& s : params.specs()) {
+    std::vector<int64_t> want(s.shape.d.begin(), s.shape.d.begin() + s.shape.ndim);
+    for (const char* prefix : {"exp_avg.", "exp_avg_sq."}) {
+      const LoadedTensor* t = file->find(prefix + s.name);
+      if (!t) return Status::corrupt("[ckpt] " + label + ": missing tensor " + prefix + s.name);
+      if (t->dtype != "F32" || t->shape != want)
+        return Status::corrupt("[ckpt] " + label + ": tensor " + prefix + s.name + " is " +
+                               t->dtype + " with a shape other than the model's " + s.shape.str());
+    }
+  }
+  if (file->tensors.size() != 2 * params.specs().size())
+    return Status::corrupt("[ckpt] " + label + ": holds " + std::to_string(file->tensors.size()) +
+                           " tensors, the model's optimizer has " +
+                           std::to_string(2 * params.specs().size()));
+  return file;
+}
+
+}  // namespace
+
+Status verify_checkpoint(const std::string& step_dir) {
+  auto m = verified_manifest(step_dir);
+  return m ? Status::ok() : m.status();
+}
+
+Result<FoundCheckpoint> find_latest_valid(const std::string& ckpt_dir) {
+  std::error_code ec;
+  if (!fs::is_directory(ckpt_dir, ec))
+    return Status::not_found("[ckpt] no checkpoint in " + ckpt_dir + ": no such directory");
+  auto listed = list_checkpoints(ckpt_dir);
+  if (!listed) return listed.status();
+  if (listed->empty()) return Status::not_found("[ckpt] no checkpoint in " + ckpt_dir);
+  FoundCheckpoint found;
+  for (const auto& [step, name] : *listed) {  // newest first
+    const std::string dir = ckpt_dir + "/" + name;
+    Status st = verify_checkpoint(dir);
+    if (st) {
+      found.dir = dir;
+      found.step = step;
+      return found;
+    }
+    found.warnings.push_back(st.message() + "; skipping this checkpoint");
+  }
+  std::string why;
+  for (const std::string& w : found.warnings) why += "\n  " + w;
+  return Status::corrupt("[ckpt] no valid checkpoint in " + ckpt_dir + ":" + why);
+}
+
+Result<CheckpointState> load_checkpoint(const std::string& step_dir, nn::ParamRegistry& params,
+                                        optim::AdamW* opt) {
+  auto manifest = verified_manifest(step_dir);
+  if (!manifest) return manifest.status();
+  const nlohmann::json& m = *manifest;
+  const std::string label = dir_label(step_dir);
+  for (const char* name : {"model.safetensors", "optimizer.safetensors"})
+    if ((opt || name == std::string("model.safetensors")) && !lists_file(m, name))
+      return Status::corrupt("[ckpt] " + label + "/manifest.json: does not list " + name);
+
+  SafetensorsFile moments;
+  int64_t adam_steps = 0;
+  if (opt) {
+    auto file = read_moments(step_dir + "/optimizer.safetensors",
+                             label + "/optimizer.safetensors", params, adam_steps);
+    if (!file) return file.status();
+    moments = std::move(file.value());
+  }
+  CRUCIBLE_RETURN_IF_ERROR(load_params(params, step_dir + "/model.safetensors"));
+  if (opt) {
+    for (const nn::ParamSpec& s : params.specs()) {
+      const LoadedTensor& m1 = moments.tensors.at("exp_avg." + s.name);
+      const LoadedTensor& m2 = moments.tensors.at("exp_avg_sq." + s.name);
+      std::memcpy(opt->m() + s.offset, m1.bytes.data(), m1.bytes.size());
+      std::memcpy(opt->v() + s.offset, m2.bytes.data(), m2.bytes.size());
+    }
+    opt->set_steps_taken(adam_steps);
+  }
+
+  CheckpointState state;
+  state.step = m["step"].get<int64_t>();
+  for (auto [key, field] : {std::pair{"config", &state.config}, std::pair{"loader", &state.loader},
+                            std::pair{"rng", &state.rng}, std::pair{"world", &state.world}})
+    *field = m.contains(key) ? m[key] : nlohmann::json();
+  return state;
+}
+
+}  // namespace crucible::ckpt

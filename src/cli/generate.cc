@@ -1,0 +1,91 @@
+// `crucible generate RUN`: samples text from the newest valid checkpoint of a
+// run, with a KV cache (nn/generator.h), streaming tokens to stdout.
+#include <cstdio>
+#include <memory>
+
+#include "ckpt/checkpoint.h"
+#include "cli/commands.h"
+#include "core/rng.h"
+#include "data/tokenizer.h"
+#include "nn/generator.h"
+#include "nn/gpt.h"
+#include "runtime/config.h"
+
+namespace crucible::cli {
+
+namespace {
+
+struct GenerateOptions {
+  std::string run_dir, prompt;
+  int tokens = 200;
+  float temperature = 0.8f;
+  int top_k = 40;
+  uint64_t seed = 0;
+};
+
+void run_generate(const GenerateOptions& o) {
+  auto fail = [](const Status& s) { throw ExitError(exit_code(s), s.message()); };
+  auto cfg = runtime::load_config(o.run_dir + "/config.toml");
+  if (!cfg) fail(cfg.status());
+  auto tok = data::Tokenizer::load(o.run_dir + "/tokenizer.model");
+  if (!tok) fail(tok.status());
+  auto found = ckpt::find_latest_valid(o.run_dir + "/ckpt");
+  if (!found) fail(found.status());
+  for (const auto& w : found->warnings) std::fprintf(stderr, "%s\n", w.c_str());
+  nn::GPT model(cfg->model);
+  auto state = ckpt::load_checkpoint(found->dir, model.params(), nullptr);
+  if (!state) fail(state.status());
+  std::fprintf(stderr, "[generate] %s (step %lld), temperature %g, top-k %d, seed %llu\n",
+               found->dir.c_str(), (long long)found->step, o.temperature, o.top_k,
+               (unsigned long long)o.seed);
+
+  std::vector<int32_t> prompt = tok->encode(o.prompt);
+  if (int(prompt.size()) >= cfg->model.seq_len)  // keep the prompt's end
+    prompt.erase(prompt.begin(), prompt.end() - (cfg->model.seq_len - 1));
+  std::fputs(o.prompt.c_str(), stdout);
+  // Stream: decode everything generated so far and print what is new (pieces
+  // may be partial UTF-8 bytes until the next token completes them).
+  std::vector<int32_t> out;
+  std::string printed;
+  auto on_token = [&](int32_t id) {
+    if (id == tok->eos_id()) {  // a document ended; show it as fortune(6) does
+      std::fputs("\n%\n", stdout);
+      out.clear();
+      printed.clear();
+      return;
+    }
+    out.push_back(id);
+    std::string text = tok->decode(out);
+    if (text.size() > printed.size() && text.compare(0, printed.size(), printed) == 0) {
+      std::fputs(text.c_str() + printed.size(), stdout);
+      std::fflush(stdout);
+      printed = std::move(text);
+    }
+  };
+  nn::Generator gen(model);
+  Rng rng(o.seed, 0x6e6e);
+  nn::generate(gen, prompt, o.tokens, tok->eos_id(), {o.temperature, o.top_k}, rng, on_token);
+  std::fputs("\n", stdout);
+}
+
+}  // namespace
+
+void add_generate_command(CLI::App& app) {
+  auto o = std::make_shared<GenerateOptions>();
+  auto* cmd = app.add_subcommand("generate", "Sample text from a run's newest checkpoint");
+  cmd->add_option("run", o->run_dir, "Run directory (runs/NAME)")->required();
+  cmd->add_option("--prompt", o->prompt, "Text to continue (default: a new document)");
+  cmd->add_option("--tokens", o->tokens, "Tokens to generate")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--temperature", o->temperature, "Sampling temperature (0: greedy)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--top-k", o->top_k, "Sample among the K most likely tokens (0: all)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--seed", o->seed, "Sampling seed")->capture_default_str();
+  cmd->callback([o] { run_generate(*o); });
+}
+
+}  // namespace crucible::cli

@@ -1,0 +1,74 @@
+// `crucible train`, `crucible tokenize`: thin wrappers over runtime/ and data/.
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "cli/commands.h"
+#include "data/dataset.h"
+#include "runtime/console.h"
+#include "runtime/run_dir.h"
+#include "runtime/trainer.h"
+
+namespace crucible::cli {
+
+int exit_code(const Status& s) {
+  switch (s.code()) {
+    case Code::kInvalidArgument:
+    case Code::kNotFound:
+    case Code::kCorrupt: return 2;  // bad input: config, data, checkpoint, flags
+    default: return 1;
+  }
+}
+
+void add_train_command(CLI::App& app) {
+  auto req = std::make_shared<runtime::RunRequest>();
+  auto stop_at = std::make_shared<int64_t>(0);
+  auto* cmd = app.add_subcommand(
+      "train", "Train a GPT. Without CONFIG: the embedded default (configs/tiny.toml) on the "
+               "fortunes corpus");
+  cmd->add_option("config", req->config_path, "TOML config file (see configs/)");
+  cmd->add_option("--run-dir", req->run_dir,
+                  "Run directory (default: runs/<run.name>-<date>-<time>)");
+  cmd->add_option("--set", req->overrides, "Override a config key: section.key=value (repeatable)")
+      ->take_all();
+  cmd->add_flag("--resume", req->resume,
+                "Continue from the newest valid checkpoint of --run-dir (or of the newest "
+                "runs/<run.name>-*)");
+  cmd->add_option("--stop-at", *stop_at,
+                  "Checkpoint and stop after this many steps (continue later with --resume)")
+      ->check(CLI::PositiveNumber);
+  cmd->callback([req, stop_at] {
+    auto plan = runtime::plan_run(*req);
+    if (!plan) throw ExitError(exit_code(plan.status()), plan.status().message());
+    runtime::Console console(plan->config.run.log_every_s);
+    auto r = runtime::train(*plan, {*stop_at}, console);
+    if (!r) throw ExitError(exit_code(r.status()), r.status().message());
+    if (r->preempted) throw ExitError(runtime::kExitPreempted, "[train] stopped by a signal");
+  });
+}
+
+void add_tokenize_command(CLI::App& app) {
+  auto spec = std::make_shared<data::DatasetSpec>();
+  auto out = std::make_shared<std::string>();
+  auto* cmd = app.add_subcommand(
+      "tokenize", "Train a SentencePiece BPE tokenizer on a corpus and write token shards "
+                  "(train/validation) that `crucible train` reads with data.dataset=OUT");
+  cmd->add_option("inputs", spec->sources, "Corpus files or directories")->required();
+  cmd->add_option("-o,--output", *out, "Dataset directory to create")->required();
+  cmd->add_option("--format", spec->format, "auto | fortunes | text | jsonl")->capture_default_str();
+  cmd->add_option("--vocab-size", spec->vocab_size, "Tokenizer vocabulary size")
+      ->capture_default_str()
+      ->check(CLI::Range(260, 1 << 20));
+  cmd->add_option("--val-fraction", spec->val_fraction, "Share of tokens held out")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 0.5));
+  cmd->callback([spec, out] {
+    if (std::filesystem::exists(*out))
+      throw ExitError(2, "[data] " + *out + " already exists; choose a new output directory");
+    runtime::Console console;
+    auto ds = data::build_dataset(*spec, *out, [&](const std::string& m) { console.info(m); });
+    if (!ds) throw ExitError(exit_code(ds.status()), ds.status().message());
+  });
+}
+
+}  // namespace crucible::cli

@@ -1,0 +1,310 @@
+#include "runtime/config.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <toml++/toml.h>
+#include <variant>
+
+namespace crucible::runtime {
+
+namespace {
+
+#include "default_config.inc"  // kDefaultConfigToml: configs/tiny.toml
+
+using StringList = std::vector<std::string>;
+using Target = std::variant<int*, int64_t*, uint64_t*, double*, std::string*, StringList*>;
+
+struct Field {
+  const char* key;  // "section.name"
+  Target target;
+};
+
+// The schema: every key a config may hold, bound to where it lives in `c`.
+std::vector<Field> fields(Config& c) {
+  return {
+      {"model.n_layer", &c.model.n_layer},
+      {"model.n_head", &c.model.n_head},
+      {"model.n_embd", &c.model.n_embd},
+      {"model.vocab_size", &c.model.vocab_size},
+      {"model.seq_len", &c.model.seq_len},
+      {"data.source", &c.data.source},
+      {"data.format", &c.data.format},
+      {"data.dataset", &c.data.dataset},
+      {"data.cache_dir", &c.data.cache_dir},
+      {"data.val_fraction", &c.data.val_fraction},
+      {"data.vocab_size", &c.data.vocab_size},
+      {"train.steps", &c.train.steps},
+      {"train.batch_size", &c.train.batch_size},
+      {"train.grad_accum", &c.train.grad_accum},
+      {"train.seed", &c.train.seed},
+      {"train.eval_every", &c.train.eval_every},
+      {"train.eval_batches", &c.train.eval_batches},
+      {"train.threads", &c.train.threads},
+      {"optim.lr", &c.optim.lr},
+      {"optim.weight_decay", &c.optim.weight_decay},
+      {"optim.warmup_steps", &c.optim.warmup_steps},
+      {"optim.grad_clip", &c.optim.grad_clip},
+      {"optim.beta1", &c.optim.beta1},
+      {"optim.beta2", &c.optim.beta2},
+      {"optim.eps", &c.optim.eps},
+      {"optim.min_lr_ratio", &c.optim.min_lr_ratio},
+      {"ckpt.every", &c.ckpt.every},
+      {"ckpt.keep", &c.ckpt.keep},
+      {"run.dir", &c.run.dir},
+      {"run.name", &c.run.name},
+      {"run.log_every_s", &c.run.log_every_s},
+      {"run.sample_tokens", &c.run.sample_tokens},
+      {"fault.inject", &c.fault.inject},
+  };
+}
+
+const char* type_name(const Target& t) {
+  switch (t.index()) {
+    case 0:
+    case 1:
+    case 2: return "an integer";
+    case 3: return "a number";
+    case 4: return "a string";
+    default: return "an array of strings";
+  }
+}
+
+Status bad(const std::string& key, const std::string& why) {
+  return Status::invalid("[config] " + key + ": " + why);
+}
+
+// Stores a TOML value into the field, checking its type and range.
+Status assign(const Field& f, const toml::node& node) {
+  const std::string key = f.key;
+  auto wrong_type = [&] {
+    return bad(key, std::string("expected ") + type_name(f.target) + ", got " +
+                        std::string(toml::impl::node_type_friendly_names[size_t(node.type())]));
+  };
+  return std::visit(
+      [&](auto* dst) -> Status {
+        using T = std::remove_pointer_t<decltype(dst)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          if (!node.is_string()) return wrong_type();
+          *dst = *node.value<std::string>();
+        } else if constexpr (std::is_same_v<T, StringList>) {
+          if (node.is_string()) {  // one path is a list of one
+            *dst = {*node.value<std::string>()};
+            return Status::ok();
+          }
+          const toml::array* arr = node.as_array();
+          if (!arr) return wrong_type();
+          dst->clear();
+          for (const auto& el : *arr) {
+            if (!el.is_string()) return wrong_type();
+            dst->push_back(*el.value<std::string>());
+          }
+        } else if constexpr (std::is_same_v<T, double>) {
+          if (node.is_floating_point()) *dst = *node.value<double>();
+          else if (node.is_integer()) *dst = double(*node.value<int64_t>());
+          else return wrong_type();
+        } else {  // integers
+          if (!node.is_integer()) return wrong_type();
+          int64_t v = *node.value<int64_t>();
+          if (v < int64_t(std::numeric_limits<T>::min()) ||
+              (std::is_same_v<T, int> && v > int64_t(std::numeric_limits<int>::max())))
+            return bad(key, std::to_string(v) + " is out of range");
+          *dst = T(v);
+        }
+        return Status::ok();
+      },
+      f.target);
+}
+
+const Field* find_field(const std::vector<Field>& fs, const std::string& key) {
+  for (const auto& f : fs)
+    if (key == f.key) return &f;
+  return nullptr;
+}
+
+// ", did you mean train.steps?" when `name` is a key of some section.
+std::string did_you_mean(const std::vector<Field>& fs, const std::string& name) {
+  for (const auto& f : fs) {
+    std::string key = f.key;
+    if (key.substr(key.find('.') + 1) == name) return ", did you mean " + key + "?";
+  }
+  return "";
+}
+
+Status apply_table(Config& cfg, const toml::table& root, const std::string& origin) {
+  auto fs = fields(cfg);
+  for (const auto& [section, node] : root) {
+    std::string sec(section.str());
+    const toml::table* tbl = node.as_table();
+    bool known_section = false;
+    for (const auto& f : fs)
+      if (std::string(f.key).rfind(sec + ".", 0) == 0) known_section = true;
+    if (!tbl) return bad(sec, "must be a [section]" + did_you_mean(fs, sec) + " (in " + origin + ")");
+    if (!known_section) return bad(sec, "unknown section (in " + origin + ")");
+    for (const auto& [name, value] : *tbl) {
+      std::string key = sec + "." + std::string(name.str());
+      const Field* f = find_field(fs, key);
+      if (!f)
+        return bad(key, "unknown key" + did_you_mean(fs, std::string(name.str())) + " (in " +
+                            origin + ")");
+      CRUCIBLE_RETURN_IF_ERROR(assign(*f, value));
+    }
+  }
+  return Status::ok();
+}
+
+// "--set key=value": the value is read as TOML when it parses as one
+// (numbers, booleans, "quoted", [arrays]); a bare word is a string, and for
+// array keys a comma-separated list.
+Status apply_override(Config& cfg, const std::string& text) {
+  auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0)
+    return Status::invalid("[config] --set " + text + ": expected key=value");
+  std::string key = text.substr(0, eq), value = text.substr(eq + 1);
+  auto fs = fields(cfg);
+  const Field* f = find_field(fs, key);
+  if (!f) {
+    std::string name = key.substr(key.find('.') + 1);
+    return bad(key, "unknown key" + did_you_mean(fs, name) + " (in --set)");
+  }
+  toml::parse_result parsed;
+  bool ok = true;
+  try {
+    parsed = toml::parse("v = " + value);
+  } catch (const toml::parse_error&) {
+    ok = false;
+  }
+  if (ok && parsed["v"].node()) {
+    const toml::node& n = *parsed["v"].node();
+    bool is_text_target = std::holds_alternative<std::string*>(f->target) ||
+                          std::holds_alternative<StringList*>(f->target);
+    if (!is_text_target || n.is_string() || n.is_array()) return assign(*f, n);
+  }
+  if (auto* s = std::get_if<std::string*>(&f->target)) {
+    **s = value;
+    return Status::ok();
+  }
+  if (auto* l = std::get_if<StringList*>(&f->target)) {
+    (*l)->clear();
+    std::stringstream ss(value);
+    for (std::string item; std::getline(ss, item, ',');)
+      if (!item.empty()) (*l)->push_back(item);
+    return Status::ok();
+  }
+  return bad(key, "'" + value + "' is not " + type_name(f->target) + " (in --set)");
+}
+
+}  // namespace
+
+const char* default_config_toml() { return kDefaultConfigToml; }
+
+Status validate(const Config& c) {
+  CRUCIBLE_RETURN_IF_ERROR(c.model.validate());
+  if (c.model.vocab_size > 65536 * 16)
+    return bad("model.vocab_size", "must be <= 1048576");
+  if (c.data.dataset.empty() && c.data.source.empty())
+    return bad("data.source", "must name at least one file or directory (or set data.dataset)");
+  const std::string& fmt = c.data.format;
+  if (fmt != "auto" && fmt != "fortunes" && fmt != "text" && fmt != "jsonl")
+    return bad("data.format", "'" + fmt + "' is not one of auto, fortunes, text, jsonl");
+  if (!(c.data.val_fraction > 0 && c.data.val_fraction <= 0.5))
+    return bad("data.val_fraction", "must be in (0, 0.5]");
+  if (c.data.vocab_size < 0 || c.data.vocab_size > c.model.vocab_size)
+    return bad("data.vocab_size", std::to_string(c.data.vocab_size) +
+                                      " must be in [0, model.vocab_size] (0: model.vocab_size)");
+  if (c.train.steps < 1) return bad("train.steps", "must be >= 1");
+  if (c.train.batch_size < 1) return bad("train.batch_size", "must be >= 1");
+  if (c.train.grad_accum < 1) return bad("train.grad_accum", "must be >= 1");
+  if (c.train.seed > uint64_t(std::numeric_limits<int64_t>::max()))
+    return bad("train.seed", "must be < 2^63");
+  if (c.train.eval_every < 0) return bad("train.eval_every", "must be >= 0 (0: only at the end)");
+  if (c.train.eval_batches < 1) return bad("train.eval_batches", "must be >= 1");
+  if (c.train.threads < 0) return bad("train.threads", "must be >= 0 (0: all cores)");
+  if (!(c.optim.lr > 0 && std::isfinite(c.optim.lr))) return bad("optim.lr", "must be > 0");
+  if (!(c.optim.weight_decay >= 0)) return bad("optim.weight_decay", "must be >= 0");
+  if (c.optim.warmup_steps < 0) return bad("optim.warmup_steps", "must be >= 0");
+  if (!(c.optim.grad_clip >= 0)) return bad("optim.grad_clip", "must be >= 0 (0: no clipping)");
+  if (!(c.optim.beta1 >= 0 && c.optim.beta1 < 1)) return bad("optim.beta1", "must be in [0, 1)");
+  if (!(c.optim.beta2 >= 0 && c.optim.beta2 < 1)) return bad("optim.beta2", "must be in [0, 1)");
+  if (!(c.optim.eps > 0)) return bad("optim.eps", "must be > 0");
+  if (!(c.optim.min_lr_ratio >= 0 && c.optim.min_lr_ratio <= 1))
+    return bad("optim.min_lr_ratio", "must be in [0, 1]");
+  if (c.ckpt.every < 0) return bad("ckpt.every", "must be >= 0 (0: only at the end)");
+  if (c.ckpt.keep < 1) return bad("ckpt.keep", "must be >= 1");
+  if (c.run.name.empty() || c.run.name.find('/') != std::string::npos)
+    return bad("run.name", "must be a non-empty name without '/'");
+  if (!(c.run.log_every_s > 0)) return bad("run.log_every_s", "must be > 0");
+  if (c.run.sample_tokens < 0) return bad("run.sample_tokens", "must be >= 0");
+  return Status::ok();
+}
+
+Result<Config> parse_config(const std::string& toml_text, const std::string& origin,
+                            const std::vector<std::string>& overrides) {
+  Config cfg;
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, origin);
+  } catch (const toml::parse_error& e) {
+    return Status::invalid("[config] " + origin + ":" + std::to_string(e.source().begin.line) +
+                           ": " + std::string(e.description()));
+  }
+  CRUCIBLE_RETURN_IF_ERROR(apply_table(cfg, root, origin));
+  for (const auto& o : overrides) CRUCIBLE_RETURN_IF_ERROR(apply_override(cfg, o));
+  CRUCIBLE_RETURN_IF_ERROR(validate(cfg));
+  return cfg;
+}
+
+Result<Config> load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  if (path.empty()) return parse_config(default_config_toml(), "<default config>", overrides);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::invalid("[config] cannot read " + path + ": " + std::strerror(errno));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_config(ss.str(), path, overrides);
+}
+
+std::string to_toml(const Config& cfg_in) {
+  Config cfg = cfg_in;
+  toml::table root;
+  for (const auto& f : fields(cfg)) {
+    std::string key = f.key;
+    std::string sec = key.substr(0, key.find('.')), name = key.substr(key.find('.') + 1);
+    if (!root.contains(sec)) root.insert(sec, toml::table{});
+    toml::table& t = *root[sec].as_table();
+    std::visit(
+        [&](auto* v) {
+          using T = std::remove_pointer_t<decltype(v)>;
+          if constexpr (std::is_same_v<T, StringList>) {
+            toml::array arr;
+            for (const auto& s : *v) arr.push_back(s);
+            t.insert(name, std::move(arr));
+          } else if constexpr (std::is_same_v<T, uint64_t>) {
+            t.insert(name, int64_t(*v));
+          } else {
+            t.insert(name, *v);
+          }
+        },
+        f.target);
+  }
+  std::ostringstream out;
+  out << "# Resolved crucible configuration (every key, defaults included).\n" << root << "\n";
+  return out.str();
+}
+
+nlohmann::json to_json(const Config& cfg_in) {
+  Config cfg = cfg_in;
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& f : fields(cfg)) {
+    std::string key = f.key;
+    std::string sec = key.substr(0, key.find('.')), name = key.substr(key.find('.') + 1);
+    std::visit([&](auto* v) { j[sec][name] = *v; }, f.target);
+  }
+  return j;
+}
+
+}  // namespace crucible::runtime

@@ -1,0 +1,97 @@
+// The run configuration: one TOML file (configs/*.toml) with the sections
+// [model] [data] [train] [optim] [ckpt] [run] [fault], any key overridable with
+// `--set section.key=value`. Every key is declared once in a schema
+// (config.cc); parsing, overrides, validation, and writing the resolved config
+// all walk that schema, so a key cannot be known to one and not the others.
+// Unknown keys, wrong types and impossible values are Status errors whose
+// message names the key ("[config] model.n_embd: 250 is not divisible by ...").
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/status.h"
+#include "nn/gpt.h"
+
+namespace crucible::runtime {
+
+struct DataConfig {
+  // Corpus files or directories; read when no prepared dataset is given.
+  std::vector<std::string> source = {"/usr/share/games/fortunes"};
+  std::string format = "fortunes";  // auto | fortunes | text | jsonl
+  // A prepared dataset directory (from `crucible tokenize`); overrides source.
+  std::string dataset;
+  // Where datasets prepared from `source` are cached, keyed by their inputs.
+  std::string cache_dir = "data";
+  double val_fraction = 0.05;  // share of the token stream held out for validation
+  // Tokenizer vocabulary; 0: model.vocab_size. Smaller than the model's is
+  // padding (as GPT-2's 50257 -> 50304): the extra embedding rows go unused.
+  int vocab_size = 0;
+};
+
+struct TrainConfig {
+  int64_t steps = 300;
+  int batch_size = 8;  // sequences per micro-batch (per rank)
+  int grad_accum = 1;  // micro-batches per optimizer step
+  uint64_t seed = 1337;
+  int64_t eval_every = 50;  // 0: only at the end
+  int eval_batches = 8;
+  int threads = 0;  // 0: all cores
+};
+
+struct OptimConfig {
+  double lr = 1e-3;
+  double weight_decay = 0.1;
+  int64_t warmup_steps = 30;
+  double grad_clip = 1.0;
+  double beta1 = 0.9, beta2 = 0.95, eps = 1e-8;
+  double min_lr_ratio = 0.1;  // cosine decay floor, as a fraction of lr
+};
+
+struct CkptConfig {
+  int64_t every = 100;  // 0: only at the end
+  int keep = 3;
+};
+
+struct RunConfig {
+  std::string dir;  // empty: runs/<config name>-<date>-<time>
+  std::string name = "tiny";
+  double log_every_s = 5;  // plain progress lines when stderr is not a terminal
+  int sample_tokens = 64;  // generated after training (0: none)
+};
+
+struct FaultConfig {
+  // Test facility (docs/faults.md): "ckpt_write_error@STEP[:FILE]".
+  std::vector<std::string> inject;
+};
+
+struct Config {
+  nn::GPTConfig model;
+  DataConfig data;
+  TrainConfig train;
+  OptimConfig optim;
+  CkptConfig ckpt;
+  RunConfig run;
+  FaultConfig fault;
+};
+
+// The built-in default (configs/tiny.toml, embedded at build time).
+const char* default_config_toml();
+
+// Parses TOML text; `origin` names it in messages (a path or "<default>").
+// overrides are "section.key=value" strings applied after the file.
+Result<Config> parse_config(const std::string& toml_text, const std::string& origin,
+                            const std::vector<std::string>& overrides = {});
+// Reads `path` (empty: the built-in default) and applies overrides.
+Result<Config> load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+// Checks every value; the first problem is returned, naming its key.
+Status validate(const Config& cfg);
+
+// The resolved config: TOML (written to RUN/config.toml; parse_config reads it
+// back to the same Config) and JSON (stored in checkpoint manifests).
+std::string to_toml(const Config& cfg);
+nlohmann::json to_json(const Config& cfg);
+
+}  // namespace crucible::runtime

@@ -1,0 +1,93 @@
+#include "runtime/console.h"
+
+#include <unistd.h>
+
+#include <cmath>
+
+#include "core/clock.h"
+
+namespace crucible::runtime {
+
+Console::Console(double interval_s) : tty_(isatty(STDERR_FILENO)), interval_s_(interval_s) {}
+
+Console::~Console() {
+  finish_progress();
+  if (log_) std::fclose(log_);
+}
+
+bool Console::open_log(const std::string& path) {
+  if (log_) std::fclose(log_);
+  log_ = std::fopen(path.c_str(), "a");
+  if (!log_) return false;
+  std::fputs(before_log_.c_str(), log_);
+  std::fflush(log_);
+  before_log_.clear();
+  return true;
+}
+
+void Console::clear_live_line() {
+  if (live_shown_) {
+    std::fputs("\r\x1b[K", stderr);
+    live_shown_ = false;
+  }
+}
+
+void Console::info(const std::string& msg) {
+  clear_live_line();
+  std::fprintf(stderr, "%s\n", msg.c_str());
+  std::fflush(stderr);
+  if (log_) {
+    std::fprintf(log_, "%s\n", msg.c_str());
+    std::fflush(log_);
+  } else {
+    before_log_ += msg + "\n";
+  }
+}
+
+void Console::progress(const std::string& line, bool force) {
+  if (tty_) {
+    std::fprintf(stderr, "\r\x1b[K%s", line.c_str());
+    std::fflush(stderr);
+    live_shown_ = true;
+    if (force && log_) {
+      std::fprintf(log_, "%s\n", line.c_str());
+      std::fflush(log_);
+    }
+    return;
+  }
+  int64_t now = now_ns();
+  if (!force && last_plain_ns_ != 0 && (now - last_plain_ns_) * 1e-9 < interval_s_) return;
+  last_plain_ns_ = now;
+  info(line);
+}
+
+void Console::finish_progress() {
+  if (live_shown_) {
+    std::fputc('\n', stderr);
+    live_shown_ = false;
+  }
+}
+
+std::string format_duration(double s) {
+  if (!std::isfinite(s) || s < 0) return "?";
+  long t = std::lround(s);
+  char buf[32];
+  if (t >= 3600)
+    std::snprintf(buf, sizeof buf, "%ldh%02ldm", t / 3600, (t % 3600) / 60);
+  else if (t >= 60)
+    std::snprintf(buf, sizeof buf, "%ldm%02lds", t / 60, t % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%lds", t);
+  return buf;
+}
+
+std::string format_si(double v) {
+  char buf[32];
+  if (v >= 1e9) std::snprintf(buf, sizeof buf, "%.2fG", v / 1e9);
+  else if (v >= 1e6) std::snprintf(buf, sizeof buf, "%.2fM", v / 1e6);
+  else if (v >= 1e3) std::snprintf(buf, sizeof buf, "%.2fk", v / 1e3);
+  else std::snprintf(buf, sizeof buf, "%.0f", v);
+  return buf;
+}
+
+}  // namespace crucible::runtime

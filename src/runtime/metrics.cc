@@ -1,0 +1,61 @@
+#include "runtime/metrics.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "ckpt/safetensors.h"
+
+namespace crucible::runtime {
+
+MetricsWriter::~MetricsWriter() {
+  if (f_) std::fclose(f_);
+}
+
+Status MetricsWriter::open(const std::string& path, int64_t keep_until) {
+  path_ = path;
+  std::string kept;
+  if (keep_until > 0) {
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) {
+      auto j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_discarded() || !j.contains("step")) continue;  // a torn last line
+      if (j["step"].get<int64_t>() <= keep_until) kept += line + "\n";
+    }
+  }
+  CRUCIBLE_RETURN_IF_ERROR(ckpt::write_file_atomic(path, {kept.data()}, {kept.size()}));
+  f_ = std::fopen(path.c_str(), "a");
+  if (!f_) return Status::io("[run] cannot open " + path + ": " + std::strerror(errno));
+  return Status::ok();
+}
+
+Status MetricsWriter::write(const StepMetrics& m) {
+  nlohmann::json j = {
+      {"step", m.step},
+      {"loss", m.loss},
+      {"lr", m.lr},
+      {"grad_norm", m.grad_norm},
+      {"tokens_per_s", m.tokens_per_s},
+      {"mfu", m.mfu},
+      {"step_ms", m.step_ms},
+      {"data_wait_ms", m.data_wait_ms},
+      {"forward_ms", m.forward_ms},
+      {"backward_ms", m.backward_ms},
+      {"optimizer_ms", m.optimizer_ms},
+      {"mem_in_use", m.mem_in_use},
+      {"mem_peak", m.mem_peak},
+  };
+  if (m.val_loss >= 0) {
+    j["val_loss"] = m.val_loss;
+    j["eval_ms"] = m.eval_ms;
+  }
+  if (m.ckpt_ms > 0) j["ckpt_ms"] = m.ckpt_ms;
+  std::string line = j.dump() + "\n";
+  if (std::fwrite(line.data(), 1, line.size(), f_) != line.size() || std::fflush(f_) != 0)
+    return Status::io("[run] writing " + path_ + ": " + std::strerror(errno));
+  return Status::ok();
+}
+
+}  // namespace crucible::runtime

@@ -1,0 +1,38 @@
+// metrics.jsonl: one JSON object per optimizer step (docs/metrics.md).
+// On resume the file is cut back to the checkpoint's step, so a resumed run's
+// file reads as if it had never stopped. Each line is flushed as written.
+#pragma once
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "core/status.h"
+
+namespace crucible::runtime {
+
+struct StepMetrics {
+  int64_t step = 0;  // optimizer steps completed, counting this one
+  double loss = 0, lr = 0, grad_norm = 0;
+  double tokens_per_s = 0, mfu = 0;
+  // Wall time of the step and its parts (ms). The parts sum to slightly less
+  // than step_ms; the rest is loop overhead.
+  double step_ms = 0, data_wait_ms = 0, forward_ms = 0, backward_ms = 0, optimizer_ms = 0;
+  double val_loss = -1;  // < 0: not an evaluation step
+  double eval_ms = 0, ckpt_ms = 0;  // outside step_ms
+  uint64_t mem_in_use = 0, mem_peak = 0;  // allocator bytes
+};
+
+class MetricsWriter {
+ public:
+  ~MetricsWriter();
+  // Opens `path` for appending after dropping every line whose step > keep_until
+  // (keep_until = 0: start a fresh file).
+  Status open(const std::string& path, int64_t keep_until);
+  Status write(const StepMetrics& m);
+
+ private:
+  std::string path_;
+  FILE* f_ = nullptr;
+};
+
+}  // namespace crucible::runtime

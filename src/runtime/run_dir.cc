@@ -1,0 +1,100 @@
+#include "runtime/run_dir.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <ctime>
+#include <filesystem>
+#include <system_error>
+
+#include "ckpt/safetensors.h"
+
+namespace crucible::runtime {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string timestamp() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+// The newest runs/<name>-* directory that holds a checkpoint ("" if none).
+std::string newest_run(const std::string& name) {
+  std::vector<std::string> dirs;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator("runs", ec); !ec && it != fs::end(it); it.increment(ec)) {
+    std::string base = it->path().filename().string();
+    if (base.rfind(name + "-", 0) == 0 && has_checkpoints(it->path().string()))
+      dirs.push_back(it->path().string());
+  }
+  std::sort(dirs.begin(), dirs.end());  // the timestamp suffix sorts by time
+  return dirs.empty() ? "" : dirs.back();
+}
+
+}  // namespace
+
+bool has_checkpoints(const std::string& run_dir) {
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(run_dir + "/ckpt", ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    std::string base = it->path().filename().string();
+    if (base.rfind("step_", 0) == 0 && base.find(".tmp") == std::string::npos) return true;
+  }
+  return false;
+}
+
+Result<RunPlan> plan_run(const RunRequest& req) {
+  RunPlan plan;
+  plan.resume = req.resume;
+  if (req.resume) {
+    // Find the run first: its config.toml is the config unless one is given.
+    std::string dir = req.run_dir;
+    if (dir.empty()) {
+      auto named = load_config(req.config_path, req.overrides);
+      if (!named) return named.status();
+      dir = named->run.dir.empty() ? newest_run(named->run.name) : named->run.dir;
+      if (dir.empty())
+        return Status::not_found("[run] --resume: no run of '" + named->run.name +
+                                 "' with a checkpoint under runs/ (name one with --run-dir)");
+    }
+    if (!has_checkpoints(dir))
+      return Status::not_found("[run] --resume: " + dir + " holds no checkpoint to resume from");
+    std::string cfg_path = req.config_path.empty() ? dir + "/config.toml" : req.config_path;
+    auto cfg = load_config(cfg_path, req.overrides);
+    if (!cfg) return cfg.status();
+    plan.config = std::move(*cfg);
+    plan.run_dir = dir;
+  } else {
+    auto cfg = load_config(req.config_path, req.overrides);
+    if (!cfg) return cfg.status();
+    plan.config = std::move(*cfg);
+    plan.run_dir = !req.run_dir.empty()        ? req.run_dir
+                   : !plan.config.run.dir.empty() ? plan.config.run.dir
+                                                  : "runs/" + plan.config.run.name + "-" + timestamp();
+    if (has_checkpoints(plan.run_dir))
+      return Status::invalid("[run] " + plan.run_dir +
+                             " already holds a training run; pass --resume to continue it or "
+                             "choose another --run-dir");
+  }
+  plan.config.run.dir = plan.run_dir;
+  return plan;
+}
+
+Status prepare_run_dir(const RunPlan& plan) {
+  const std::string& dir = plan.run_dir;
+  std::error_code ec;
+  fs::create_directories(dir + "/ckpt", ec);
+  if (ec || access(dir.c_str(), W_OK) != 0)
+    return Status::invalid("[run] cannot write run directory " + dir + ": " +
+                      (ec ? ec.message() : std::string(std::strerror(errno))));
+  std::string text = to_toml(plan.config);
+  return ckpt::write_file_atomic(dir + "/config.toml", {text.data()}, {text.size()});
+}
+
+}  // namespace crucible::runtime

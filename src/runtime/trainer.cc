@@ -1,0 +1,296 @@
+#include "runtime/trainer.h"
+
+#include <algorithm>
+#include <csignal>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "ckpt/checkpoint.h"
+#include "ckpt/safetensors.h"
+#include "core/allocator.h"
+#include "core/check.h"
+#include "core/clock.h"
+#include "core/threads.h"
+#include "data/dataset.h"
+#include "data/loader.h"
+#include "data/shard.h"
+#include "data/tokenizer.h"
+#include "nn/generator.h"
+#include "nn/gpt.h"
+#include "optim/adamw.h"
+#include "profile/cpu_peak.h"
+#include "runtime/faults.h"
+#include "runtime/metrics.h"
+
+namespace crucible::runtime {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+volatile std::sig_atomic_t g_stop_signal = 0;
+extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
+
+// Installs SIGINT/SIGTERM handlers for the lifetime of a training run: the
+// first signal asks for a checkpoint at the next step boundary; the handlers
+// are restored afterwards so a second Ctrl-C during shutdown still kills.
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~StopSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  int pending() const { return g_stop_signal; }
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
+// Entropy (nats) of the unigram distribution of a shard's tokens: the loss a
+// model that ignores all context would reach on it at best.
+double unigram_entropy(const data::TokenShard& shard, int vocab) {
+  std::vector<uint64_t> counts(size_t(vocab), 0);
+  for (size_t i = 0; i < shard.size(); ++i) ++counts[size_t(shard[i])];
+  double h = 0, n = double(shard.size());
+  for (uint64_t c : counts)
+    if (c) h -= (double(c) / n) * std::log(double(c) / n);
+  return h;
+}
+
+Result<std::shared_ptr<const data::TokenShard>> open_shard(const std::string& path) {
+  auto s = data::TokenShard::open(path);
+  if (!s) return s.status();
+  return std::shared_ptr<const data::TokenShard>(
+      std::make_shared<data::TokenShard>(std::move(*s)));
+}
+
+}  // namespace
+
+Result<TrainResult> train(const RunPlan& plan, const TrainOptions& topt, Console& console) {
+  const Config& cfg = plan.config;
+  const std::string& run = plan.run_dir;
+  auto log = [&](const std::string& m) { console.info(m); };
+  set_num_threads(cfg.train.threads);
+  CRUCIBLE_RETURN_IF_ERROR(apply_fault_injection(cfg.fault));
+  // The run directory is created only once the data is ready, so a bad corpus
+  // leaves nothing behind; the console keeps the messages until then.
+
+  // ---- data ----
+  const int vocab = cfg.data.vocab_size > 0 ? cfg.data.vocab_size : cfg.model.vocab_size;
+  data::DatasetSpec spec{cfg.data.source, cfg.data.format, vocab, cfg.data.val_fraction};
+  auto ds = cfg.data.dataset.empty() ? data::cached_dataset(spec, cfg.data.cache_dir, log)
+                                     : data::open_dataset(cfg.data.dataset);
+  if (!ds) return ds.status();
+  auto tok = data::Tokenizer::load(ds->tokenizer_path());
+  if (!tok) return tok.status();
+  if (tok->vocab_size() > cfg.model.vocab_size)
+    return Status::invalid("[config] model.vocab_size: " + std::to_string(cfg.model.vocab_size) +
+                           " is smaller than the tokenizer's " +
+                           std::to_string(tok->vocab_size()) + " tokens");
+  CRUCIBLE_RETURN_IF_ERROR(prepare_run_dir(plan));
+  console.open_log(run + "/log.txt");
+  log("[run] " + run + (plan.resume ? " (resuming)" : "") + ", " +
+      std::to_string(num_threads()) + " threads");
+  {  // the run directory carries its tokenizer, so `crucible generate RUN` needs nothing else
+    std::ifstream in(ds->tokenizer_path(), std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    CRUCIBLE_RETURN_IF_ERROR(
+        ckpt::write_file_atomic(run + "/tokenizer.model", {bytes.data()}, {bytes.size()}));
+  }
+  auto train_shard = open_shard(ds->train_path());
+  if (!train_shard) return train_shard.status();
+  auto val_shard = open_shard(ds->val_path());
+  if (!val_shard) return val_shard.status();
+
+  const int B = cfg.train.batch_size, T = cfg.model.seq_len, accum = cfg.train.grad_accum;
+  auto loader = data::Loader::create(*train_shard, {B, T, cfg.train.seed, 0, 1, accum, true});
+  if (!loader) return loader.status();
+  auto val_loader = data::Loader::create(*val_shard, {B, T, cfg.train.seed, 0, 1, 1, false});
+  if (!val_loader) return val_loader.status();
+  const int eval_batches =
+      int(std::min<uint64_t>(uint64_t(cfg.train.eval_batches), (*val_loader)->steps_per_epoch()));
+
+  // ---- model, optimizer, checkpoint ----
+  nn::GPT model(cfg.model);
+  model.init_weights(cfg.train.seed);
+  optim::AdamWConfig acfg{float(cfg.optim.lr),           float(cfg.optim.beta1),
+                          float(cfg.optim.beta2),        float(cfg.optim.eps),
+                          float(cfg.optim.weight_decay), float(cfg.optim.grad_clip)};
+  optim::AdamW adam(model.params(), acfg);
+  const std::string ckpt_dir = run + "/ckpt";
+  int64_t step = 0;
+  if (plan.resume) {
+    auto found = ckpt::find_latest_valid(ckpt_dir);
+    if (!found) return found.status();
+    for (const auto& w : found->warnings) log(w);
+    auto state = ckpt::load_checkpoint(found->dir, model.params(), &adam);
+    if (!state) return state.status();
+    auto ls = data::loader_state_from_json(state->loader);
+    if (!ls) return ls.status();
+    CRUCIBLE_RETURN_IF_ERROR((*loader)->restore(*ls));
+    step = state->step;
+    log("[ckpt] resumed from " + found->dir + " at step " + std::to_string(step));
+  }
+  MetricsWriter metrics;
+  CRUCIBLE_RETURN_IF_ERROR(metrics.open(run + "/metrics.jsonl", step));
+
+  auto save = [&](int64_t at) -> Result<double> {
+    Stopwatch sw;
+    ckpt::CheckpointState st;
+    st.step = at;
+    st.config = to_json(cfg);
+    st.loader = data::to_json((*loader)->state());
+    // No random draws happen during training (no dropout); the seed and the
+    // stream layout are all the RNG state there is.
+    st.rng = {{"seed", cfg.train.seed}, {"init_streams", "fnv1a64(param name)"}};
+    Status s = ckpt::write_checkpoint(ckpt_dir, ckpt::take_snapshot(st, model.params(), adam),
+                                      cfg.ckpt.keep);
+    if (!s.is_ok()) {
+      auto found = ckpt::find_latest_valid(ckpt_dir);
+      return Status::io(s.message() + (found ? "; latest still names " +
+                                                   fs::path(found->dir).filename().string()
+                                             : "; no earlier checkpoint exists"));
+    }
+    return sw.elapsed_ms();
+  };
+
+  // ---- the loop ----
+  std::vector<int32_t> tokens(size_t(B) * T), targets(size_t(B) * T);
+  Arena arena("train.activations");
+  const double tokens_per_step = double(B) * T * accum;
+  const double flops_per_step = cfg.model.flops_per_token(T) * tokens_per_step;
+  const profile::CpuPeak peak = profile::measure_cpu_peak(num_threads(), 0.2);
+  auto evaluate = [&]() {
+    // Position 0 always exists in a loader that was created.
+    CRUCIBLE_CHECK((*val_loader)->restore({}).is_ok(), "[train] validation loader rewind");
+    double sum = 0;
+    for (int i = 0; i < eval_batches; ++i) {
+      (*val_loader)->next(tokens.data(), targets.data());
+      arena.reset();
+      sum += model.forward(arena, tokens.data(), targets.data(), B, T, 0.0f);
+    }
+    return sum / eval_batches;
+  };
+
+  StopSignals signals;
+  TrainResult result;
+  result.run_dir = run;
+  const int64_t total = cfg.train.steps;
+  const int64_t first_step = step;
+  Stopwatch run_clock;
+  double ema_step_s = 0;
+  log("[train] " + std::to_string(model.params().numel()) + " parameters, " +
+      std::to_string(int64_t(tokens_per_step)) + " tokens per step, steps " +
+      std::to_string(step) + " -> " + std::to_string(total));
+  while (step < total) {
+    StepMetrics m;
+    m.step = step + 1;
+    m.lr = optim::lr_schedule(step, float(cfg.optim.lr), cfg.optim.warmup_steps, total,
+                              float(cfg.optim.min_lr_ratio));
+    Stopwatch step_clock;
+    double loss_sum = 0;
+    for (int micro = 0; micro < accum; ++micro) {
+      m.data_wait_ms += 1e3 * (*loader)->next(tokens.data(), targets.data());
+      int64_t t0 = now_ns();
+      arena.reset();
+      loss_sum += model.forward(arena, tokens.data(), targets.data(), B, T, 1.0f / accum);
+      int64_t t1 = now_ns();
+      model.backward(arena);
+      m.forward_ms += (t1 - t0) * 1e-6;
+      m.backward_ms += (now_ns() - t1) * 1e-6;
+    }
+    int64_t t2 = now_ns();
+    optim::StepInfo info = adam.step(m.lr);
+    model.params().zero_grad();
+    m.optimizer_ms = (now_ns() - t2) * 1e-6;
+    m.step_ms = step_clock.elapsed_ms();
+    m.loss = loss_sum / accum;
+    m.grad_norm = info.grad_norm;
+    m.tokens_per_s = tokens_per_step / (m.step_ms * 1e-3);
+    m.mfu = flops_per_step / (m.step_ms * 1e-3) / (peak.derived_gflops * 1e9);
+    ++step;
+    if (!std::isfinite(m.loss))
+      return Status::internal("[train] loss is " + std::to_string(m.loss) + " at step " +
+                              std::to_string(step) + " (diverged; lower optim.lr?)");
+
+    const bool last = step == total;
+    const bool stop = (topt.stop_at > 0 && step >= topt.stop_at) || signals.pending();
+    if (last || (cfg.train.eval_every > 0 && step % cfg.train.eval_every == 0)) {
+      Stopwatch sw;
+      m.val_loss = evaluate();
+      m.eval_ms = sw.elapsed_ms();
+      result.val_loss = m.val_loss;
+    }
+    if (last || stop || (cfg.ckpt.every > 0 && step % cfg.ckpt.every == 0)) {
+      auto ms = save(step);
+      if (!ms) return ms.status();
+      m.ckpt_ms = *ms;
+    }
+    AllocatorStats mem = Allocator::global().stats();
+    m.mem_in_use = mem.in_use;
+    m.mem_peak = mem.peak;
+    CRUCIBLE_RETURN_IF_ERROR(metrics.write(m));
+    result.last_loss = m.loss;
+
+    ema_step_s = ema_step_s == 0 ? m.step_ms * 1e-3 : 0.9 * ema_step_s + 0.1 * m.step_ms * 1e-3;
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "[train] step %lld/%lld | loss %.4f%s | lr %.2e | %s tok/s | MFU %.1f%% | ETA %s",
+                  (long long)step, (long long)total, m.loss,
+                  m.val_loss >= 0 ? (" | val " + std::to_string(m.val_loss).substr(0, 6)).c_str()
+                                  : "",
+                  m.lr, format_si(m.tokens_per_s).c_str(), 100 * m.mfu,
+                  format_duration(ema_step_s * double(total - step)).c_str());
+    console.progress(line, last || stop || m.val_loss >= 0 || step == first_step + 1);
+    if (stop && !last) {
+      console.finish_progress();
+      result.stopped_early = true;
+      result.preempted = signals.pending() != 0;
+      log(std::string("[train] ") + (result.preempted ? "signal received" : "--stop-at reached") +
+          ": checkpoint step " + std::to_string(step) + " saved; continue with --resume --run-dir " +
+          run);
+      break;
+    }
+  }
+  console.finish_progress();
+  result.steps_done = step;
+  if (result.stopped_early) return result;
+
+  result.unigram_entropy = unigram_entropy(**val_shard, tok->vocab_size());
+  const double gap = 100.0 * (1.0 - result.val_loss / result.unigram_entropy);
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "[train] done in %s: validation loss %.4f vs %.4f nats/token, the unigram entropy "
+                "of the validation tokens (%.1f%% %s)",
+                format_duration(run_clock.elapsed_s()).c_str(), result.val_loss,
+                result.unigram_entropy, std::fabs(gap), gap >= 0 ? "below" : "ABOVE: not learned yet");
+  log(buf);
+
+  if (cfg.run.sample_tokens > 0) {
+    nn::Generator gen(model);
+    Rng rng(cfg.train.seed, 0x5a3b1e);
+    for (int i = 0; i < 3; ++i) {
+      auto ids = nn::generate(gen, {}, cfg.run.sample_tokens, tok->eos_id(), {0.8f, 40}, rng);
+      auto eos = std::find(ids.begin(), ids.end(), tok->eos_id());  // one document
+      ids.erase(eos, ids.end());
+      log("[sample " + std::to_string(i + 1) + "] " + tok->decode(ids));
+    }
+  }
+  return result;
+}
+
+}  // namespace crucible::runtime

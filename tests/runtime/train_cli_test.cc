@@ -1,0 +1,238 @@
+// End-to-end tests of `crucible train` / `generate` / `tokenize`: the real
+// binary on a real corpus (a slice of Debian's fortunes), with a model small
+// enough that a whole run takes a few seconds.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "support/cli_runner.h"
+
+namespace crucible::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A tiny model over one fortunes file; `dir` holds corpus/, data/ and cfg.toml.
+std::string make_config(const TempDir& dir, const std::string& extra = "") {
+  fs::create_directories(dir / "corpus");
+  fs::copy_file("/usr/share/games/fortunes/computers", dir / "corpus/computers");
+  std::string cfg = R"([model]
+n_layer = 2
+n_head = 2
+n_embd = 32
+vocab_size = 512
+seq_len = 32
+[data]
+source = [")" + dir / "corpus" + R"("]
+format = "fortunes"
+cache_dir = ")" + dir / "data" + R"("
+val_fraction = 0.1
+[train]
+steps = 12
+batch_size = 4
+grad_accum = 2
+seed = 7
+eval_every = 4
+eval_batches = 2
+threads = 1
+[optim]
+lr = 3e-3
+warmup_steps = 2
+[ckpt]
+every = 4
+keep = 3
+[run]
+name = "e2e"
+sample_tokens = 8
+)" + extra;
+  write_file(dir / "cfg.toml", cfg);
+  return dir / "cfg.toml";
+}
+
+std::vector<nlohmann::json> read_metrics(const std::string& run) {
+  std::vector<nlohmann::json> rows;
+  std::ifstream in(run + "/metrics.jsonl");
+  for (std::string line; std::getline(in, line);) rows.push_back(nlohmann::json::parse(line));
+  return rows;
+}
+
+std::vector<std::string> tmp_dirs(const std::string& ckpt) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(ckpt))
+    if (e.path().filename().string().find(".tmp") != std::string::npos)
+      out.push_back(e.path().string());
+  return out;
+}
+
+TEST(TrainCli, ResumeIsBitExact) {
+  TempDir dir("resume");
+  std::string cfg = make_config(dir);
+  auto straight = run_crucible({"train", cfg, "--run-dir", dir / "a"});
+  ASSERT_EQ(straight.code, 0) << straight.output;
+  auto first = run_crucible({"train", cfg, "--run-dir", dir / "b", "--stop-at", "5"});
+  ASSERT_EQ(first.code, 0) << first.output;
+  EXPECT_NE(first.output.find("--stop-at reached"), std::string::npos) << first.output;
+  EXPECT_TRUE(fs::exists(dir / "b/ckpt/step_0000005/manifest.json"));
+  EXPECT_FALSE(fs::exists(dir / "b/ckpt/step_0000008"));
+  // Without a config the run's own resolved config.toml is used.
+  auto rest = run_crucible({"train", "--resume", "--run-dir", dir / "b"});
+  ASSERT_EQ(rest.code, 0) << rest.output;
+  EXPECT_NE(rest.output.find("resumed from"), std::string::npos) << rest.output;
+
+  for (const char* f : {"model.safetensors", "optimizer.safetensors"}) {
+    std::string a = read_file(dir / "a/ckpt/step_0000012/" + f);
+    std::string b = read_file(dir / "b/ckpt/step_0000012/" + f);
+    ASSERT_FALSE(a.empty()) << f;
+    EXPECT_TRUE(a == b) << f << " differs between the straight and the resumed run";
+  }
+  auto ma = read_metrics(dir / "a"), mb = read_metrics(dir / "b");
+  ASSERT_EQ(ma.size(), 12u);
+  ASSERT_EQ(mb.size(), 12u);  // the resumed file has no duplicate steps
+  for (size_t i = 0; i < ma.size(); ++i) {
+    EXPECT_EQ(ma[i]["step"], int(i + 1));
+    EXPECT_EQ(mb[i]["step"], int(i + 1));
+    EXPECT_EQ(ma[i]["loss"].get<double>(), mb[i]["loss"].get<double>()) << "step " << i + 1;
+    EXPECT_EQ(ma[i]["grad_norm"].get<double>(), mb[i]["grad_norm"].get<double>());
+    EXPECT_EQ(ma[i].contains("val_loss"), mb[i].contains("val_loss"));
+    if (ma[i].contains("val_loss")) EXPECT_EQ(ma[i]["val_loss"], mb[i]["val_loss"]);
+  }
+  // The metrics a user needs per step are there.
+  for (const char* k : {"loss", "lr", "grad_norm", "tokens_per_s", "data_wait_ms", "forward_ms",
+                        "backward_ms", "optimizer_ms", "step_ms", "mfu"})
+    EXPECT_TRUE(ma[0].contains(k)) << k;
+  EXPECT_TRUE(ma[3].contains("val_loss"));
+  EXPECT_LT(ma[11]["loss"].get<double>(), ma[0]["loss"].get<double>());  // it learns
+  EXPECT_TRUE(fs::exists(dir / "a/config.toml"));
+  EXPECT_TRUE(fs::exists(dir / "a/log.txt"));
+  EXPECT_EQ(read_file(dir / "a/ckpt/latest"), "step_0000012\n");
+}
+
+TEST(TrainCli, CorruptCheckpointFallsBackToThePreviousOne) {
+  for (std::string damage : {"flip", "truncate"}) {
+    TempDir dir("corrupt_" + damage);
+    std::string cfg = make_config(dir);
+    auto r = run_crucible({"train", cfg, "--run-dir", dir / "run", "--set", "train.steps=8"});
+    ASSERT_EQ(r.code, 0) << r.output;
+    std::string victim = dir / "run/ckpt/step_0000008/model.safetensors";
+    std::string bytes = read_file(victim);
+    ASSERT_GT(bytes.size(), 1000u);
+    if (damage == "flip")
+      bytes[bytes.size() / 2] ^= 0x10;
+    else
+      bytes.resize(bytes.size() - 100);
+    write_file(victim, bytes);
+    auto resumed = run_crucible(
+        {"train", "--resume", "--run-dir", dir / "run", "--set", "train.steps=10"});
+    ASSERT_EQ(resumed.code, 0) << resumed.output;
+    EXPECT_NE(resumed.output.find("step_0000008/model.safetensors"), std::string::npos)
+        << resumed.output;
+    EXPECT_NE(resumed.output.find("resumed from " + dir / "run/ckpt/step_0000004"),
+              std::string::npos)
+        << resumed.output;
+    EXPECT_TRUE(fs::exists(dir / "run/ckpt/step_0000010/manifest.json"));
+  }
+}
+
+TEST(TrainCli, FailedCheckpointWriteKeepsLatest) {
+  TempDir dir("write_fault");
+  std::string cfg = make_config(dir);
+  auto r = run_crucible({"train", cfg, "--run-dir", dir / "run", "--set",
+                         "fault.inject=ckpt_write_error@8"});
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("injected write error"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("latest still names step_0000004"), std::string::npos) << r.output;
+  EXPECT_EQ(read_file(dir / "run/ckpt/latest"), "step_0000004\n");
+  EXPECT_FALSE(fs::exists(dir / "run/ckpt/step_0000008"));
+  EXPECT_TRUE(tmp_dirs(dir / "run/ckpt").empty());
+  // ... and the run continues from there (the resolved config keeps the
+  // injected fault, so the resume switches it off).
+  auto resumed =
+      run_crucible({"train", "--resume", "--run-dir", dir / "run", "--set", "fault.inject=[]"});
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("step_0000004 at step 4"), std::string::npos) << resumed.output;
+}
+
+// Bad input: one line naming the problem, exit code 2, nothing written.
+void expect_bad_input(const CliResult& r, const std::string& needle) {
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(needle), std::string::npos) << r.output;
+}
+
+TEST(TrainCli, BadInputIsOneClearLine) {
+  TempDir dir("bad_input");
+  std::string cfg = make_config(dir);
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"train", cfg, "--run-dir", dir / "run"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_crucible(args);
+  };
+  expect_bad_input(run({"--set", "model.n_embd=33"}), "[config] model.n_embd: 33 is not divisible");
+  expect_bad_input(run({"--set", "model.n_layers=3"}), "[config] model.n_layers: unknown key");
+  expect_bad_input(run({"--set", "train.steps=many"}), "[config] train.steps:");
+  expect_bad_input(run({"--set", "data.source=" + dir / "nope"}), "does not exist");
+  fs::create_directories(dir / "empty");
+  write_file(dir / "empty/f", "%\n \n%\n");
+  expect_bad_input(run({"--set", "data.source=" + dir / "empty"}), "no documents");
+  expect_bad_input(run_crucible({"train", dir / "missing.toml"}), "[config] cannot read");
+  write_file(dir / "bad.toml", "[train]\nsteps = \"x\"\n");
+  expect_bad_input(run_crucible({"train", dir / "bad.toml"}), "train.steps: expected an integer");
+  expect_bad_input(run_crucible({"train", "--bogus-flag"}), "bogus");
+  EXPECT_FALSE(fs::exists(dir / "run")) << "a failed start left a run directory behind";
+
+  write_file(dir / "file", "x");  // a run directory that cannot be created
+  expect_bad_input(run_crucible({"train", cfg, "--run-dir", dir / "file/run"}),
+                   "cannot write run directory");
+  // A finished run is not overwritten by accident.
+  ASSERT_EQ(run({"--set", "train.steps=4"}).code, 0);
+  expect_bad_input(run({}), "already holds a training run");
+  expect_bad_input(run_crucible({"train", "--resume", "--run-dir", dir / "nothing"}),
+                   "holds no checkpoint");
+}
+
+TEST(TrainCli, InvalidUtf8IsRepairedNotFatal) {
+  TempDir dir("utf8");
+  std::string cfg = make_config(dir);
+  std::string text = read_file(dir / "corpus/computers");
+  text.insert(100, "\xff\xfe broken \xc3 bytes \xed\xa0\x80 here\n");
+  write_file(dir / "corpus/computers", text);
+  auto r = run_crucible({"train", cfg, "--run-dir", dir / "run", "--set", "train.steps=2"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("invalid UTF-8"), std::string::npos) << r.output;
+}
+
+TEST(TrainCli, GenerateIsDeterministicPerSeed) {
+  TempDir dir("generate");
+  std::string cfg = make_config(dir);
+  ASSERT_EQ(run_crucible({"train", cfg, "--run-dir", dir / "run"}).code, 0);
+  auto a = run_crucible({"generate", dir / "run", "--prompt", "The computer", "--tokens", "24",
+                         "--seed", "5"});
+  auto b = run_crucible({"generate", dir / "run", "--prompt", "The computer", "--tokens", "24",
+                         "--seed", "5"});
+  ASSERT_EQ(a.code, 0) << a.output;
+  EXPECT_EQ(a.output, b.output);
+  EXPECT_NE(a.output.find("The computer"), std::string::npos);
+  EXPECT_GT(a.output.size(), std::string("The computer").size() + 20);
+  auto greedy = run_crucible({"generate", dir / "run", "--temperature", "0", "--tokens", "8"});
+  EXPECT_EQ(greedy.code, 0) << greedy.output;
+  expect_bad_input(run_crucible({"generate", dir / "nothing"}), "[config] cannot read");
+}
+
+TEST(TrainCli, TokenizeThenTrainOnTheDataset) {
+  TempDir dir("tokenize");
+  std::string cfg = make_config(dir);
+  auto tok = run_crucible({"tokenize", dir / "corpus", "-o", dir / "ds", "--vocab-size", "512",
+                           "--format", "fortunes"});
+  ASSERT_EQ(tok.code, 0) << tok.output;
+  for (const char* f : {"tokenizer.model", "train.tok", "val.tok", "dataset.json"})
+    EXPECT_TRUE(fs::exists(dir / "ds/" + f)) << f;
+  expect_bad_input(run_crucible({"tokenize", dir / "corpus", "-o", dir / "ds"}), "already exists");
+  auto r = run_crucible({"train", cfg, "--run-dir", dir / "run", "--set", "train.steps=2", "--set",
+                         "data.dataset=" + dir / "ds"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "data")) << "data.dataset must be used instead of the cache";
+}
+
+}  // namespace
+}  // namespace crucible::e2e
