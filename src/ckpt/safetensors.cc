@@ -9,15 +9,6 @@
 #include <nlohmann/json.hpp>
 
 namespace crucible::ckpt {
-namespace {
-std::string errno_str() { return std::strerror(errno); }
-
-std::string dir_of(const std::string& path) {
-  auto slash = path.rfind('/');
-  return slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-}
-}  // namespace
-
 size_t dtype_bytes(const std::string& dt) {
   if (dt == "F32" || dt == "I32") return 4;
   if (dt == "BF16" || dt == "F16" || dt == "I16") return 2;
@@ -37,47 +28,6 @@ const LoadedTensor* SafetensorsFile::find(const std::string& name) const {
   return it == tensors.end() ? nullptr : &it->second;
 }
 
-Status write_file_atomic(const std::string& path, const std::vector<const void*>& parts,
-                         const std::vector<size_t>& sizes) {
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::io("[io] cannot create " + tmp + ": " + errno_str());
-  auto fail = [&](const std::string& what) {
-    std::string msg = "[io] " + what + " " + tmp + ": " + errno_str();
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return Status::io(msg);
-  };
-  for (size_t i = 0; i < parts.size(); ++i) {
-    const char* p = static_cast<const char*>(parts[i]);
-    size_t left = sizes[i];
-    while (left > 0) {
-      ssize_t w = ::write(fd, p, left);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        return fail("write failed on");
-      }
-      p += w;
-      left -= size_t(w);
-    }
-  }
-  if (::fsync(fd) != 0) return fail("fsync failed on");
-  if (::close(fd) != 0) {
-    ::unlink(tmp.c_str());
-    return Status::io("[io] close failed on " + tmp + ": " + errno_str());
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::string msg = "[io] cannot rename " + tmp + " to " + path + ": " + errno_str();
-    ::unlink(tmp.c_str());
-    return Status::io(msg);
-  }
-  int dfd = ::open(dir_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-  return Status::ok();
-}
 
 Status write_safetensors(const std::string& path, const std::vector<TensorView>& tensors,
                          const std::map<std::string, std::string>& metadata) {

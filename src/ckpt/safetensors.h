@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/file_io.h"
 #include "core/status.h"
 
 namespace crucible::ckpt {
@@ -42,8 +43,6 @@ Status write_safetensors(const std::string& path, const std::vector<TensorView>&
                          const std::map<std::string, std::string>& metadata = {});
 Result<SafetensorsFile> read_safetensors(const std::string& path);
 
-// Writes `bytes` to `path` atomically (temp file, fsync, rename, fsync dir).
-Status write_file_atomic(const std::string& path, const std::vector<const void*>& parts,
-                         const std::vector<size_t>& sizes);
+using crucible::write_file_atomic;  // core/file_io.h
 
 }  // namespace crucible::ckpt

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <system_error>
 
-#include "ckpt/safetensors.h"
+#include "core/file_io.h"
 #include "core/clock.h"
 #include "data/corpus.h"
 #include "data/shard.h"
@@ -47,7 +47,7 @@ std::vector<int32_t> tokenize_documents(const Tokenizer& tok, const std::vector<
 }
 
 Status write_text_atomic(const std::string& path, const std::string& text) {
-  return ckpt::write_file_atomic(path, {text.data()}, {text.size()});
+  return write_file_atomic(path, {text.data()}, {text.size()});
 }
 
 }  // namespace

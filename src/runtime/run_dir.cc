@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <system_error>
 
-#include "ckpt/safetensors.h"
+#include "core/file_io.h"
 
 namespace crucible::runtime {
 
@@ -94,7 +94,7 @@ Status prepare_run_dir(const RunPlan& plan) {
     return Status::invalid("[run] cannot write run directory " + dir + ": " +
                       (ec ? ec.message() : std::string(std::strerror(errno))));
   std::string text = to_toml(plan.config);
-  return ckpt::write_file_atomic(dir + "/config.toml", {text.data()}, {text.size()});
+  return write_file_atomic(dir + "/config.toml", {text.data()}, {text.size()});
 }
 
 }  // namespace crucible::runtime

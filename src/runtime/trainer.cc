@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "ckpt/checkpoint.h"
-#include "ckpt/safetensors.h"
+#include "core/file_io.h"
 #include "core/allocator.h"
 #include "core/check.h"
 #include "core/clock.h"
@@ -109,7 +109,7 @@ Result<TrainResult> train(const RunPlan& plan, const TrainOptions& topt, Console
     std::ifstream in(ds->tokenizer_path(), std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), {});
     CRUCIBLE_RETURN_IF_ERROR(
-        ckpt::write_file_atomic(run + "/tokenizer.model", {bytes.data()}, {bytes.size()}));
+        write_file_atomic(run + "/tokenizer.model", {bytes.data()}, {bytes.size()}));
   }
   auto train_shard = open_shard(ds->train_path());
   if (!train_shard) return train_shard.status();

@@ -1,0 +1,102 @@
+#include "core/file_io.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+namespace crucible {
+
+std::string errno_str() { return std::strerror(errno); }
+
+std::string dir_of(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+}
+
+Status fsync_dir(const std::string& dir) {
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return Status::io("[io] cannot open directory " + dir + ": " + errno_str());
+  int rc = ::fsync(dfd);
+  std::string err = rc != 0 ? errno_str() : "";
+  ::close(dfd);
+  if (rc != 0) return Status::io("[io] fsync failed on directory " + dir + ": " + err);
+  return Status::ok();
+}
+
+AtomicFile::~AtomicFile() { abandon(); }
+
+Status AtomicFile::open(const std::string& path) {
+  abandon();
+  // Unique per process and per file object: ranks or threads writing the
+  // same target never share a temporary.
+  static std::atomic<uint64_t> counter{0};
+  path_ = path;
+  tmp_ = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) return Status::io("[io] cannot create " + tmp_ + ": " + errno_str());
+  return Status::ok();
+}
+
+Status AtomicFile::write(const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    ssize_t w = ::write(fd_, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return Status::io("[io] writing " + path_ + ": " + errno_str());
+    }
+    p += w;
+    n -= size_t(w);
+  }
+  return Status::ok();
+}
+
+Status AtomicFile::pwrite(const void* data, size_t n, size_t offset) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    ssize_t w = ::pwrite(fd_, p, n, off_t(offset));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return Status::io("[io] writing " + path_ + ": " + errno_str());
+    }
+    p += w;
+    n -= size_t(w);
+    offset += size_t(w);
+  }
+  return Status::ok();
+}
+
+Status AtomicFile::commit() {
+  if (::fsync(fd_) != 0) return Status::io("[io] fsync failed on " + path_ + ": " + errno_str());
+  int rc = ::close(fd_);
+  fd_ = -1;
+  if (rc != 0) return Status::io("[io] close failed on " + path_ + ": " + errno_str());
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0)
+    return Status::io("[io] cannot rename " + tmp_ + " to " + path_ + ": " + errno_str());
+  tmp_.clear();
+  return fsync_dir(dir_of(path_));
+}
+
+void AtomicFile::abandon() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  if (!tmp_.empty()) ::unlink(tmp_.c_str());
+  tmp_.clear();
+}
+
+Status write_file_atomic(const std::string& path, const std::vector<const void*>& parts,
+                         const std::vector<size_t>& sizes) {
+  AtomicFile f;
+  CRUCIBLE_RETURN_IF_ERROR(f.open(path));
+  for (size_t i = 0; i < parts.size(); ++i) CRUCIBLE_RETURN_IF_ERROR(f.write(parts[i], sizes[i]));
+  return f.commit();
+}
+
+Status write_file_atomic(const std::string& path, const std::string& text) {
+  return write_file_atomic(path, {text.data()}, {text.size()});
+}
+
+}  // namespace crucible

@@ -1,0 +1,49 @@
+// Durable file writes: the one way crucible puts a file on disk.
+//
+// AtomicFile streams bytes into a temporary file next to the target; commit()
+// fsyncs it, renames it over the target and fsyncs the directory, so a reader
+// (or a crash) sees either the old file or the whole new one, never a torn one.
+// An AtomicFile destroyed without commit() removes its temporary file. Errors
+// are Status::io naming the file and the OS error. Not thread-safe.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace crucible {
+
+class AtomicFile {
+ public:
+  AtomicFile() = default;
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  Status open(const std::string& path);
+  Status write(const void* data, size_t n);
+  // Writes at an absolute offset (e.g. a header completed after the payload).
+  Status pwrite(const void* data, size_t n, size_t offset);
+  Status commit();
+  void abandon();  // removes the temporary file
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_, tmp_;
+  int fd_ = -1;
+};
+
+// The whole file from parts, atomically (AtomicFile in one call).
+Status write_file_atomic(const std::string& path, const std::vector<const void*>& parts,
+                         const std::vector<size_t>& sizes);
+Status write_file_atomic(const std::string& path, const std::string& text);
+
+// fsync of a directory, making renames and creations inside it durable.
+Status fsync_dir(const std::string& dir);
+// The directory part of a path ("." for a bare name).
+std::string dir_of(const std::string& path);
+// strerror(errno), for messages.
+std::string errno_str();
+
+}  // namespace crucible
