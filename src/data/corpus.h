@@ -40,8 +40,7 @@ struct CorpusStats {
 // ("[data] FILE:LINE: ..."), and a corpus that yields no document (invalid).
 // `stats`, if given, is overwritten.
 Result<std::vector<std::string>> read_corpus(const std::vector<std::string>& paths,
-                                             CorpusFormat format,
-                                             CorpusStats* stats = nullptr);
+                                             CorpusFormat format, CorpusStats* stats = nullptr);
 
 // Replaces each invalid UTF-8 sequence (bad lead byte, stray continuation byte,
 // truncated sequence, overlong form, surrogate, code point > U+10FFFF) by U+FFFD, one

@@ -10,8 +10,8 @@
 #include <unordered_map>
 #include <utility>
 
-#include "ckpt/safetensors.h"  // write_file_atomic
 #include "core/check.h"
+#include "core/file_io.h"
 
 namespace crucible::data {
 namespace {
@@ -45,7 +45,9 @@ size_t chunk_length(std::string_view doc, size_t pos) {
 
 // Streams the documents to the trainer as chunks, without copying the corpus. Newlines
 // stay inside the sentences: the trainer does not split its iterator input into lines,
-// so '\n' becomes a character of the vocabulary like any other.
+// so '\n' becomes a character of the vocabulary like any other. ('\t' is the one
+// character SentencePiece never puts in a piece, reserving it as a boundary marker; a tab
+// is always its byte piece <0x09>, which still costs one token.)
 class DocumentChunks : public spm::SentenceIterator {
  public:
   explicit DocumentChunks(const std::vector<std::string>& docs) : docs_(docs) { Next(); }
@@ -102,7 +104,8 @@ Status training_error(const spm::util::Status& s, int vocab_size) {
     return Status::invalid(head + " is too small for this corpus" +
                            (min.empty() ? "" : " (at least " + min + ")") +
                            ": it must hold 256 byte pieces, <unk>, </s> and the corpus' "
-                           "characters (SentencePiece: " + msg + ")");
+                           "characters (SentencePiece: " +
+                           msg + ")");
   }
   return Status::internal("[data] tokenizer: training failed: " + msg);
 }
@@ -157,7 +160,7 @@ Status Tokenizer::train(const std::vector<std::string>& docs, int vocab_size,
                             std::to_string(check.GetPieceSize()) + " pieces and eos id " +
                             std::to_string(check.eos_id()) + ", expected " +
                             std::to_string(vocab_size) + " and " + std::to_string(kEosId));
-  return ckpt::write_file_atomic(model_path, {model.data()}, {model.size()});
+  return write_file_atomic(model_path, model);
 }
 
 Result<Tokenizer> Tokenizer::load(const std::string& model_path) {

@@ -118,8 +118,8 @@ TEST_F(Corpus, JsonlReadsTheTextField) {
   CorpusStats stats;
   auto docs = read_corpus({file}, CorpusFormat::kJsonl, &stats);
   ASSERT_TRUE(docs.is_ok()) << docs.status().message();
-  EXPECT_EQ(*docs, (std::vector<std::string>{"caf\xC3\xA9\nnext line", "second",
-                                             "no newline at end"}));
+  EXPECT_EQ(*docs,
+            (std::vector<std::string>{"caf\xC3\xA9\nnext line", "second", "no newline at end"}));
   EXPECT_EQ(stats.skipped_empty, 1u);
 }
 
@@ -172,18 +172,18 @@ TEST(Utf8, SanitizeRepairsEachMalformedSequence) {
   Case cases[] = {
       {"plain ascii", "plain ascii", 0},
       {"caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80", "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80", 0},
-      {R, R, 0},                                   // U+FFFD itself is valid
-      {"a\x80" "b", "a" + R + "b", 1},             // stray continuation byte
-      {"\xFF", R, 1},                              // never a UTF-8 byte
-      {"\xC0\xAF", R + R, 2},                      // overlong '/': C0 is never a lead byte
-      {"\xE0\x80\xAF", R + R + R, 3},              // overlong 3-byte form
-      {"\xED\xA0\x80", R + R + R, 3},              // surrogate U+D800
-      {"\xF4\x90\x80\x80", R + R + R + R, 4},      // U+110000, beyond Unicode
-      {"\xF5\x80", R + R, 2},                      // lead byte past U+10FFFF
-      {"x\xE2\x82", "x" + R, 1},                   // sequence truncated by the end
-      {"\xE2\x82x", R + "x", 1},                   // truncated by an ASCII byte
-      {"\xF0\x9F\x98" "A\xF0\x9F\x98\x80", R + "A\xF0\x9F\x98\x80", 1},
-      {"\xC3\xC3\xA9", R + "\xC3\xA9", 1},         // a lead byte interrupts another
+      {R, R, 0},                                       // U+FFFD itself is valid
+      {std::string("a\x80") + "b", "a" + R + "b", 1},  // stray continuation byte
+      {"\xFF", R, 1},                                  // never a UTF-8 byte
+      {"\xC0\xAF", R + R, 2},                          // overlong '/': C0 is never a lead byte
+      {"\xE0\x80\xAF", R + R + R, 3},                  // overlong 3-byte form
+      {"\xED\xA0\x80", R + R + R, 3},                  // surrogate U+D800
+      {"\xF4\x90\x80\x80", R + R + R + R, 4},          // U+110000, beyond Unicode
+      {"\xF5\x80", R + R, 2},                          // lead byte past U+10FFFF
+      {"x\xE2\x82", "x" + R, 1},                       // sequence truncated by the end
+      {"\xE2\x82x", R + "x", 1},                       // truncated by an ASCII byte
+      {std::string("\xF0\x9F\x98") + "A\xF0\x9F\x98\x80", R + "A\xF0\x9F\x98\x80", 1},
+      {"\xC3\xC3\xA9", R + "\xC3\xA9", 1},  // a lead byte interrupts another
   };
   for (const auto& c : cases) {
     size_t repaired = 99;
@@ -199,9 +199,9 @@ TEST_F(Corpus, DocumentsAreSanitizedAndRepairsCounted) {
   CorpusStats stats;
   auto docs = read_corpus({dir_.string()}, CorpusFormat::kAuto, &stats);
   ASSERT_TRUE(docs.is_ok()) << docs.status().message();
-  EXPECT_EQ(*docs, (std::vector<std::string>{"good", "bad " + kFffd + " byte and " + kFffd +
-                                                         kFffd + kFffd + " surrogate",
-                                             "json " + kFffd + " bad"}));
+  EXPECT_EQ(*docs, (std::vector<std::string>{
+                       "good", "bad " + kFffd + " byte and " + kFffd + kFffd + kFffd + " surrogate",
+                       "json " + kFffd + " bad"}));
   EXPECT_EQ(stats.invalid_utf8, 5u);
 }
 
