@@ -1,18 +1,15 @@
 // Writing checkpoints: snapshot, the .tmp-fsync-rename sequence, pruning, and
-// the injected write fault. Reading and verifying: checkpoint_verify.cc.
+// the injected write fault. Reading, verifying and the format helpers:
+// checkpoint_verify.cc.
 #include "ckpt/checkpoint.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 #define XXH_STATIC_LINKING_ONLY  // XXH64_state_t on the stack
 #include <xxhash.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cinttypes>
-#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <limits>
@@ -22,6 +19,7 @@
 
 #include "ckpt/safetensors.h"
 #include "core/check.h"
+#include "core/file_io.h"
 
 namespace crucible::ckpt {
 namespace fs = std::filesystem;
@@ -43,95 +41,47 @@ bool take_injected_fault(int64_t step, const std::string& file) {
   return true;
 }
 
-// One file of a checkpoint: written with write(2), hashed as it goes,
-// fsync'ed before close. `label` (step_NNNNNNN/name) prefixes every error. An
-// injected fault writes the first fault_at bytes and then fails.
-class CheckpointFileWriter {
- public:
-  CheckpointFileWriter(std::string path, std::string label, size_t fault_at)
-      : path_(std::move(path)), label_(std::move(label)), fault_at_(fault_at) {
-    XXH64_reset(&state_, 0);
-  }
-  ~CheckpointFileWriter() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  CheckpointFileWriter(const CheckpointFileWriter&) = delete;
-  CheckpointFileWriter& operator=(const CheckpointFileWriter&) = delete;
-
-  Status open() {
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    return fd_ < 0 ? os_error("creating") : Status::ok();
-  }
-
-  Status write(const void* data, size_t n) {
-    const char* p = static_cast<const char*>(data);
-    if (fault_at_ != kNoFault && written_ + n > fault_at_) {
-      size_t part = fault_at_ - written_;
-      CRUCIBLE_RETURN_IF_ERROR(write_all(p, part));
-      return Status::io("[ckpt] writing " + label_ + ": injected write error (fault.inject)");
-    }
-    return write_all(p, n);
-  }
-
-  // fsync and close; the file's size and xxh64 are final afterwards.
-  Status finish() {
-    if (::fsync(fd_) != 0) return os_error("fsync of");
-    int fd = fd_;
-    fd_ = -1;
-    if (::close(fd) != 0) return os_error("closing");
-    return Status::ok();
-  }
-
-  uint64_t bytes() const { return written_; }
-  uint64_t xxh64() const { return XXH64_digest(&state_); }
-
-  static constexpr size_t kNoFault = std::numeric_limits<size_t>::max();
-
- private:
-  Status write_all(const char* p, size_t n) {
-    XXH64_update(&state_, p, n);
-    written_ += n;
-    while (n > 0) {
-      ssize_t w = ::write(fd_, p, n);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        return os_error("writing");
-      }
-      p += w;
-      n -= size_t(w);
-    }
-    return Status::ok();
-  }
-  Status os_error(const char* what) const {
-    return Status::io(std::string("[ckpt] ") + what + " " + label_ + ": " + std::strerror(errno));
-  }
-
-  std::string path_, label_;
-  size_t fault_at_;
-  int fd_ = -1;
-  uint64_t written_ = 0;
-  XXH64_state_t state_;
-};
-
 struct FileRecord {
   std::string name;
   uint64_t bytes = 0;
   uint64_t xxh64 = 0;
 };
 
-// Writes `parts` as dir/name, recording size and hash.
+// A core/file_io error in the checkpoint's terms: "[ckpt] step_0000020/x: ...".
+Status in_checkpoint(const std::string& label, const Status& st) {
+  std::string msg = st.message();
+  if (msg.starts_with("[io] ")) msg.erase(0, 5);
+  return Status::io("[ckpt] " + label + ": " + msg);
+}
+
+// Writes `parts` as dir/name through AtomicFile (the one durable-write path:
+// fsync'ed before it counts), hashing the bytes on the way, and records the
+// file's size and xxh64. An injected fault writes half the file and fails, as
+// a full disk would; the AtomicFile then removes its temporary.
 Status write_checkpoint_file(const std::string& dir, const std::string& label_dir, int64_t step,
                              const std::string& name, const std::vector<const void*>& parts,
                              const std::vector<size_t>& sizes, std::vector<FileRecord>& records) {
+  const std::string label = label_dir + "/" + name;
   size_t total = 0;
   for (size_t s : sizes) total += s;
-  size_t fault_at =
-      take_injected_fault(step, name) ? total / 2 : CheckpointFileWriter::kNoFault;
-  CheckpointFileWriter w(dir + "/" + name, label_dir + "/" + name, fault_at);
-  CRUCIBLE_RETURN_IF_ERROR(w.open());
-  for (size_t i = 0; i < parts.size(); ++i) CRUCIBLE_RETURN_IF_ERROR(w.write(parts[i], sizes[i]));
-  CRUCIBLE_RETURN_IF_ERROR(w.finish());
-  records.push_back(FileRecord{name, w.bytes(), w.xxh64()});
+  const size_t fault_at =
+      take_injected_fault(step, name) ? total / 2 : std::numeric_limits<size_t>::max();
+  XXH64_state_t hash;
+  XXH64_reset(&hash, 0);
+  AtomicFile file;
+  Status st = file.open(dir + "/" + name);
+  size_t written = 0;
+  for (size_t i = 0; st && i < parts.size(); ++i) {
+    size_t n = std::min(sizes[i], fault_at - written);
+    XXH64_update(&hash, parts[i], n);
+    st = file.write(parts[i], n);
+    written += n;
+    if (st && written == fault_at)
+      return Status::io("[ckpt] writing " + label + ": injected write error (fault.inject)");
+  }
+  if (st) st = file.commit();
+  if (!st) return in_checkpoint(label, st);
+  records.push_back(FileRecord{name, written, XXH64_digest(&hash)});
   return Status::ok();
 }
 
@@ -150,7 +100,8 @@ Status write_safetensors_file(const std::string& dir, const std::string& label_d
   for (const TensorView& t : tensors) {
     size_t n = dtype_bytes(t.dtype);
     for (int64_t d : t.shape) n *= size_t(d);
-    header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + n}}};
+    header[t.name] = {
+        {"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + n}}};
     parts.push_back(t.data);
     sizes.push_back(n);
     offset += n;
@@ -208,23 +159,13 @@ std::string manifest_text(const Snapshot& snap, const std::vector<FileRecord>& r
   return text;
 }
 
-Status fsync_dir(const std::string& dir, const std::string& label) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Status::io("[ckpt] opening directory " + label + ": " + std::strerror(errno));
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  if (rc != 0) return Status::io("[ckpt] fsync of directory " + label + ": " + std::strerror(err));
-  return Status::ok();
-}
-
 // Renames a directory out of the step_* namespace (atomically), then deletes
 // it, so a crash mid-delete never leaves a half-deleted step_* behind; a
 // leftover *.tmp is removed by the next write.
 Status remove_step_dir(const std::string& ckpt_dir, const std::string& name) {
   std::string doomed = ckpt_dir + "/" + name + ".delete.tmp";
   if (::rename((ckpt_dir + "/" + name).c_str(), doomed.c_str()) != 0)
-    return Status::io("[ckpt] removing " + name + ": " + std::strerror(errno));
+    return Status::io("[ckpt] removing " + name + ": " + errno_str());
   std::error_code ec;
   fs::remove_all(doomed, ec);
   if (ec) return Status::io("[ckpt] removing " + name + ": " + ec.message());
@@ -232,7 +173,8 @@ Status remove_step_dir(const std::string& ckpt_dir, const std::string& name) {
 }
 
 Status validate_snapshot(const Snapshot& snap, int keep) {
-  if (keep < 1) return Status::invalid("[ckpt] keep must be at least 1, got " + std::to_string(keep));
+  if (keep < 1)
+    return Status::invalid("[ckpt] keep must be at least 1, got " + std::to_string(keep));
   if (snap.state.step < 0)
     return Status::invalid("[ckpt] step must be >= 0, got " + std::to_string(snap.state.step));
   size_t n = snap.params.size();
@@ -262,7 +204,7 @@ Status write_step_files(const std::string& tmp_dir, const std::string& name, con
   std::vector<FileRecord> manifest_record;
   CRUCIBLE_RETURN_IF_ERROR(write_checkpoint_file(tmp_dir, name, step, "manifest.json",
                                                  {text.data()}, {text.size()}, manifest_record));
-  return fsync_dir(tmp_dir, name + ".tmp");
+  return fsync_dir(tmp_dir);
 }
 
 // Moves tmp_dir to ckpt_dir/name, replacing a checkpoint of the same step.
@@ -273,13 +215,13 @@ Status install_step_dir(const std::string& ckpt_dir, const std::string& tmp_dir,
   std::error_code ec;
   bool replacing = fs::exists(fs::symlink_status(final_dir, ec));
   if (replacing && ::rename(final_dir.c_str(), replaced.c_str()) != 0)
-    return Status::io("[ckpt] moving aside the existing " + name + ": " + std::strerror(errno));
+    return Status::io("[ckpt] moving aside the existing " + name + ": " + errno_str());
   if (::rename(tmp_dir.c_str(), final_dir.c_str()) != 0) {
-    Status st = Status::io("[ckpt] renaming " + name + ".tmp to " + name + ": " + std::strerror(errno));
+    Status st = Status::io("[ckpt] renaming " + name + ".tmp to " + name + ": " + errno_str());
     if (replacing) ::rename(replaced.c_str(), final_dir.c_str());
     return st;
   }
-  CRUCIBLE_RETURN_IF_ERROR(fsync_dir(ckpt_dir, ckpt_dir));
+  CRUCIBLE_RETURN_IF_ERROR(fsync_dir(ckpt_dir));
   if (replacing) fs::remove_all(replaced, ec);  // a leftover goes with the next write's sweep
   return Status::ok();
 }
@@ -294,55 +236,10 @@ Status prune(const std::string& ckpt_dir, int64_t step, int keep) {
     Status st = remove_step_dir(ckpt_dir, name);
     if (!st) return Status::io(st.message() + " (" + step_dir_name(step) + " itself was written)");
   }
-  return fsync_dir(ckpt_dir, ckpt_dir);
+  return fsync_dir(ckpt_dir);
 }
 
 }  // namespace
-
-std::string step_dir_name(int64_t step) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "step_%07" PRId64, step);
-  return buf;
-}
-
-std::optional<int64_t> parse_step_dir_name(const std::string& name) {
-  if (name.size() < 12 || name.compare(0, 5, "step_") != 0 || name.size() > 5 + 18) return {};
-  int64_t step = 0;
-  for (size_t i = 5; i < name.size(); ++i) {
-    if (name[i] < '0' || name[i] > '9') return {};
-    step = step * 10 + (name[i] - '0');
-  }
-  // Only the canonical spelling: step_20 and step_0000020 must not both count.
-  if (step_dir_name(step) != name) return {};
-  return step;
-}
-
-Result<std::vector<std::pair<int64_t, std::string>>> list_checkpoints(const std::string& ckpt_dir) {
-  std::vector<std::pair<int64_t, std::string>> out;
-  std::error_code ec;
-  if (!fs::exists(ckpt_dir, ec)) return out;
-  for (fs::directory_iterator it(ckpt_dir, ec), end; !ec && it != end; it.increment(ec)) {
-    std::string name = it->path().filename().string();
-    if (auto step = parse_step_dir_name(name)) out.emplace_back(*step, name);
-  }
-  if (ec) return Status::io("[ckpt] listing " + ckpt_dir + ": " + ec.message());
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  return out;
-}
-
-std::string xxh64_hex(uint64_t h) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016" PRIx64, h);
-  return buf;
-}
-
-size_t manifest_checksum_pos(const std::string& text, const std::string& recorded) {
-  if (recorded.size() != 16) return std::string::npos;
-  // The checksum is the manifest's last member, so its text is the last match.
-  const std::string field = std::string("\"") + kManifestChecksumKey + "\": \"" + recorded + "\"";
-  size_t pos = text.rfind(field);
-  return pos == std::string::npos ? pos : pos + field.size() - 17;
-}
 
 void take_snapshot(const CheckpointState& state, const nn::ParamRegistry& params,
                    const optim::AdamW& opt, Snapshot& into) {
@@ -371,7 +268,7 @@ Status write_checkpoint(const std::string& ckpt_dir, const Snapshot& snap, int k
     std::string d = ckpt_dir;
     while (d.size() > 1 && d.back() == '/') d.pop_back();
     std::string parent = fs::path(d).parent_path().string();
-    CRUCIBLE_RETURN_IF_ERROR(fsync_dir(parent.empty() ? "." : parent, parent));
+    CRUCIBLE_RETURN_IF_ERROR(fsync_dir(parent.empty() ? "." : parent));
   }
   // Leftovers of an interrupted write or delete (step_*.tmp, latest.tmp.PID)
   // go first.
@@ -388,7 +285,7 @@ Status write_checkpoint(const std::string& ckpt_dir, const Snapshot& snap, int k
   const std::string name = step_dir_name(snap.state.step);
   const std::string tmp_dir = ckpt_dir + "/" + name + ".tmp";
   if (::mkdir(tmp_dir.c_str(), 0755) != 0)
-    return Status::io("[ckpt] creating " + name + ".tmp in " + ckpt_dir + ": " + std::strerror(errno));
+    return Status::io("[ckpt] creating " + name + ".tmp in " + ckpt_dir + ": " + errno_str());
   Status st = write_step_files(tmp_dir, name, snap);
   if (st) st = install_step_dir(ckpt_dir, tmp_dir, name);
   if (!st) {
@@ -397,9 +294,9 @@ Status write_checkpoint(const std::string& ckpt_dir, const Snapshot& snap, int k
   }
 
   // `latest` is a convenience for users and tools; readers scan step_* dirs.
-  const std::string latest = name + "\n";
-  st = write_file_atomic(ckpt_dir + "/latest", {latest.data()}, {latest.size()});
-  if (!st) return Status::io("[ckpt] " + name + " written, but updating latest failed: " + st.message());
+  st = write_file_atomic(ckpt_dir + "/latest", name + "\n");
+  if (!st)
+    return Status::io("[ckpt] " + name + " written, but updating latest failed: " + st.message());
   return prune(ckpt_dir, snap.state.step, keep);
 }
 

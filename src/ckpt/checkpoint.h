@@ -31,10 +31,10 @@ namespace crucible::ckpt {
 // opaque to this layer: each owner (config, data loader, RNG) writes and reads
 // its own.
 struct CheckpointState {
-  int64_t step = 0;        // optimizer steps completed
-  nlohmann::json config;   // resolved run config (object)
-  nlohmann::json loader;   // data-loader position
-  nlohmann::json rng;      // RNG state
+  int64_t step = 0;                            // optimizer steps completed
+  nlohmann::json config;                       // resolved run config (object)
+  nlohmann::json loader;                       // data-loader position
+  nlohmann::json rng;                          // RNG state
   nlohmann::json world = {{"world_size", 1}};  // parallel layout
 };
 

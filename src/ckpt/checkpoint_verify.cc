@@ -1,13 +1,16 @@
 // Reading checkpoints: verification (manifest checksum, every file's size and
 // xxh64), choosing the newest valid one, and loading it into a model and
-// optimizer. Writing: checkpoint.cc.
+// optimizer; and the format helpers both sides share. Writing: checkpoint.cc.
 #include <fcntl.h>
 #include <unistd.h>
 #define XXH_STATIC_LINKING_ONLY  // XXH64_state_t on the stack
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +19,7 @@
 #include "ckpt/checkpoint.h"
 #include "ckpt/model_io.h"
 #include "ckpt/safetensors.h"
+#include "core/file_io.h"
 
 namespace crucible::ckpt {
 namespace fs = std::filesystem;
@@ -32,7 +36,7 @@ std::string dir_label(const std::string& step_dir) {
 // Streams a file through XXH64 (seed 0).
 Result<uint64_t> hash_file(const std::string& path, const std::string& label) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::io("[ckpt] reading " + label + ": " + std::strerror(errno));
+  if (fd < 0) return Status::io("[ckpt] reading " + label + ": " + errno_str());
   XXH64_state_t state;
   XXH64_reset(&state, 0);
   std::vector<char> buf(1 << 20);
@@ -40,9 +44,9 @@ Result<uint64_t> hash_file(const std::string& path, const std::string& label) {
     ssize_t r = ::read(fd, buf.data(), buf.size());
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) {
-      int err = errno;
+      std::string err = errno_str();
       ::close(fd);
-      return Status::io("[ckpt] reading " + label + ": " + std::strerror(err));
+      return Status::io("[ckpt] reading " + label + ": " + err);
     }
     if (r == 0) break;
     XXH64_update(&state, buf.data(), size_t(r));
@@ -149,6 +153,51 @@ Result<SafetensorsFile> read_moments(const std::string& path, const std::string&
 
 }  // namespace
 
+std::string step_dir_name(int64_t step) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "step_%07" PRId64, step);
+  return buf;
+}
+
+std::optional<int64_t> parse_step_dir_name(const std::string& name) {
+  if (name.size() < 12 || name.compare(0, 5, "step_") != 0 || name.size() > 5 + 18) return {};
+  int64_t step = 0;
+  for (size_t i = 5; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return {};
+    step = step * 10 + (name[i] - '0');
+  }
+  // Only the canonical spelling: step_20 and step_0000020 must not both count.
+  if (step_dir_name(step) != name) return {};
+  return step;
+}
+
+Result<std::vector<std::pair<int64_t, std::string>>> list_checkpoints(const std::string& ckpt_dir) {
+  std::vector<std::pair<int64_t, std::string>> out;
+  std::error_code ec;
+  if (!fs::exists(ckpt_dir, ec)) return out;
+  for (fs::directory_iterator it(ckpt_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (auto step = parse_step_dir_name(name)) out.emplace_back(*step, name);
+  }
+  if (ec) return Status::io("[ckpt] listing " + ckpt_dir + ": " + ec.message());
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  return out;
+}
+
+std::string xxh64_hex(uint64_t h) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016" PRIx64, h);
+  return buf;
+}
+
+size_t manifest_checksum_pos(const std::string& text, const std::string& recorded) {
+  if (recorded.size() != 16) return std::string::npos;
+  // The checksum is the manifest's last member, so its text is the last match.
+  const std::string field = std::string("\"") + kManifestChecksumKey + "\": \"" + recorded + "\"";
+  size_t pos = text.rfind(field);
+  return pos == std::string::npos ? pos : pos + field.size() - 17;
+}
+
 Status verify_checkpoint(const std::string& step_dir) {
   auto m = verified_manifest(step_dir);
   return m ? Status::ok() : m.status();
@@ -190,8 +239,8 @@ Result<CheckpointState> load_checkpoint(const std::string& step_dir, nn::ParamRe
   SafetensorsFile moments;
   int64_t adam_steps = 0;
   if (opt) {
-    auto file = read_moments(step_dir + "/optimizer.safetensors",
-                             label + "/optimizer.safetensors", params, adam_steps);
+    auto file = read_moments(step_dir + "/optimizer.safetensors", label + "/optimizer.safetensors",
+                             params, adam_steps);
     if (!file) return file.status();
     moments = std::move(file.value());
   }

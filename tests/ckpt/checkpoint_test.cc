@@ -177,9 +177,9 @@ TEST_F(CheckpointTest, WeightsAreHfGpt2Safetensors) {
   ASSERT_TRUE(model) << model.status().message();
   EXPECT_EQ(model->metadata.at("format"), "pt");
   EXPECT_EQ(model->tensors.size(), a.gpt.params().specs().size());
-  for (const char* name : {"transformer.wte.weight", "transformer.wpe.weight",
-                           "transformer.h.0.attn.c_attn.weight", "transformer.h.1.mlp.c_proj.bias",
-                           "transformer.ln_f.weight"})
+  for (const char* name :
+       {"transformer.wte.weight", "transformer.wpe.weight", "transformer.h.0.attn.c_attn.weight",
+        "transformer.h.1.mlp.c_proj.bias", "transformer.ln_f.weight"})
     EXPECT_NE(model->find(name), nullptr) << name;
   EXPECT_EQ(model->find("transformer.h.0.attn.c_attn.weight")->shape,
             (std::vector<int64_t>{32, 96}));
@@ -221,8 +221,10 @@ TEST_P(CheckpointDamageTest, IsDetectedAndThePreviousCheckpointIsUsed) {
   std::string bytes = read_file(victim);
   if (d.kind == Damage::kFlip) bytes[bytes.size() / 2] ^= 0x04;
   if (d.kind == Damage::kTruncate) bytes.resize(bytes.size() - 100);
-  if (d.kind == Damage::kDelete) fs::remove(victim);
-  else write_file(victim, bytes);
+  if (d.kind == Damage::kDelete)
+    fs::remove(victim);
+  else
+    write_file(victim, bytes);
 
   const std::string label = std::string("step_0000020/") + d.file;
   Status st = ckpt::verify_checkpoint(step_dir(20));
@@ -323,9 +325,10 @@ TEST_F(CheckpointTest, KeepPrunesToTheNewest) {
   EXPECT_EQ(entries(), (std::vector<std::string>{"latest", "step_0000004", "step_0000005"}));
   EXPECT_EQ(read_file(fs::path(ckpt_) / "latest"), "step_0000005\n");
   EXPECT_TRUE(ckpt::verify_checkpoint(step_dir(4)));
-  EXPECT_EQ(ckpt::write_checkpoint(ckpt_, ckpt::take_snapshot(state_at(6), a.gpt.params(), a.opt), 0)
-                .code(),
-            Code::kInvalidArgument);
+  EXPECT_EQ(
+      ckpt::write_checkpoint(ckpt_, ckpt::take_snapshot(state_at(6), a.gpt.params(), a.opt), 0)
+          .code(),
+      Code::kInvalidArgument);
 }
 
 TEST_F(CheckpointTest, StaleTmpDirectoriesAreRemovedOnTheNextWrite) {
@@ -380,8 +383,8 @@ TEST_P(CheckpointFaultTest, FailedWriteLeavesThePreviousCheckpointInCharge) {
   Status st = save(a, 20);
   ASSERT_FALSE(st);
   EXPECT_EQ(st.code(), Code::kIo);
-  EXPECT_EQ(st.message(), "[ckpt] writing step_0000020/" + file +
-                              ": injected write error (fault.inject)");
+  EXPECT_EQ(st.message(),
+            "[ckpt] writing step_0000020/" + file + ": injected write error (fault.inject)");
   EXPECT_EQ(entries(), (std::vector<std::string>{"latest", "step_0000010"}));
   EXPECT_EQ(read_file(fs::path(ckpt_) / "latest"), "step_0000010\n");
   EXPECT_TRUE(ckpt::verify_checkpoint(step_dir(10)));
