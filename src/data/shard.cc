@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/file_io.h"
 
 namespace crucible::data {
 namespace {
@@ -29,14 +30,7 @@ constexpr char kMagic[8] = {'C', 'R', 'C', 'T', 'O', 'K', 'S', '\0'};
 constexpr size_t kOffMagic = 0, kOffVersion = 8, kOffDtype = 12, kOffVocab = 16,
                  kOffTokenCount = 24, kOffChecksum = 32, kOffFingerprint = 40;
 
-std::string errno_str() { return std::strerror(errno); }
-
 std::string prefix(const std::string& path) { return "[data] shard " + path + ": "; }
-
-std::string dir_of(const std::string& path) {
-  auto slash = path.rfind('/');
-  return slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-}
 
 size_t dtype_width(uint32_t dtype) {
   return dtype == kShardDtypeU16 ? 2 : dtype == kShardDtypeU32 ? 4 : 0;
@@ -53,25 +47,10 @@ T get(const uint8_t* header, size_t off) {
   return v;
 }
 
-Status write_all(int fd, const void* data, size_t bytes) {
-  const char* p = static_cast<const char*>(data);
-  while (bytes > 0) {
-    ssize_t w = ::write(fd, p, bytes);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return Status::io(errno_str());
-    }
-    p += w;
-    bytes -= size_t(w);
-  }
-  return Status::ok();
-}
-
-// Narrows tokens[0, n) to `Word` in chunks, streaming them to fd and into the
-// hash, so a shard of any size is written in constant memory. ckpt's
-// write_file_atomic wants the whole payload in memory and sits above `data`.
+// Narrows tokens[0, n) to `Word` in chunks, streaming them to the file and
+// into the hash, so a shard of any size is written in constant memory.
 template <typename Word>
-Status write_payload(int fd, const std::string& path, const int32_t* tokens, size_t n,
+Status write_payload(AtomicFile& file, const std::string& path, const int32_t* tokens, size_t n,
                      uint32_t vocab_size, XXH64_state_t* hash) {
   constexpr size_t kChunk = size_t(1) << 16;
   std::vector<Word> buf(std::min(n, kChunk));
@@ -86,8 +65,7 @@ Status write_payload(int fd, const std::string& path, const int32_t* tokens, siz
       buf[i] = Word(t);
     }
     XXH64_update(hash, buf.data(), len * sizeof(Word));
-    Status s = write_all(fd, buf.data(), len * sizeof(Word));
-    if (!s.is_ok()) return Status::io(prefix(path) + "write failed: " + s.message());
+    CRUCIBLE_RETURN_IF_ERROR(file.write(buf.data(), len * sizeof(Word)));
   }
   return Status::ok();
 }
@@ -102,30 +80,19 @@ Status write_token_shard(const std::string& path, const int32_t* tokens, size_t 
   if (n > 0 && tokens == nullptr) return Status::invalid(prefix(path) + "tokens is null");
   const uint32_t dtype = vocab_size <= 65536 ? kShardDtypeU16 : kShardDtypeU32;
 
-  // pid + counter: unique among processes and among threads of this one.
-  static std::atomic<uint64_t> counter{0};
-  std::string tmp =
-      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::io(prefix(path) + "cannot create " + tmp + ": " + errno_str());
-  auto abandon = [&](Status s) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return s;
-  };
-
+  AtomicFile file;
+  CRUCIBLE_RETURN_IF_ERROR(file.open(path));
   // The header goes last (pwrite at 0) because it holds the payload's hash.
   uint8_t header[kShardHeaderBytes] = {};
-  if (Status s = write_all(fd, header, sizeof(header)); !s.is_ok())
-    return abandon(Status::io(prefix(path) + "write failed: " + s.message()));
+  CRUCIBLE_RETURN_IF_ERROR(file.write(header, sizeof(header)));
   std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> hash(XXH64_createState(),
                                                                   &XXH64_freeState);
   CRUCIBLE_CHECK(hash != nullptr, "XXH64_createState allocation");
   XXH64_reset(hash.get(), 0);
   Status s = dtype == kShardDtypeU16
-                 ? write_payload<uint16_t>(fd, path, tokens, n, vocab_size, hash.get())
-                 : write_payload<uint32_t>(fd, path, tokens, n, vocab_size, hash.get());
-  if (!s.is_ok()) return abandon(s);
+                 ? write_payload<uint16_t>(file, path, tokens, n, vocab_size, hash.get())
+                 : write_payload<uint32_t>(file, path, tokens, n, vocab_size, hash.get());
+  if (!s.is_ok()) return s;  // the AtomicFile removes its temporary
 
   std::memcpy(header + kOffMagic, kMagic, sizeof(kMagic));
   put<uint32_t>(header, kOffVersion, kShardVersion);
@@ -134,26 +101,8 @@ Status write_token_shard(const std::string& path, const int32_t* tokens, size_t 
   put<uint64_t>(header, kOffTokenCount, uint64_t(n));
   put<uint64_t>(header, kOffChecksum, XXH64_digest(hash.get()));
   put<uint64_t>(header, kOffFingerprint, tokenizer_fingerprint);
-  if (::pwrite(fd, header, sizeof(header), 0) != ssize_t(sizeof(header)))
-    return abandon(Status::io(prefix(path) + "header write failed: " + errno_str()));
-  if (::fsync(fd) != 0) return abandon(Status::io(prefix(path) + "fsync failed: " + errno_str()));
-  if (::close(fd) != 0) {
-    std::string msg = prefix(path) + "close failed: " + errno_str();
-    ::unlink(tmp.c_str());
-    return Status::io(msg);
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::string msg = prefix(path) + "cannot rename " + tmp + " into place: " + errno_str();
-    ::unlink(tmp.c_str());
-    return Status::io(msg);
-  }
-  // Make the rename itself durable.
-  int dfd = ::open(dir_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-  return Status::ok();
+  CRUCIBLE_RETURN_IF_ERROR(file.pwrite(header, sizeof(header), 0));
+  return file.commit();
 }
 
 Result<TokenShard> TokenShard::open(const std::string& path, bool verify) {

@@ -148,6 +148,7 @@ Result<TrainResult> train(const RunPlan& plan, const TrainOptions& topt, Console
   MetricsWriter metrics;
   CRUCIBLE_RETURN_IF_ERROR(metrics.open(run + "/metrics.jsonl", step));
 
+  ckpt::Snapshot snapshot;
   auto save = [&](int64_t at) -> Result<double> {
     Stopwatch sw;
     ckpt::CheckpointState st;
@@ -157,8 +158,8 @@ Result<TrainResult> train(const RunPlan& plan, const TrainOptions& topt, Console
     // No random draws happen during training (no dropout); the seed and the
     // stream layout are all the RNG state there is.
     st.rng = {{"seed", cfg.train.seed}, {"init_streams", "fnv1a64(param name)"}};
-    Status s = ckpt::write_checkpoint(ckpt_dir, ckpt::take_snapshot(st, model.params(), adam),
-                                      cfg.ckpt.keep);
+    ckpt::take_snapshot(st, model.params(), adam, snapshot);  // reuses its buffers
+    Status s = ckpt::write_checkpoint(ckpt_dir, snapshot, cfg.ckpt.keep);
     if (!s.is_ok()) {
       auto found = ckpt::find_latest_valid(ckpt_dir);
       return Status::io(s.message() + (found ? "; latest still names " +

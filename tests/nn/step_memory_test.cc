@@ -27,7 +27,10 @@ void operator delete(void* p) noexcept {
   if (p) g_deletes.fetch_add(1, std::memory_order_relaxed);
   std::free(p);
 }
-void operator delete(void* p, size_t) noexcept { operator delete(p); }
+void operator delete(void* p, size_t) noexcept {
+  if (p) g_deletes.fetch_add(1, std::memory_order_relaxed);
+  std::free(p);
+}
 
 namespace crucible {
 namespace {
