@@ -63,7 +63,7 @@ struct RunConfig {
 };
 
 struct FaultConfig {
-  // Test facility (docs/faults.md): "ckpt_write_error@STEP[:FILE]".
+  // Test facility (docs/training.md, "Fault injection"): "ckpt_write_error@STEP[:FILE]".
   std::vector<std::string> inject;
 };
 

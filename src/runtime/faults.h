@@ -1,4 +1,4 @@
-// fault.inject: a test facility (docs/faults.md) that makes a run fail in a
+// fault.inject: a test facility (docs/training.md, "Fault injection") that makes a run fail in a
 // chosen way at a chosen step, so tests exercise the recovery paths with real
 // processes and files. Entries:
 //   "ckpt_write_error@STEP[:FILE]"  the checkpoint of STEP fails while writing

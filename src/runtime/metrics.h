@@ -1,4 +1,4 @@
-// metrics.jsonl: one JSON object per optimizer step (docs/metrics.md).
+// metrics.jsonl: one JSON object per optimizer step (docs/training.md, "metrics.jsonl").
 // On resume the file is cut back to the checkpoint's step, so a resumed run's
 // file reads as if it had never stopped. Each line is flushed as written.
 #pragma once

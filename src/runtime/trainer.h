@@ -2,7 +2,7 @@
 // save} -> samples). Composes the data loader, the GPT, AdamW and checkpoints
 // for one process; the data-parallel issue adds ranks around it.
 //
-// Per step it writes one JSON object to RUN/metrics.jsonl (docs/metrics.md):
+// Per step it writes one JSON object to RUN/metrics.jsonl (docs/training.md, "metrics.jsonl"):
 // step, loss, lr, grad_norm, tokens/s, MFU, the step's time split into data
 // wait / forward / backward / optimizer, allocator memory, and val_loss on
 // evaluation steps. Checkpoints go to RUN/ckpt every ckpt.every steps and at
