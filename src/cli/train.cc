@@ -15,8 +15,10 @@ int exit_code(const Status& s) {
   switch (s.code()) {
     case Code::kInvalidArgument:
     case Code::kNotFound:
-    case Code::kCorrupt: return 2;  // bad input: config, data, checkpoint, flags
-    default: return 1;
+    case Code::kCorrupt:
+      return 2;  // bad input: config, data, checkpoint, flags
+    default:
+      return 1;
   }
 }
 
@@ -24,8 +26,9 @@ void add_train_command(CLI::App& app) {
   auto req = std::make_shared<runtime::RunRequest>();
   auto stop_at = std::make_shared<int64_t>(0);
   auto* cmd = app.add_subcommand(
-      "train", "Train a GPT. Without CONFIG: the embedded default (configs/tiny.toml) on the "
-               "fortunes corpus");
+      "train",
+      "Train a GPT. Without CONFIG: the embedded default (configs/tiny.toml) on the "
+      "fortunes corpus");
   cmd->add_option("config", req->config_path, "TOML config file (see configs/)");
   cmd->add_option("--run-dir", req->run_dir,
                   "Run directory (default: runs/<run.name>-<date>-<time>)");
@@ -50,12 +53,14 @@ void add_train_command(CLI::App& app) {
 void add_tokenize_command(CLI::App& app) {
   auto spec = std::make_shared<data::DatasetSpec>();
   auto out = std::make_shared<std::string>();
-  auto* cmd = app.add_subcommand(
-      "tokenize", "Train a SentencePiece BPE tokenizer on a corpus and write token shards "
-                  "(train/validation) that `crucible train` reads with data.dataset=OUT");
+  auto* cmd =
+      app.add_subcommand("tokenize",
+                         "Train a SentencePiece BPE tokenizer on a corpus and write token shards "
+                         "(train/validation) that `crucible train` reads with data.dataset=OUT");
   cmd->add_option("inputs", spec->sources, "Corpus files or directories")->required();
   cmd->add_option("-o,--output", *out, "Dataset directory to create")->required();
-  cmd->add_option("--format", spec->format, "auto | fortunes | text | jsonl")->capture_default_str();
+  cmd->add_option("--format", spec->format, "auto | fortunes | text | jsonl")
+      ->capture_default_str();
   cmd->add_option("--vocab-size", spec->vocab_size, "Tokenizer vocabulary size")
       ->capture_default_str()
       ->check(CLI::Range(260, 1 << 20));

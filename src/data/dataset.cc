@@ -11,8 +11,8 @@
 #include <sstream>
 #include <system_error>
 
-#include "core/file_io.h"
 #include "core/clock.h"
+#include "core/file_io.h"
 #include "data/corpus.h"
 #include "data/shard.h"
 #include "data/tokenizer.h"
@@ -31,7 +31,8 @@ std::string hex16(uint64_t v) {
 
 // Tokenizes every document (in parallel: SentencePiece encoding is const and
 // thread-safe) and joins them in corpus order, each followed by EOS.
-std::vector<int32_t> tokenize_documents(const Tokenizer& tok, const std::vector<std::string>& docs) {
+std::vector<int32_t> tokenize_documents(const Tokenizer& tok,
+                                        const std::vector<std::string>& docs) {
   std::vector<std::vector<int32_t>> parts(docs.size());
 #pragma omp parallel for schedule(dynamic, 64)
   for (size_t i = 0; i < docs.size(); ++i) parts[i] = tok.encode(docs[i]);

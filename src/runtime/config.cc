@@ -1,5 +1,7 @@
 #include "runtime/config.h"
 
+#include <toml++/toml.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -8,7 +10,6 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <toml++/toml.h>
 #include <variant>
 
 namespace crucible::runtime {
@@ -68,10 +69,14 @@ const char* type_name(const Target& t) {
   switch (t.index()) {
     case 0:
     case 1:
-    case 2: return "an integer";
-    case 3: return "a number";
-    case 4: return "a string";
-    default: return "an array of strings";
+    case 2:
+      return "an integer";
+    case 3:
+      return "a number";
+    case 4:
+      return "a string";
+    default:
+      return "an array of strings";
   }
 }
 
@@ -105,9 +110,12 @@ Status assign(const Field& f, const toml::node& node) {
             dst->push_back(*el.value<std::string>());
           }
         } else if constexpr (std::is_same_v<T, double>) {
-          if (node.is_floating_point()) *dst = *node.value<double>();
-          else if (node.is_integer()) *dst = double(*node.value<int64_t>());
-          else return wrong_type();
+          if (node.is_floating_point())
+            *dst = *node.value<double>();
+          else if (node.is_integer())
+            *dst = double(*node.value<int64_t>());
+          else
+            return wrong_type();
         } else {  // integers
           if (!node.is_integer()) return wrong_type();
           int64_t v = *node.value<int64_t>();
@@ -144,7 +152,8 @@ Status apply_table(Config& cfg, const toml::table& root, const std::string& orig
     bool known_section = false;
     for (const auto& f : fs)
       if (std::string(f.key).rfind(sec + ".", 0) == 0) known_section = true;
-    if (!tbl) return bad(sec, "must be a [section]" + did_you_mean(fs, sec) + " (in " + origin + ")");
+    if (!tbl)
+      return bad(sec, "must be a [section]" + did_you_mean(fs, sec) + " (in " + origin + ")");
     if (!known_section) return bad(sec, "unknown section (in " + origin + ")");
     for (const auto& [name, value] : *tbl) {
       std::string key = sec + "." + std::string(name.str());
@@ -205,8 +214,7 @@ const char* default_config_toml() { return kDefaultConfigToml; }
 
 Status validate(const Config& c) {
   CRUCIBLE_RETURN_IF_ERROR(c.model.validate());
-  if (c.model.vocab_size > 65536 * 16)
-    return bad("model.vocab_size", "must be <= 1048576");
+  if (c.model.vocab_size > 65536 * 16) return bad("model.vocab_size", "must be <= 1048576");
   if (c.data.dataset.empty() && c.data.source.empty())
     return bad("data.source", "must name at least one file or directory (or set data.dataset)");
   const std::string& fmt = c.data.format;

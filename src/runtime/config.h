@@ -7,10 +7,9 @@
 // message names the key ("[config] model.n_embd: 250 is not divisible by ...").
 #pragma once
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "core/status.h"
 #include "nn/gpt.h"
@@ -32,19 +31,19 @@ struct DataConfig {
 };
 
 struct TrainConfig {
-  int64_t steps = 300;
+  int64_t steps = 260;
   int batch_size = 8;  // sequences per micro-batch (per rank)
   int grad_accum = 1;  // micro-batches per optimizer step
   uint64_t seed = 1337;
-  int64_t eval_every = 50;  // 0: only at the end
+  int64_t eval_every = 65;  // 0: only at the end
   int eval_batches = 8;
   int threads = 0;  // 0: all cores
 };
 
 struct OptimConfig {
-  double lr = 1e-3;
+  double lr = 2e-3;
   double weight_decay = 0.1;
-  int64_t warmup_steps = 30;
+  int64_t warmup_steps = 26;
   double grad_clip = 1.0;
   double beta1 = 0.9, beta2 = 0.95, eps = 1e-8;
   double min_lr_ratio = 0.1;  // cosine decay floor, as a fraction of lr

@@ -74,9 +74,10 @@ Result<RunPlan> plan_run(const RunRequest& req) {
     auto cfg = load_config(req.config_path, req.overrides);
     if (!cfg) return cfg.status();
     plan.config = std::move(*cfg);
-    plan.run_dir = !req.run_dir.empty()        ? req.run_dir
-                   : !plan.config.run.dir.empty() ? plan.config.run.dir
-                                                  : "runs/" + plan.config.run.name + "-" + timestamp();
+    plan.run_dir = !req.run_dir.empty() ? req.run_dir
+                   : !plan.config.run.dir.empty()
+                       ? plan.config.run.dir
+                       : "runs/" + plan.config.run.name + "-" + timestamp();
     if (has_checkpoints(plan.run_dir))
       return Status::invalid("[run] " + plan.run_dir +
                              " already holds a training run; pass --resume to continue it or "
@@ -92,7 +93,7 @@ Status prepare_run_dir(const RunPlan& plan) {
   fs::create_directories(dir + "/ckpt", ec);
   if (ec || access(dir.c_str(), W_OK) != 0)
     return Status::invalid("[run] cannot write run directory " + dir + ": " +
-                      (ec ? ec.message() : std::string(std::strerror(errno))));
+                           (ec ? ec.message() : std::string(std::strerror(errno))));
   std::string text = to_toml(plan.config);
   return write_file_atomic(dir + "/config.toml", {text.data()}, {text.size()});
 }

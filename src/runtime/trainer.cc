@@ -1,8 +1,8 @@
 #include "runtime/trainer.h"
 
 #include <algorithm>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -11,10 +11,10 @@
 #include <sstream>
 
 #include "ckpt/checkpoint.h"
-#include "core/file_io.h"
 #include "core/allocator.h"
 #include "core/check.h"
 #include "core/clock.h"
+#include "core/file_io.h"
 #include "core/threads.h"
 #include "data/dataset.h"
 #include "data/loader.h"
@@ -57,7 +57,8 @@ class StopSignals {
   int pending() const { return g_stop_signal; }
 
  private:
-  struct sigaction old_int_ {}, old_term_ {};
+  struct sigaction old_int_ {
+  }, old_term_{};
 };
 
 // Entropy (nats) of the unigram distribution of a shard's tokens: the loss a
@@ -74,8 +75,7 @@ double unigram_entropy(const data::TokenShard& shard, int vocab) {
 Result<std::shared_ptr<const data::TokenShard>> open_shard(const std::string& path) {
   auto s = data::TokenShard::open(path);
   if (!s) return s.status();
-  return std::shared_ptr<const data::TokenShard>(
-      std::make_shared<data::TokenShard>(std::move(*s)));
+  return std::shared_ptr<const data::TokenShard>(std::make_shared<data::TokenShard>(std::move(*s)));
 }
 
 }  // namespace
@@ -99,12 +99,12 @@ Result<TrainResult> train(const RunPlan& plan, const TrainOptions& topt, Console
   if (!tok) return tok.status();
   if (tok->vocab_size() > cfg.model.vocab_size)
     return Status::invalid("[config] model.vocab_size: " + std::to_string(cfg.model.vocab_size) +
-                           " is smaller than the tokenizer's " +
-                           std::to_string(tok->vocab_size()) + " tokens");
+                           " is smaller than the tokenizer's " + std::to_string(tok->vocab_size()) +
+                           " tokens");
   CRUCIBLE_RETURN_IF_ERROR(prepare_run_dir(plan));
   console.open_log(run + "/log.txt");
-  log("[run] " + run + (plan.resume ? " (resuming)" : "") + ", " +
-      std::to_string(num_threads()) + " threads");
+  log("[run] " + run + (plan.resume ? " (resuming)" : "") + ", " + std::to_string(num_threads()) +
+      " threads");
   {  // the run directory carries its tokenizer, so `crucible generate RUN` needs nothing else
     std::ifstream in(ds->tokenizer_path(), std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), {});
@@ -162,9 +162,9 @@ Result<TrainResult> train(const RunPlan& plan, const TrainOptions& topt, Console
     Status s = ckpt::write_checkpoint(ckpt_dir, snapshot, cfg.ckpt.keep);
     if (!s.is_ok()) {
       auto found = ckpt::find_latest_valid(ckpt_dir);
-      return Status::io(s.message() + (found ? "; latest still names " +
-                                                   fs::path(found->dir).filename().string()
-                                             : "; no earlier checkpoint exists"));
+      return Status::io(s.message() +
+                        (found ? "; latest still names " + fs::path(found->dir).filename().string()
+                               : "; no earlier checkpoint exists"));
     }
     return sw.elapsed_ms();
   };
@@ -195,8 +195,8 @@ Result<TrainResult> train(const RunPlan& plan, const TrainOptions& topt, Console
   Stopwatch run_clock;
   double ema_step_s = 0;
   log("[train] " + std::to_string(model.params().numel()) + " parameters, " +
-      std::to_string(int64_t(tokens_per_step)) + " tokens per step, steps " +
-      std::to_string(step) + " -> " + std::to_string(total));
+      std::to_string(int64_t(tokens_per_step)) + " tokens per step, steps " + std::to_string(step) +
+      " -> " + std::to_string(total));
   while (step < total) {
     StepMetrics m;
     m.step = step + 1;
@@ -249,21 +249,21 @@ Result<TrainResult> train(const RunPlan& plan, const TrainOptions& topt, Console
 
     ema_step_s = ema_step_s == 0 ? m.step_ms * 1e-3 : 0.9 * ema_step_s + 0.1 * m.step_ms * 1e-3;
     char line[256];
-    std::snprintf(line, sizeof line,
-                  "[train] step %lld/%lld | loss %.4f%s | lr %.2e | %s tok/s | MFU %.1f%% | ETA %s",
-                  (long long)step, (long long)total, m.loss,
-                  m.val_loss >= 0 ? (" | val " + std::to_string(m.val_loss).substr(0, 6)).c_str()
-                                  : "",
-                  m.lr, format_si(m.tokens_per_s).c_str(), 100 * m.mfu,
-                  format_duration(ema_step_s * double(total - step)).c_str());
+    std::snprintf(
+        line, sizeof line,
+        "[train] step %lld/%lld | loss %.4f%s | lr %.2e | %s tok/s | MFU %.1f%% | ETA %s",
+        (long long)step, (long long)total, m.loss,
+        m.val_loss >= 0 ? (" | val " + std::to_string(m.val_loss).substr(0, 6)).c_str() : "", m.lr,
+        format_si(m.tokens_per_s).c_str(), 100 * m.mfu,
+        format_duration(ema_step_s * double(total - step)).c_str());
     console.progress(line, last || stop || m.val_loss >= 0 || step == first_step + 1);
     if (stop && !last) {
       console.finish_progress();
       result.stopped_early = true;
       result.preempted = signals.pending() != 0;
       log(std::string("[train] ") + (result.preempted ? "signal received" : "--stop-at reached") +
-          ": checkpoint step " + std::to_string(step) + " saved; continue with --resume --run-dir " +
-          run);
+          ": checkpoint step " + std::to_string(step) +
+          " saved; continue with --resume --run-dir " + run);
       break;
     }
   }
@@ -278,7 +278,8 @@ Result<TrainResult> train(const RunPlan& plan, const TrainOptions& topt, Console
                 "[train] done in %s: validation loss %.4f vs %.4f nats/token, the unigram entropy "
                 "of the validation tokens (%.1f%% %s)",
                 format_duration(run_clock.elapsed_s()).c_str(), result.val_loss,
-                result.unigram_entropy, std::fabs(gap), gap >= 0 ? "below" : "ABOVE: not learned yet");
+                result.unigram_entropy, std::fabs(gap),
+                gap >= 0 ? "below" : "ABOVE: not learned yet");
   log(buf);
 
   if (cfg.run.sample_tokens > 0) {

@@ -21,6 +21,7 @@
 #include "core/rng.h"
 #include "nn/gpt.h"
 #include "optim/adamw.h"
+#include "support/files.h"
 
 namespace crucible {
 namespace {
@@ -60,26 +61,17 @@ CheckpointState state_at(int64_t step) {
   return s;
 }
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-void write_file(const fs::path& p, const std::string& bytes) {
-  std::ofstream(p, std::ios::binary | std::ios::trunc) << bytes;
-}
+std::string read_file(const fs::path& p) { return testutil::read_file(p.string()); }
+void write_file(const fs::path& p, const std::string& b) { testutil::write_file(p.string(), b); }
 
 class CheckpointTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    static int counter = 0;
-    dir_ = fs::path(::testing::TempDir()) /
-           ("crucible_ckpt_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(dir_);
+    tmp_ = std::make_unique<testutil::TempDir>("ckpt_" + testutil::current_test_name());
+    dir_ = tmp_->path();
     ckpt_ = (dir_ / "ckpt").string();
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override { tmp_.reset(); }
 
   Status save(const Model& m, int64_t step, int keep = 5) {
     return ckpt::write_checkpoint(ckpt_, ckpt::take_snapshot(state_at(step), m.gpt.params(), m.opt),
@@ -93,6 +85,7 @@ class CheckpointTest : public ::testing::Test {
     return names;
   }
 
+  std::unique_ptr<testutil::TempDir> tmp_;
   fs::path dir_;
   std::string ckpt_;
 };

@@ -7,11 +7,13 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <vector>
 
 #include "core/rng.h"
+#include "support/files.h"
 
 namespace crucible::data {
 namespace {
@@ -69,13 +71,10 @@ LoaderState naive_advance(LoaderState s, const LoaderConfig& c, uint64_t steps_p
 class LoaderTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::path(::testing::TempDir()) /
-           ("crucible_loader_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    tmp_ = std::make_unique<testutil::TempDir>("loader_" + testutil::current_test_name());
+    dir_ = tmp_->path();
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override { tmp_.reset(); }
 
   // A shard of n tokens; identity tokens (token i == i) make samples recognisable.
   std::shared_ptr<const TokenShard> make_shard(size_t n, bool identity = true) {
@@ -114,6 +113,7 @@ class LoaderTest : public ::testing::Test {
     return out;
   }
 
+  std::unique_ptr<testutil::TempDir> tmp_;
   fs::path dir_;
   std::vector<int32_t> tokens_;
 };

@@ -8,9 +8,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <vector>
 
 #include "core/rng.h"
+#include "support/files.h"
 
 namespace crucible::data {
 namespace {
@@ -21,15 +23,13 @@ namespace fs = std::filesystem;
 class ShardTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::path(::testing::TempDir()) /
-           ("crucible_shard_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    tmp_ = std::make_unique<testutil::TempDir>("shard_" + testutil::current_test_name());
+    dir_ = tmp_->path();
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override { tmp_.reset(); }
   std::string file(const std::string& name) const { return (dir_ / name).string(); }
 
+  std::unique_ptr<testutil::TempDir> tmp_;
   fs::path dir_;
 };
 

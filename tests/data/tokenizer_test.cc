@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "support/files.h"
 
 namespace crucible::data {
 namespace {
@@ -46,12 +47,7 @@ std::vector<std::string> synthetic_corpus() {
   return docs;
 }
 
-std::string read_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string read_bytes(const fs::path& p) { return testutil::read_file(p.string()); }
 
 class TokenizerTest : public ::testing::Test {
  protected:

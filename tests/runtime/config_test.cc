@@ -84,13 +84,15 @@ TEST(Config, WrongTypesAreNamed) {
             std::string::npos);
   EXPECT_NE(error_of("", {"train.steps=1.5"}).find("train.steps: expected an integer"),
             std::string::npos);
-  EXPECT_NE(error_of("[train]\nbatch_size = 10000000000\n").find("train.batch_size: 10000000000 is out of range"),
+  EXPECT_NE(error_of("[train]\nbatch_size = 10000000000\n")
+                .find("train.batch_size: 10000000000 is out of range"),
             std::string::npos);
 }
 
 TEST(Config, ImpossibleValuesAreNamed) {
-  EXPECT_NE(error_of("", {"model.n_embd=250"}).find("model.n_embd: 250 is not divisible by n_head = 4"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of("", {"model.n_embd=250"}).find("model.n_embd: 250 is not divisible by n_head = 4"),
+      std::string::npos);
   EXPECT_NE(error_of("", {"train.batch_size=0"}).find("train.batch_size: must be >= 1"),
             std::string::npos);
   EXPECT_NE(error_of("", {"optim.lr=-1"}).find("optim.lr: must be > 0"), std::string::npos);

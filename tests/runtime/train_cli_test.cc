@@ -25,9 +25,11 @@ n_embd = 32
 vocab_size = 512
 seq_len = 32
 [data]
-source = [")" + dir / "corpus" + R"("]
+source = [")" + dir / "corpus" +
+                    R"("]
 format = "fortunes"
-cache_dir = ")" + dir / "data" + R"("
+cache_dir = ")" + dir / "data" +
+                    R"("
 val_fraction = 0.1
 [train]
 steps = 12
@@ -96,7 +98,9 @@ TEST(TrainCli, ResumeIsBitExact) {
     EXPECT_EQ(ma[i]["loss"].get<double>(), mb[i]["loss"].get<double>()) << "step " << i + 1;
     EXPECT_EQ(ma[i]["grad_norm"].get<double>(), mb[i]["grad_norm"].get<double>());
     EXPECT_EQ(ma[i].contains("val_loss"), mb[i].contains("val_loss"));
-    if (ma[i].contains("val_loss")) EXPECT_EQ(ma[i]["val_loss"], mb[i]["val_loss"]);
+    if (ma[i].contains("val_loss")) {
+      EXPECT_EQ(ma[i]["val_loss"], mb[i]["val_loss"]);
+    }
   }
   // The metrics a user needs per step are there.
   for (const char* k : {"loss", "lr", "grad_norm", "tokens_per_s", "data_wait_ms", "forward_ms",
@@ -123,8 +127,8 @@ TEST(TrainCli, CorruptCheckpointFallsBackToThePreviousOne) {
     else
       bytes.resize(bytes.size() - 100);
     write_file(victim, bytes);
-    auto resumed = run_crucible(
-        {"train", "--resume", "--run-dir", dir / "run", "--set", "train.steps=10"});
+    auto resumed =
+        run_crucible({"train", "--resume", "--run-dir", dir / "run", "--set", "train.steps=10"});
     ASSERT_EQ(resumed.code, 0) << resumed.output;
     EXPECT_NE(resumed.output.find("step_0000008/model.safetensors"), std::string::npos)
         << resumed.output;
@@ -138,8 +142,8 @@ TEST(TrainCli, CorruptCheckpointFallsBackToThePreviousOne) {
 TEST(TrainCli, FailedCheckpointWriteKeepsLatest) {
   TempDir dir("write_fault");
   std::string cfg = make_config(dir);
-  auto r = run_crucible({"train", cfg, "--run-dir", dir / "run", "--set",
-                         "fault.inject=ckpt_write_error@8"});
+  auto r = run_crucible(
+      {"train", cfg, "--run-dir", dir / "run", "--set", "fault.inject=ckpt_write_error@8"});
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("injected write error"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("latest still names step_0000004"), std::string::npos) << r.output;
@@ -206,10 +210,10 @@ TEST(TrainCli, GenerateIsDeterministicPerSeed) {
   TempDir dir("generate");
   std::string cfg = make_config(dir);
   ASSERT_EQ(run_crucible({"train", cfg, "--run-dir", dir / "run"}).code, 0);
-  auto a = run_crucible({"generate", dir / "run", "--prompt", "The computer", "--tokens", "24",
-                         "--seed", "5"});
-  auto b = run_crucible({"generate", dir / "run", "--prompt", "The computer", "--tokens", "24",
-                         "--seed", "5"});
+  auto a = run_crucible(
+      {"generate", dir / "run", "--prompt", "The computer", "--tokens", "24", "--seed", "5"});
+  auto b = run_crucible(
+      {"generate", dir / "run", "--prompt", "The computer", "--tokens", "24", "--seed", "5"});
   ASSERT_EQ(a.code, 0) << a.output;
   EXPECT_EQ(a.output, b.output);
   EXPECT_NE(a.output.find("The computer"), std::string::npos);

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "support/files.h"
+
 namespace crucible::e2e {
 
 struct CliResult {
@@ -14,19 +16,8 @@ struct CliResult {
 // Runs build/crucible with `args` (each passed as one argument) in `cwd`.
 CliResult run_crucible(const std::vector<std::string>& args, const std::string& cwd = ".");
 
-// A fresh empty directory under the test temp dir, removed by the destructor.
-class TempDir {
- public:
-  explicit TempDir(const std::string& name);
-  ~TempDir();
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& rel) const { return path_ + "/" + rel; }
-
- private:
-  std::string path_;
-};
-
-std::string read_file(const std::string& path);
-void write_file(const std::string& path, const std::string& bytes);
+using testutil::read_file;
+using testutil::TempDir;
+using testutil::write_file;
 
 }  // namespace crucible::e2e

@@ -38,8 +38,8 @@ void grad_check(const std::function<double()>& loss, const std::vector<GradTarge
       double fd = (lp - lm) / (hp + hm);
       double an = t.analytic[i];
       double tol = opt.rtol * std::max(std::fabs(fd), std::fabs(an)) + opt.atol_frac * amax;
-      EXPECT_NEAR(fd, an, tol) << t.name << "[" << i << "] (max |grad| " << amax
-                               << ", seed " << test_seed() << ")";
+      EXPECT_NEAR(fd, an, tol) << t.name << "[" << i << "] (max |grad| " << amax << ", seed "
+                               << test_seed() << ")";
     }
   }
 }
