@@ -33,7 +33,8 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--run-dir", req->run_dir,
                   "Run directory (default: runs/<run.name>-<date>-<time>)");
   cmd->add_option("--set", req->overrides, "Override a config key: section.key=value (repeatable)")
-      ->take_all();
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_flag("--resume", req->resume,
                 "Continue from the newest valid checkpoint of --run-dir (or of the newest "
                 "runs/<run.name>-*)");
