@@ -115,6 +115,10 @@ Result<TrainResult> train(const RunPlan& plan, const TrainOptions& topt, Console
   if (!train_shard) return train_shard.status();
   auto val_shard = open_shard(ds->val_path());
   if (!val_shard) return val_shard.status();
+  for (const auto* shard : {train_shard->get(), val_shard->get()})
+    if (shard->info().tokenizer_fingerprint != tok->fingerprint())
+      return Status::corrupt("[data] " + shard->path() + " was made by another tokenizer than " +
+                             ds->tokenizer_path() + " (fingerprints differ)");
 
   const int B = cfg.train.batch_size, T = cfg.model.seq_len, accum = cfg.train.grad_accum;
   auto loader = data::Loader::create(*train_shard, {B, T, cfg.train.seed, 0, 1, accum, true});

@@ -288,6 +288,14 @@ TEST(TrainCli, TokenizeThenTrainOnTheDataset) {
                          "data.dataset=" + dir / "ds"});
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_FALSE(fs::exists(dir / "data")) << "data.dataset must be used instead of the cache";
+  // Shards and tokenizer must belong together.
+  ASSERT_EQ(run_crucible({"tokenize", dir / "corpus", "-o", dir / "ds2", "--vocab-size", "480"}).code,
+            0);
+  fs::copy_file(dir / "ds2/tokenizer.model", dir / "ds/tokenizer.model",
+                fs::copy_options::overwrite_existing);
+  expect_bad_input(run_crucible({"train", cfg, "--run-dir", dir / "run2", "--set",
+                                 "data.dataset=" + dir / "ds"}),
+                   "was made by another tokenizer");
 }
 
 }  // namespace
