@@ -247,8 +247,11 @@ void take_snapshot(const CheckpointState& state, const nn::ParamRegistry& params
   into.state = state;
   into.specs = params.specs();
   into.params.assign(params.values(), params.values() + n);
-  into.exp_avg.assign(opt.m(), opt.m() + n);
-  into.exp_avg_sq.assign(opt.v(), opt.v() + n);
+  // Full layout; a sharded optimizer fills its ranges, the data-parallel
+  // layer gathers the other ranks' (dist/data_parallel.h).
+  into.exp_avg.resize(n);
+  into.exp_avg_sq.resize(n);
+  opt.export_moments(into.exp_avg.data(), into.exp_avg_sq.data());
   into.adam_steps = opt.steps_taken();
 }
 

@@ -246,12 +246,16 @@ Result<CheckpointState> load_checkpoint(const std::string& step_dir, nn::ParamRe
   }
   CRUCIBLE_RETURN_IF_ERROR(load_params(params, step_dir + "/model.safetensors"));
   if (opt) {
+    // Staged in the full layout, then each optimizer takes its shard: a
+    // checkpoint written at any world size loads at any other.
+    std::vector<float> m_full(params.numel(), 0.0f), v_full(params.numel(), 0.0f);
     for (const nn::ParamSpec& s : params.specs()) {
       const LoadedTensor& m1 = moments.tensors.at("exp_avg." + s.name);
       const LoadedTensor& m2 = moments.tensors.at("exp_avg_sq." + s.name);
-      std::memcpy(opt->m() + s.offset, m1.bytes.data(), m1.bytes.size());
-      std::memcpy(opt->v() + s.offset, m2.bytes.data(), m2.bytes.size());
+      std::memcpy(m_full.data() + s.offset, m1.bytes.data(), m1.bytes.size());
+      std::memcpy(v_full.data() + s.offset, m2.bytes.data(), m2.bytes.size());
     }
+    opt->import_moments(m_full.data(), v_full.data());
     opt->set_steps_taken(adam_steps);
   }
 

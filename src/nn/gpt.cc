@@ -126,7 +126,7 @@ float GPT::forward(Arena& arena, const int32_t* tokens, const int32_t* targets, 
   return float(sum / N);
 }
 
-void GPT::backward(Arena& arena) {
+void GPT::backward(Arena& arena, const GradsReady& grads_ready) {
   CRUCIBLE_CHECK(have_grad_, "[nn] backward() without a training forward (grad_scale != 0)");
   const int C = cfg_.n_embd, V = cfg_.vocab_size, B = B_, T = T_, N = B * T;
   const float* dlogits = logits_;
@@ -137,8 +137,19 @@ void GPT::backward(Arena& arena) {
   kernels::gemm(true, false, V, C, N, dlogits, V, lnf_out_, C, embed_.wte.grad, C, true);
   std::fill(dr, dr + size_t(N) * C, 0.0f);
   ln_f_.backward(dr, dh, N);
-  for (int l = int(blocks_.size()) - 1; l >= 0; --l) blocks_[l].backward(arena, dr, B, T);
+  // Parameters are laid out in forward order, so backward finalises the flat
+  // gradient buffer from its end towards offset 0 (wte last: the LM head and
+  // the embedding both add to it).
+  auto ready_from = [&](const float* grad) {
+    if (grads_ready) grads_ready(size_t(grad - params_.grads()));
+  };
+  ready_from(ln_f_.w.grad);
+  for (int l = int(blocks_.size()) - 1; l >= 0; --l) {
+    blocks_[l].backward(arena, dr, B, T);
+    ready_from(blocks_[l].ln_1.w.grad);
+  }
   embed_.backward(dr, B, T);
+  if (grads_ready) grads_ready(0);
   have_grad_ = false;
 }
 

@@ -8,6 +8,7 @@
 // backward() before the next reset(). Not thread-safe.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,8 +49,12 @@ class GPT {
   // grad_scale / (B*T), is formed in place of the logits (fused kernel).
   float forward(Arena& arena, const int32_t* tokens, const int32_t* targets, int B, int T,
                 float grad_scale = 0.0f);
+  // Called during backward with an offset into the flat gradient buffer:
+  // every gradient at or after it is final for this backward (used to start
+  // communicating gradient buckets while backward continues).
+  using GradsReady = std::function<void(size_t ready_from)>;
   // Accumulates (+=) every parameter gradient for the last forward.
-  void backward(Arena& arena);
+  void backward(Arena& arena, const GradsReady& grads_ready = nullptr);
 
   // (B,T,V) logits of the last forward when it ran with grad_scale == 0.
   const float* logits() const { return logits_; }

@@ -1,6 +1,10 @@
 #include "optim/adamw.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+
+#include "core/check.h"
 
 #include "kernels/kernels.h"
 
@@ -17,27 +21,46 @@ float lr_schedule(int64_t step, float base_lr, int64_t warmup_steps, int64_t tot
   return float(base_lr * (min_ratio + (1.0 - min_ratio) * cosine));
 }
 
-AdamW::AdamW(nn::ParamRegistry& params, const AdamWConfig& cfg) : params_(params), cfg_(cfg) {
-  int64_t n = int64_t(params.numel());
-  m_ = Tensor::zeros(Shape{n}, DType::f32, "optim.adam_m");
-  v_ = Tensor::zeros(Shape{n}, DType::f32, "optim.adam_v");
-  // The padding between parameters is zero in every buffer and stays zero, so
-  // a group may span it: groups are maximal runs of equal decay flag.
+AdamW::AdamW(nn::ParamRegistry& params, const AdamWConfig& cfg, std::vector<Range> shard)
+    : params_(params), cfg_(cfg), shard_(std::move(shard)) {
+  if (shard_.empty()) shard_.push_back(Range{0, params.numel()});
+  for (const Range& r : shard_) {
+    CRUCIBLE_CHECK(r.begin <= r.end && r.end <= params.numel(), "[optim] shard range in bounds");
+    shard_numel_ += r.end - r.begin;
+  }
+  m_ = Tensor::zeros(Shape{int64_t(shard_numel_)}, DType::f32, "optim.adam_m");
+  v_ = Tensor::zeros(Shape{int64_t(shard_numel_)}, DType::f32, "optim.adam_v");
+  // Decay runs of the full layout: maximal runs of equal decay flag. The
+  // padding between parameters is zero in every buffer and stays zero, so a
+  // run may span it.
+  std::vector<Group> runs;
   for (const auto& s : params.specs()) {
-    if (!groups_.empty() && groups_.back().decay == s.decay) {
-      groups_.back().end = s.offset + s.numel;
+    if (!runs.empty() && runs.back().decay == s.decay) {
+      runs.back().end = s.offset + s.numel;
     } else {
-      size_t begin = groups_.empty() ? 0 : groups_.back().end;
-      groups_.push_back(Group{begin, s.offset + s.numel, s.decay});
+      size_t begin = runs.empty() ? 0 : runs.back().end;
+      runs.push_back(Group{begin, s.offset + s.numel, 0, s.decay});
     }
   }
-  if (!groups_.empty()) groups_.back().end = params.numel();
+  if (!runs.empty()) runs.back().end = params.numel();
+  // The groups: each shard range cut at the runs' boundaries.
+  size_t state = 0;
+  for (const Range& r : shard_) {
+    for (const Group& run : runs) {
+      size_t b = std::max(r.begin, run.begin), e = std::min(r.end, run.end);
+      if (b < e) groups_.push_back(Group{b, e, state + (b - r.begin), run.decay});
+    }
+    state += r.end - r.begin;
+  }
 }
 
-StepInfo AdamW::step(float lr) {
+StepInfo AdamW::step(float lr, const AllSum& all_sum) {
   StepInfo info;
   float* g = params_.grads();
-  info.grad_norm = std::sqrt(kernels::sum_squares(g, params_.numel()));
+  double sq = 0;
+  for (const Range& r : shard_) sq += kernels::sum_squares(g + r.begin, r.end - r.begin);
+  if (all_sum) sq = all_sum(sq);
+  info.grad_norm = std::sqrt(sq);
   // PyTorch's clip_grad_norm_: scale by max_norm / (norm + 1e-6) when below 1.
   if (cfg_.grad_clip > 0) {
     double coef = cfg_.grad_clip / (info.grad_norm + 1e-6);
@@ -46,10 +69,28 @@ StepInfo AdamW::step(float lr) {
   ++t_;
   float* p = params_.values();
   for (const Group& gr : groups_)
-    kernels::adamw(p + gr.begin, g + gr.begin, m() + gr.begin, v() + gr.begin,
+    kernels::adamw(p + gr.begin, g + gr.begin, m() + gr.state, v() + gr.state,
                    gr.end - gr.begin, lr, cfg_.beta1, cfg_.beta2, cfg_.eps,
                    gr.decay ? cfg_.weight_decay : 0.0f, info.clip_scale, int(t_));
   return info;
+}
+
+void AdamW::export_moments(float* m_full, float* v_full) const {
+  size_t state = 0;
+  for (const Range& r : shard_) {
+    std::memcpy(m_full + r.begin, m() + state, (r.end - r.begin) * sizeof(float));
+    std::memcpy(v_full + r.begin, v() + state, (r.end - r.begin) * sizeof(float));
+    state += r.end - r.begin;
+  }
+}
+
+void AdamW::import_moments(const float* m_full, const float* v_full) {
+  size_t state = 0;
+  for (const Range& r : shard_) {
+    std::memcpy(m() + state, m_full + r.begin, (r.end - r.begin) * sizeof(float));
+    std::memcpy(v() + state, v_full + r.begin, (r.end - r.begin) * sizeof(float));
+    state += r.end - r.begin;
+  }
 }
 
 }  // namespace crucible::optim

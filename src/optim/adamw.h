@@ -2,10 +2,15 @@
 // parameters whose spec says decay: the 2-D matmul weights; none on biases,
 // LayerNorms and embeddings), global-norm gradient clipping, and the LR
 // schedule (linear warmup + cosine decay to min_lr_ratio * lr).
-// Moments m and v are flat buffers with the parameters' layout, so ZeRO and
-// checkpoints can slice them. Not thread-safe; kernels parallelise inside.
+// Moments m and v are flat buffers. Unsharded, they have the parameters'
+// layout. Sharded (ZeRO), the optimizer owns a list of element ranges of the
+// flat buffers — its shard — and m, v hold just those ranges, concatenated:
+// it updates only its ranges' parameters and keeps 1/world of the state.
+// export_moments / import_moments move the state to and from the full layout
+// (checkpoints, resharding). Not thread-safe; kernels parallelise inside.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/tensor.h"
@@ -27,32 +32,54 @@ struct AdamWConfig {
 float lr_schedule(int64_t step, float base_lr, int64_t warmup_steps, int64_t total_steps,
                   float min_ratio = 0.1f);
 
+// [begin, end) in elements of the flat parameter buffers.
+struct Range {
+  size_t begin = 0, end = 0;
+};
+
 struct StepInfo {
   double grad_norm = 0;  // before clipping
   float clip_scale = 1;  // factor applied to the gradients
 };
 
+// Sums a value over all ranks (the data-parallel layer supplies it).
+using AllSum = std::function<double(double)>;
+
 class AdamW {
  public:
-  AdamW(nn::ParamRegistry& params, const AdamWConfig& cfg);
+  // shard: the ranges this optimizer updates, ascending and disjoint; empty
+  // means every parameter (no sharding).
+  AdamW(nn::ParamRegistry& params, const AdamWConfig& cfg, std::vector<Range> shard = {});
 
-  // One update with learning rate lr over all parameters.
-  StepInfo step(float lr);
+  // One update with learning rate lr over the shard. The gradient norm for
+  // clipping is over the shard's gradients, summed over ranks by all_sum when
+  // given (each element belongs to exactly one rank's shard).
+  StepInfo step(float lr, const AllSum& all_sum = nullptr);
   int64_t steps_taken() const { return t_; }
   void set_steps_taken(int64_t t) { t_ = t; }
+  // The shard's moments, concatenated in range order (unsharded: full layout).
   float* m() const { return m_.f32(); }
   float* v() const { return v_.f32(); }
+  const std::vector<Range>& shard() const { return shard_; }
+  size_t shard_numel() const { return shard_numel_; }
+  // Writes the shard's moments into full-layout buffers (numel() floats each;
+  // other ranges untouched) / reads them back from full-layout buffers.
+  void export_moments(float* m_full, float* v_full) const;
+  void import_moments(const float* m_full, const float* v_full);
   const AdamWConfig& config() const { return cfg_; }
 
  private:
   struct Group {
     size_t begin, end;  // element range of the flat buffers
+    size_t state;       // offset of `begin` in m_ / v_
     bool decay;
   };
   nn::ParamRegistry& params_;
   AdamWConfig cfg_;
+  std::vector<Range> shard_;
+  size_t shard_numel_ = 0;
   Tensor m_, v_;
-  std::vector<Group> groups_;  // contiguous runs with the same decay flag
+  std::vector<Group> groups_;  // runs with the same decay flag, within one range
   int64_t t_ = 0;
 };
 
