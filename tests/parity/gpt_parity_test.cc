@@ -2,8 +2,10 @@
 // tests/parity/gpt2_torch.py (plain PyTorch) from the same weights, exchanged
 // as a safetensors file with Hugging Face GPT-2 names and layouts. Compares
 // logits, loss, every parameter gradient, the clipped gradient norms and the
-// parameters after 3 AdamW steps: relative error <= 1e-4 in fp32, where the
-// relative error of a tensor is max|crucible - torch| / max|torch|.
+// parameters after 3 AdamW steps. Logits, loss, gradients and norms: relative
+// error <= 1e-4 in fp32, where the relative error of a tensor is
+// max|crucible - torch| / max|torch|. Parameters after the steps: the L2 error
+// relative to the L2 size of the update they received, <= 5e-4 (see below).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -23,6 +25,23 @@ namespace crucible {
 namespace {
 
 namespace fs = std::filesystem;
+
+// ||got - want|| / ||want - before||: the error of an optimizer update
+// relative to the update. Adam divides by sqrt(v), so an element whose first
+// moment nearly cancels across steps (m ~ 0 while v is not) turns fp32
+// rounding of the gradient into an update difference of up to ~0.5% of lr for
+// that one element (measured: 4.6e-6 at lr 1e-3); a max-norm test then fails
+// on noise. Over a tensor the L2 error is ~1e-5 of the update, while a real
+// optimizer bug is not small: omitting weight decay (wd 0.1) alone is ~2e-3.
+// Measured over 10 fresh seeds: at most 6e-5.
+double update_error(const float* got, const float* want, const float* before, size_t n) {
+  double diff = 0, update = 0;
+  for (size_t i = 0; i < n; ++i) {
+    diff += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+    update += (double(want[i]) - before[i]) * (double(want[i]) - before[i]);
+  }
+  return update > 0 ? std::sqrt(diff / update) : std::sqrt(diff);
+}
 
 double rel_error(const float* got, const float* want, size_t n) {
   double diff = 0, scale = 0;
@@ -90,6 +109,7 @@ TEST(PytorchParity, LogitsLossGradientsAndThreeAdamWSteps) {
       << "loss " << loss << " vs " << ref->find("loss")->f32()[0];
 
   optim::AdamW opt(P, ocfg);
+  const std::vector<float> before(P.values(), P.values() + P.numel());
   const float* norms = ref->find("grad_norms")->f32();
   for (int s = 0; s < 3; ++s) {
     arena.reset();
@@ -112,8 +132,22 @@ TEST(PytorchParity, LogitsLossGradientsAndThreeAdamWSteps) {
   for (const auto& spec : P.specs()) {
     const ckpt::LoadedTensor* p = ref->find("param3." + spec.name);
     ASSERT_NE(p, nullptr) << spec.name;
-    EXPECT_LE(rel_error(P.values() + spec.offset, p->f32(), spec.numel), 1e-4)
-        << "parameter after 3 AdamW steps: " << spec.name;
+    // The key bias has no gradient in exact arithmetic (softmax is invariant
+    // to adding a constant to every score of a row), so what both sides hold
+    // there is rounding noise, and Adam turns noise into lr-sized steps of
+    // arbitrary sign: compare c_attn.bias without its key third.
+    const bool qkv_bias = spec.name.find("attn.c_attn.bias") != std::string::npos;
+    const float* got = P.values() + spec.offset;
+    const float* was = before.data() + spec.offset;
+    if (qkv_bias) {
+      const size_t C = size_t(cfg.n_embd);
+      EXPECT_LE(update_error(got, p->f32(), was, C), 5e-4) << "query bias: " << spec.name;
+      EXPECT_LE(update_error(got + 2 * C, p->f32() + 2 * C, was + 2 * C, C), 5e-4)
+          << "value bias: " << spec.name;
+    } else {
+      EXPECT_LE(update_error(got, p->f32(), was, spec.numel), 5e-4)
+          << "parameter after 3 AdamW steps: " << spec.name;
+    }
   }
   fs::remove_all(dir);
 }
