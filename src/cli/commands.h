@@ -21,6 +21,7 @@ void add_bench_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
+void add_launch_command(CLI::App& app);
 
 // The exit code for an error: 2 for bad input (config, data, checkpoint,
 // flags), 1 for everything else.

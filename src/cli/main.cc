@@ -15,13 +15,15 @@ int main(int argc, char** argv) {
   crucible::cli::add_train_command(app);
   crucible::cli::add_generate_command(app);
   crucible::cli::add_tokenize_command(app);
+  crucible::cli::add_launch_command(app);
   crucible::cli::add_bench_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   } catch (const crucible::cli::ExitError& e) {
-    std::fprintf(stderr, "%s\n", e.what());
+    // An empty message: another rank of the job reports the problem.
+    if (*e.what()) std::fprintf(stderr, "%s\n", e.what());
     return e.code;
   }
   // Everything a command allocated is released by now; what is left leaked.

@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <cstdlib>
 #include <thread>
 
 namespace crucible {
@@ -12,6 +13,12 @@ int hardware_threads() {
 }
 
 void set_num_threads(int n) {
+  // "All cores" defers to OMP_NUM_THREADS when a launcher set it (crucible
+  // launch gives each of several ranks on one machine its share of the cores).
+  if (n <= 0) {
+    const char* env = std::getenv("OMP_NUM_THREADS");
+    n = env ? std::atoi(env) : 0;
+  }
   if (n <= 0) n = hardware_threads();
   omp_set_num_threads(n);
 }

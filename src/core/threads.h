@@ -5,7 +5,8 @@
 
 namespace crucible {
 
-// Sets the thread count for all kernels and GEMMs. n <= 0 means all cores.
+// Sets the thread count for all kernels and GEMMs. n <= 0 means OMP_NUM_THREADS
+// when set, else all cores.
 void set_num_threads(int n);
 int num_threads();
 int hardware_threads();

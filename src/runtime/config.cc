@@ -19,7 +19,7 @@ namespace {
 #include "default_config.inc"  // kDefaultConfigToml: configs/tiny.toml
 
 using StringList = std::vector<std::string>;
-using Target = std::variant<int*, int64_t*, uint64_t*, double*, std::string*, StringList*>;
+using Target = std::variant<int*, int64_t*, uint64_t*, double*, std::string*, StringList*, bool*>;
 
 struct Field {
   const char* key;  // "section.name"
@@ -61,6 +61,9 @@ std::vector<Field> fields(Config& c) {
       {"run.name", &c.run.name},
       {"run.log_every_s", &c.run.log_every_s},
       {"run.sample_tokens", &c.run.sample_tokens},
+      {"dist.bucket_mb", &c.dist.bucket_mb},
+      {"dist.zero", &c.dist.zero},
+      {"dist.reproducible", &c.dist.reproducible},
       {"fault.inject", &c.fault.inject},
   };
 }
@@ -109,6 +112,9 @@ Status assign(const Field& f, const toml::node& node) {
             if (!el.is_string()) return wrong_type();
             dst->push_back(*el.value<std::string>());
           }
+        } else if constexpr (std::is_same_v<T, bool>) {
+          if (!node.is_boolean()) return wrong_type();
+          *dst = *node.value<bool>();
         } else if constexpr (std::is_same_v<T, double>) {
           if (node.is_floating_point())
             *dst = *node.value<double>();
@@ -246,6 +252,11 @@ Status validate(const Config& c) {
   if (c.ckpt.keep < 1) return bad("ckpt.keep", "must be >= 1");
   if (c.run.name.empty() || c.run.name.find('/') != std::string::npos)
     return bad("run.name", "must be a non-empty name without '/'");
+  if (!(c.dist.bucket_mb > 0 && c.dist.bucket_mb <= 4096))
+    return bad("dist.bucket_mb", "must be in (0, 4096]");
+  if (c.dist.zero < 0 || c.dist.zero > 2) return bad("dist.zero", "must be 0, 1 or 2");
+  if (c.dist.reproducible && c.dist.zero != 0)
+    return bad("dist.reproducible", "needs dist.zero = 0 (the reproducible reduction is a tree over whole gradients)");
   if (!(c.run.log_every_s > 0)) return bad("run.log_every_s", "must be > 0");
   if (c.run.sample_tokens < 0) return bad("run.sample_tokens", "must be >= 0");
   return Status::ok();

@@ -1,5 +1,5 @@
 // The run configuration: one TOML file (configs/*.toml) with the sections
-// [model] [data] [train] [optim] [ckpt] [run] [fault], any key overridable with
+// [model] [data] [train] [optim] [ckpt] [run] [dist] [fault], any key overridable with
 // `--set section.key=value`. Every key is declared once in a schema
 // (config.cc); parsing, overrides, validation, and writing the resolved config
 // all walk that schema, so a key cannot be known to one and not the others.
@@ -61,6 +61,12 @@ struct RunConfig {
   int sample_tokens = 64;  // generated after training (0: none)
 };
 
+struct DistConfig {
+  double bucket_mb = 25;      // gradient bucket size for the overlapped allreduce
+  int zero = 0;               // 0: replicated optimizer; 1: sharded state; 2: + sharded gradients
+  bool reproducible = false;  // bit-identical weights for any world size (docs/training.md)
+};
+
 struct FaultConfig {
   // Test facility (docs/training.md, "Fault injection"): "ckpt_write_error@STEP[:FILE]".
   std::vector<std::string> inject;
@@ -73,6 +79,7 @@ struct Config {
   OptimConfig optim;
   CkptConfig ckpt;
   RunConfig run;
+  DistConfig dist;
   FaultConfig fault;
 };
 

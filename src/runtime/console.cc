@@ -33,6 +33,7 @@ void Console::clear_live_line() {
 }
 
 void Console::info(const std::string& msg) {
+  if (quiet_) return;
   clear_live_line();
   std::fprintf(stderr, "%s\n", msg.c_str());
   std::fflush(stderr);
@@ -45,6 +46,7 @@ void Console::info(const std::string& msg) {
 }
 
 void Console::progress(const std::string& line, bool force) {
+  if (quiet_) return;
   if (tty_) {
     std::fprintf(stderr, "\r\x1b[K%s", line.c_str());
     std::fflush(stderr);

@@ -13,6 +13,8 @@ namespace crucible::runtime {
 class Console {
  public:
   explicit Console(double interval_s = 5.0);
+  // A quiet console prints nothing (ranks other than 0 of a data-parallel job).
+  void set_quiet(bool quiet) { quiet_ = quiet; }
   ~Console();
   Console(const Console&) = delete;
   Console& operator=(const Console&) = delete;
@@ -30,6 +32,7 @@ class Console {
  private:
   void clear_live_line();
   bool tty_;
+  bool quiet_ = false;
   double interval_s_;
   int64_t last_plain_ns_ = 0;
   bool live_shown_ = false;

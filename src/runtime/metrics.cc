@@ -44,6 +44,7 @@ Status MetricsWriter::write(const StepMetrics& m) {
       {"forward_ms", m.forward_ms},
       {"backward_ms", m.backward_ms},
       {"optimizer_ms", m.optimizer_ms},
+      {"comm_ms", m.comm_ms},
       {"mem_in_use", m.mem_in_use},
       {"mem_peak", m.mem_peak},
   };

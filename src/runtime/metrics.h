@@ -17,6 +17,9 @@ struct StepMetrics {
   // Wall time of the step and its parts (ms). The parts sum to slightly less
   // than step_ms; the rest is loop overhead.
   double step_ms = 0, data_wait_ms = 0, forward_ms = 0, backward_ms = 0, optimizer_ms = 0;
+  // Exposed communication: time the step waited for gradient reductions and
+  // the parameter all-gather (data parallel only; overlapped time not counted).
+  double comm_ms = 0;
   double val_loss = -1;                   // < 0: not an evaluation step
   double eval_ms = 0, ckpt_ms = 0;        // outside step_ms
   uint64_t mem_in_use = 0, mem_peak = 0;  // allocator bytes

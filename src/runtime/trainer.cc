@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -17,6 +18,8 @@
 #include "core/file_io.h"
 #include "core/threads.h"
 #include "data/dataset.h"
+#include "dist/comm.h"
+#include "dist/data_parallel.h"
 #include "data/loader.h"
 #include "data/shard.h"
 #include "data/tokenizer.h"
@@ -26,6 +29,7 @@
 #include "profile/cpu_peak.h"
 #include "runtime/faults.h"
 #include "runtime/metrics.h"
+#include "runtime/world.h"
 
 namespace crucible::runtime {
 
@@ -80,77 +84,137 @@ Result<std::shared_ptr<const data::TokenShard>> open_shard(const std::string& pa
 
 }  // namespace
 
-Result<TrainResult> train(const RunPlan& plan, const TrainOptions& topt, Console& console) {
-  const Config& cfg = plan.config;
-  const std::string& run = plan.run_dir;
-  auto log = [&](const std::string& m) { console.info(m); };
-  set_num_threads(cfg.train.threads);
-  CRUCIBLE_RETURN_IF_ERROR(apply_fault_injection(cfg.fault));
-  // The run directory is created only once the data is ready, so a bad corpus
-  // leaves nothing behind; the console keeps the messages until then.
+namespace {
 
-  // ---- data ----
+// Everything a training process sets up before its first step.
+struct Setup {
+  std::optional<data::Dataset> ds;
+  std::optional<data::Tokenizer> tok;
+  std::shared_ptr<const data::TokenShard> train_shard, val_shard;
+};
+
+// Data preparation: rank 0 builds (or finds) the cached dataset first, the
+// other ranks then open it, so the tokenizer is trained once per job.
+Status prepare_data(const Config& cfg, dist::Comm& comm, const data::LogFn& log, Setup& out) {
   const int vocab = cfg.data.vocab_size > 0 ? cfg.data.vocab_size : cfg.model.vocab_size;
   data::DatasetSpec spec{cfg.data.source, cfg.data.format, vocab, cfg.data.val_fraction};
-  auto ds = cfg.data.dataset.empty() ? data::cached_dataset(spec, cfg.data.cache_dir, log)
-                                     : data::open_dataset(cfg.data.dataset);
-  if (!ds) return ds.status();
-  auto tok = data::Tokenizer::load(ds->tokenizer_path());
+  auto open = [&]() -> Status {
+    auto ds = cfg.data.dataset.empty() ? data::cached_dataset(spec, cfg.data.cache_dir, log)
+                                       : data::open_dataset(cfg.data.dataset);
+    if (!ds) return ds.status();
+    out.ds = std::move(*ds);
+    return Status::ok();
+  };
+  if (comm.rank() == 0) CRUCIBLE_RETURN_IF_ERROR(agree(comm, open()));
+  if (comm.rank() != 0) {
+    CRUCIBLE_RETURN_IF_ERROR(agree(comm, Status::ok()));  // rank 0's build
+    CRUCIBLE_RETURN_IF_ERROR(open());
+  }
+  auto tok = data::Tokenizer::load(out.ds->tokenizer_path());
   if (!tok) return tok.status();
   if (tok->vocab_size() > cfg.model.vocab_size)
     return Status::invalid("[config] model.vocab_size: " + std::to_string(cfg.model.vocab_size) +
                            " is smaller than the tokenizer's " + std::to_string(tok->vocab_size()) +
                            " tokens");
-  CRUCIBLE_RETURN_IF_ERROR(prepare_run_dir(plan));
-  console.open_log(run + "/log.txt");
-  log("[run] " + run + (plan.resume ? " (resuming)" : "") + ", " + std::to_string(num_threads()) +
-      " threads");
-  {  // the run directory carries its tokenizer, so `crucible generate RUN` needs nothing else
-    std::ifstream in(ds->tokenizer_path(), std::ios::binary);
-    std::string bytes((std::istreambuf_iterator<char>(in)), {});
-    CRUCIBLE_RETURN_IF_ERROR(
-        write_file_atomic(run + "/tokenizer.model", {bytes.data()}, {bytes.size()}));
-  }
-  auto train_shard = open_shard(ds->train_path());
+  out.tok = std::move(*tok);
+  auto train_shard = open_shard(out.ds->train_path());
   if (!train_shard) return train_shard.status();
-  auto val_shard = open_shard(ds->val_path());
+  auto val_shard = open_shard(out.ds->val_path());
   if (!val_shard) return val_shard.status();
-  for (const auto* shard : {train_shard->get(), val_shard->get()})
-    if (shard->info().tokenizer_fingerprint != tok->fingerprint())
+  out.train_shard = *train_shard;
+  out.val_shard = *val_shard;
+  for (const auto* shard : {out.train_shard.get(), out.val_shard.get()})
+    if (shard->info().tokenizer_fingerprint != out.tok->fingerprint())
       return Status::corrupt("[data] " + shard->path() + " was made by another tokenizer than " +
-                             ds->tokenizer_path() + " (fingerprints differ)");
+                             out.ds->tokenizer_path() + " (fingerprints differ)");
+  return Status::ok();
+}
+
+// Rank 0 creates the run directory (after the data is ready, so a bad corpus
+// leaves nothing behind) and gives it the tokenizer, so `crucible generate
+// RUN` needs nothing else.
+Status prepare_run(const RunPlan& plan, const Setup& setup) {
+  CRUCIBLE_RETURN_IF_ERROR(prepare_run_dir(plan));
+  std::ifstream in(setup.ds->tokenizer_path(), std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  return write_file_atomic(plan.run_dir + "/tokenizer.model", bytes);
+}
+
+}  // namespace
+
+Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Console& console) {
+  auto world = dist::world();
+  if (!world) return world.status();
+  dist::Comm& comm = **world;
+  const int rank = comm.rank(), W = comm.size();
+  console.set_quiet(rank != 0);
+  RunPlan plan = plan_in;
+  CRUCIBLE_RETURN_IF_ERROR(agree_on_config(comm, plan.config, plan.run_dir));
+  const Config& cfg = plan.config;
+  const std::string& run = plan.run_dir;
+  auto log = [&](const std::string& m) { console.info(m); };
+  set_num_threads(cfg.train.threads);
+  CRUCIBLE_RETURN_IF_ERROR(apply_fault_injection(cfg.fault));
+
+  // ---- data, run directory ----
+  Setup setup;
+  CRUCIBLE_RETURN_IF_ERROR(agree(comm, prepare_data(cfg, comm, log, setup)));
+  CRUCIBLE_RETURN_IF_ERROR(agree(comm, rank == 0 ? prepare_run(plan, setup) : Status::ok()));
+  if (rank == 0) console.open_log(run + "/log.txt");
+  log("[run] " + run + (plan.resume ? " (resuming)" : "") + ", " + std::to_string(W) +
+      (W > 1 ? " ranks (" + comm.backend() + ") x " : " process x ") +
+      std::to_string(num_threads()) + " threads");
+  const data::Tokenizer& tok = *setup.tok;
 
   const int B = cfg.train.batch_size, T = cfg.model.seq_len, accum = cfg.train.grad_accum;
-  auto loader = data::Loader::create(*train_shard, {B, T, cfg.train.seed, 0, 1, accum, true});
-  if (!loader) return loader.status();
-  auto val_loader = data::Loader::create(*val_shard, {B, T, cfg.train.seed, 0, 1, 1, false});
-  if (!val_loader) return val_loader.status();
+  auto loader = data::Loader::create(setup.train_shard,
+                                     {B, T, cfg.train.seed, rank, W, accum, true});
+  auto val_loader = data::Loader::create(setup.val_shard, {B, T, cfg.train.seed, 0, 1, 1, false});
+  Status ls = !loader ? loader.status() : !val_loader ? val_loader.status() : Status::ok();
+  CRUCIBLE_RETURN_IF_ERROR(agree(comm, ls));
   const int eval_batches =
       int(std::min<uint64_t>(uint64_t(cfg.train.eval_batches), (*val_loader)->steps_per_epoch()));
 
-  // ---- model, optimizer, checkpoint ----
+  // ---- model, optimizer, data parallelism, checkpoint ----
   nn::GPT model(cfg.model);
-  model.init_weights(cfg.train.seed);
+  model.init_weights(cfg.train.seed);  // identical on every rank: same seed, same streams
+  std::unique_ptr<dist::DataParallel> dp;
+  if (W > 1)
+    dp = std::make_unique<dist::DataParallel>(
+        comm, model.params(), dist::DataParallelConfig{cfg.dist.bucket_mb, cfg.dist.zero});
   optim::AdamWConfig acfg{float(cfg.optim.lr),           float(cfg.optim.beta1),
                           float(cfg.optim.beta2),        float(cfg.optim.eps),
                           float(cfg.optim.weight_decay), float(cfg.optim.grad_clip)};
-  optim::AdamW adam(model.params(), acfg);
+  optim::AdamW adam(model.params(), acfg, dp ? dp->optimizer_shard() : std::vector<optim::Range>{});
   const std::string ckpt_dir = run + "/ckpt";
   int64_t step = 0;
   if (plan.resume) {
-    auto found = ckpt::find_latest_valid(ckpt_dir);
-    if (!found) return found.status();
-    for (const auto& w : found->warnings) log(w);
-    auto state = ckpt::load_checkpoint(found->dir, model.params(), &adam);
-    if (!state) return state.status();
-    auto ls = data::loader_state_from_json(state->loader);
-    if (!ls) return ls.status();
-    CRUCIBLE_RETURN_IF_ERROR((*loader)->restore(*ls));
-    step = state->step;
-    log("[ckpt] resumed from " + found->dir + " at step " + std::to_string(step));
+    // Every rank reads the checkpoint; a checkpoint of any world size fits
+    // any other (full-layout tensors; each optimizer takes its shard).
+    auto resume = [&]() -> Status {
+      auto found = ckpt::find_latest_valid(ckpt_dir);
+      if (!found) return found.status();
+      for (const auto& w : found->warnings) log(w);
+      auto state = ckpt::load_checkpoint(found->dir, model.params(), &adam);
+      if (!state) return state.status();
+      auto ls = data::loader_state_from_json(state->loader);
+      if (!ls) return ls.status();
+      CRUCIBLE_RETURN_IF_ERROR((*loader)->restore(*ls));
+      step = state->step;
+      int saved_world = state->world.value("world_size", 1);
+      log("[ckpt] resumed from " + found->dir + " at step " + std::to_string(step) +
+          (saved_world != W ? " (written by " + std::to_string(saved_world) + " ranks, now " +
+                                  std::to_string(W) + ")"
+                            : ""));
+      return Status::ok();
+    };
+    CRUCIBLE_RETURN_IF_ERROR(agree(comm, resume()));
   }
-  MetricsWriter metrics;
-  CRUCIBLE_RETURN_IF_ERROR(metrics.open(run + "/metrics.jsonl", step));
+  MetricsWriter metrics, rank_metrics;
+  Status ms = rank == 0 ? metrics.open(run + "/metrics.jsonl", step) : Status::ok();
+  if (ms.is_ok() && W > 1)
+    ms = rank_metrics.open(run + "/metrics.rank" + std::to_string(rank) + ".jsonl", step);
+  CRUCIBLE_RETURN_IF_ERROR(agree(comm, ms));
 
   ckpt::Snapshot snapshot;
   auto save = [&](int64_t at) -> Result<double> {
@@ -159,36 +223,50 @@ Result<TrainResult> train(const RunPlan& plan, const TrainOptions& topt, Console
     st.step = at;
     st.config = to_json(cfg);
     st.loader = data::to_json((*loader)->state());
+    st.world = {{"world_size", W}, {"zero", cfg.dist.zero}};
     // No random draws happen during training (no dropout); the seed and the
     // stream layout are all the RNG state there is.
     st.rng = {{"seed", cfg.train.seed}, {"init_streams", "fnv1a64(param name)"}};
     ckpt::take_snapshot(st, model.params(), adam, snapshot);  // reuses its buffers
-    Status s = ckpt::write_checkpoint(ckpt_dir, snapshot, cfg.ckpt.keep);
-    if (!s.is_ok()) {
-      auto found = ckpt::find_latest_valid(ckpt_dir);
-      return Status::io(s.message() +
-                        (found ? "; latest still names " + fs::path(found->dir).filename().string()
-                               : "; no earlier checkpoint exists"));
+    if (dp)
+      CRUCIBLE_RETURN_IF_ERROR(
+          dp->gather_moments(snapshot.exp_avg.data(), snapshot.exp_avg_sq.data()));
+    Status s;
+    if (rank == 0) {
+      s = ckpt::write_checkpoint(ckpt_dir, snapshot, cfg.ckpt.keep);
+      if (!s.is_ok()) {
+        auto found = ckpt::find_latest_valid(ckpt_dir);
+        s = Status::io(s.message() + (found ? "; latest still names " +
+                                                  fs::path(found->dir).filename().string()
+                                            : "; no earlier checkpoint exists"));
+      }
     }
+    CRUCIBLE_RETURN_IF_ERROR(agree(comm, s));
     return sw.elapsed_ms();
+  };
+  auto all_sum = [&](double v) {
+    if (W > 1) CRUCIBLE_CHECK(comm.allreduce(&v, 1, dist::ReduceOp::kSum).is_ok(), "[dist] allreduce");
+    return v;
   };
 
   // ---- the loop ----
   std::vector<int32_t> tokens(size_t(B) * T), targets(size_t(B) * T);
   Arena arena("train.activations");
-  const double tokens_per_step = double(B) * T * accum;
+  const double tokens_per_step = double(B) * T * accum * W;
   const double flops_per_step = cfg.model.flops_per_token(T) * tokens_per_step;
   const profile::CpuPeak peak = profile::measure_cpu_peak(num_threads(), 0.2);
+  // Validation: the same eval_batches batches for any world size, dealt out
+  // over the ranks; the mean over all of them.
   auto evaluate = [&]() {
-    // Position 0 always exists in a loader that was created.
-    CRUCIBLE_CHECK((*val_loader)->restore({}).is_ok(), "[train] validation loader rewind");
     double sum = 0;
-    for (int i = 0; i < eval_batches; ++i) {
+    for (int i = rank; i < eval_batches; i += W) {
+      CRUCIBLE_CHECK((*val_loader)->restore({0, uint64_t(i), 0}).is_ok(),
+                     "[train] validation loader position");
       (*val_loader)->next(tokens.data(), targets.data());
       arena.reset();
       sum += model.forward(arena, tokens.data(), targets.data(), B, T, 0.0f);
     }
-    return sum / eval_batches;
+    return all_sum(sum) / eval_batches;
   };
 
   StopSignals signals;
@@ -198,9 +276,14 @@ Result<TrainResult> train(const RunPlan& plan, const TrainOptions& topt, Console
   const int64_t first_step = step;
   Stopwatch run_clock;
   double ema_step_s = 0;
+  // Pre-scaled so that summing gradients over ranks gives the global mean.
+  const float grad_scale = 1.0f / float(accum * W);
   log("[train] " + std::to_string(model.params().numel()) + " parameters, " +
-      std::to_string(int64_t(tokens_per_step)) + " tokens per step, steps " + std::to_string(step) +
-      " -> " + std::to_string(total));
+      std::to_string(int64_t(tokens_per_step)) + " tokens per step, steps " +
+      std::to_string(step) + " -> " + std::to_string(total) +
+      (dp ? ", " + std::to_string(dp->num_buckets()) + " gradient buckets, ZeRO-" +
+                std::to_string(cfg.dist.zero)
+          : ""));
   while (step < total) {
     StepMetrics m;
     m.step = step + 1;
@@ -212,28 +295,44 @@ Result<TrainResult> train(const RunPlan& plan, const TrainOptions& topt, Console
       m.data_wait_ms += 1e3 * (*loader)->next(tokens.data(), targets.data());
       int64_t t0 = now_ns();
       arena.reset();
-      loss_sum += model.forward(arena, tokens.data(), targets.data(), B, T, 1.0f / accum);
+      loss_sum += model.forward(arena, tokens.data(), targets.data(), B, T, grad_scale);
       int64_t t1 = now_ns();
-      model.backward(arena);
+      const bool last = micro == accum - 1;
+      if (dp && last) {
+        dp->begin_reduction();
+        model.backward(arena, [&](size_t from) { dp->on_grads_ready(from); });
+      } else {
+        model.backward(arena);
+      }
       m.forward_ms += (t1 - t0) * 1e-6;
       m.backward_ms += (now_ns() - t1) * 1e-6;
     }
+    if (dp) {
+      auto waited = dp->finish_reduction();
+      if (!waited) return waited.status();
+      m.comm_ms += *waited * 1e3;
+    }
     int64_t t2 = now_ns();
-    optim::StepInfo info = adam.step(m.lr);
-    model.params().zero_grad();
+    optim::StepInfo info = adam.step(m.lr, dp ? dp->norm_all_sum() : nullptr);
     m.optimizer_ms = (now_ns() - t2) * 1e-6;
+    if (dp) {
+      auto gathered = dp->gather_parameters();
+      if (!gathered) return gathered.status();
+      m.comm_ms += *gathered * 1e3;
+    }
+    model.params().zero_grad();
     m.step_ms = step_clock.elapsed_ms();
-    m.loss = loss_sum / accum;
+    m.loss = all_sum(loss_sum / accum) / W;
     m.grad_norm = info.grad_norm;
-    m.tokens_per_s = tokens_per_step / (m.step_ms * 1e-3);
-    m.mfu = flops_per_step / (m.step_ms * 1e-3) / (peak.derived_gflops * 1e9);
     ++step;
     if (!std::isfinite(m.loss))
       return Status::internal("[train] loss is " + std::to_string(m.loss) + " at step " +
                               std::to_string(step) + " (diverged; lower optim.lr?)");
 
     const bool last = step == total;
-    const bool stop = (topt.stop_at > 0 && step >= topt.stop_at) || signals.pending();
+    // Every rank stops at the same step: the signal may reach them apart.
+    const bool stop =
+        (topt.stop_at > 0 && step >= topt.stop_at) || all_sum(signals.pending() ? 1 : 0) > 0;
     if (last || (cfg.train.eval_every > 0 && step % cfg.train.eval_every == 0)) {
       Stopwatch sw;
       m.val_loss = evaluate();
@@ -248,34 +347,45 @@ Result<TrainResult> train(const RunPlan& plan, const TrainOptions& topt, Console
     AllocatorStats mem = Allocator::global().stats();
     m.mem_in_use = mem.in_use;
     m.mem_peak = mem.peak;
-    CRUCIBLE_RETURN_IF_ERROR(metrics.write(m));
+    if (W > 1) CRUCIBLE_RETURN_IF_ERROR(rank_metrics.write(m));
+    StepMetrics agg = m;  // the job's view: the slowest rank's times
+    if (W > 1) {
+      double t[7] = {m.step_ms, m.data_wait_ms, m.forward_ms, m.backward_ms, m.optimizer_ms,
+                     m.comm_ms, double(m.mem_peak)};
+      CRUCIBLE_RETURN_IF_ERROR(comm.allreduce(t, 7, dist::ReduceOp::kMax));
+      agg.step_ms = t[0], agg.data_wait_ms = t[1], agg.forward_ms = t[2], agg.backward_ms = t[3];
+      agg.optimizer_ms = t[4], agg.comm_ms = t[5], agg.mem_peak = uint64_t(t[6]);
+    }
+    agg.tokens_per_s = tokens_per_step / (agg.step_ms * 1e-3);
+    agg.mfu = flops_per_step / (agg.step_ms * 1e-3) / (W * peak.derived_gflops * 1e9);
+    if (rank == 0) CRUCIBLE_RETURN_IF_ERROR(metrics.write(agg));
     result.last_loss = m.loss;
 
-    ema_step_s = ema_step_s == 0 ? m.step_ms * 1e-3 : 0.9 * ema_step_s + 0.1 * m.step_ms * 1e-3;
+    ema_step_s = ema_step_s == 0 ? agg.step_ms * 1e-3 : 0.9 * ema_step_s + 0.1 * agg.step_ms * 1e-3;
     char line[256];
-    std::snprintf(
-        line, sizeof line,
-        "[train] step %lld/%lld | loss %.4f%s | lr %.2e | %s tok/s | MFU %.1f%% | ETA %s",
-        (long long)step, (long long)total, m.loss,
-        m.val_loss >= 0 ? (" | val " + std::to_string(m.val_loss).substr(0, 6)).c_str() : "", m.lr,
-        format_si(m.tokens_per_s).c_str(), 100 * m.mfu,
-        format_duration(ema_step_s * double(total - step)).c_str());
+    std::snprintf(line, sizeof line,
+                  "[train] step %lld/%lld | loss %.4f%s | lr %.2e | %s tok/s | MFU %.1f%% | ETA %s",
+                  (long long)step, (long long)total, m.loss,
+                  m.val_loss >= 0 ? (" | val " + std::to_string(m.val_loss).substr(0, 6)).c_str()
+                                  : "",
+                  m.lr, format_si(agg.tokens_per_s).c_str(), 100 * agg.mfu,
+                  format_duration(ema_step_s * double(total - step)).c_str());
     console.progress(line, last || stop || m.val_loss >= 0 || step == first_step + 1);
     if (stop && !last) {
       console.finish_progress();
       result.stopped_early = true;
-      result.preempted = signals.pending() != 0;
+      result.preempted = !(topt.stop_at > 0 && step >= topt.stop_at);
       log(std::string("[train] ") + (result.preempted ? "signal received" : "--stop-at reached") +
-          ": checkpoint step " + std::to_string(step) +
-          " saved; continue with --resume --run-dir " + run);
+          ": checkpoint step " + std::to_string(step) + " saved; continue with --resume --run-dir " +
+          run);
       break;
     }
   }
   console.finish_progress();
   result.steps_done = step;
-  if (result.stopped_early) return result;
+  if (result.stopped_early || rank != 0) return result;
 
-  result.unigram_entropy = unigram_entropy(**val_shard, tok->vocab_size());
+  result.unigram_entropy = unigram_entropy(*setup.val_shard, tok.vocab_size());
   const double gap = 100.0 * (1.0 - result.val_loss / result.unigram_entropy);
   char buf[256];
   std::snprintf(buf, sizeof buf,
@@ -290,10 +400,10 @@ Result<TrainResult> train(const RunPlan& plan, const TrainOptions& topt, Console
     nn::Generator gen(model);
     Rng rng(cfg.train.seed, 0x5a3b1e);
     for (int i = 0; i < 3; ++i) {
-      auto ids = nn::generate(gen, {}, cfg.run.sample_tokens, tok->eos_id(), {0.8f, 40}, rng);
-      auto eos = std::find(ids.begin(), ids.end(), tok->eos_id());  // one document
+      auto ids = nn::generate(gen, {}, cfg.run.sample_tokens, tok.eos_id(), {0.8f, 40}, rng);
+      auto eos = std::find(ids.begin(), ids.end(), tok.eos_id());  // one document
       ids.erase(eos, ids.end());
-      log("[sample " + std::to_string(i + 1) + "] " + tok->decode(ids));
+      log("[sample " + std::to_string(i + 1) + "] " + tok.decode(ids));
     }
   }
   return result;

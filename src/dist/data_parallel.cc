@@ -1,0 +1,144 @@
+#include "dist/data_parallel.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/check.h"
+#include "core/clock.h"
+
+namespace crucible::dist {
+
+namespace {
+constexpr size_t kAlign = 16;  // floats: 64-byte aligned pieces
+}
+
+DataParallel::DataParallel(Comm& comm, nn::ParamRegistry& params, const DataParallelConfig& cfg)
+    : comm_(comm), params_(params), cfg_(cfg) {
+  const size_t target = std::max<size_t>(kAlign, size_t(cfg.bucket_mb * 1e6 / sizeof(float)));
+  const auto& specs = params.specs();
+  // Buckets end at parameter boundaries, built from the end of the buffer.
+  size_t end = params.numel();
+  for (size_t i = specs.size(); i-- > 0;) {
+    size_t begin = i == 0 ? 0 : specs[i].offset;
+    if (end - begin >= target || i == 0) {
+      Bucket b;
+      b.begin = begin;
+      b.end = end;
+      buckets_.push_back(std::move(b));
+      end = begin;
+    }
+  }
+  const int W = comm.size();
+  size_t scatter_total = 0;
+  for (Bucket& b : buckets_) {
+    size_t len = b.end - b.begin;
+    size_t piece = (len + size_t(W) - 1) / size_t(W);
+    piece = (piece + kAlign - 1) / kAlign * kAlign;
+    for (int r = 0; r < W; ++r) {
+      size_t lo = std::min(len, size_t(r) * piece), hi = std::min(len, lo + piece);
+      b.offsets.push_back(b.begin + lo);
+      b.counts.push_back(hi - lo);
+    }
+    scatter_off_.push_back(scatter_total);
+    scatter_total += b.counts[size_t(comm.rank())];
+  }
+  if (cfg.zero == 2)
+    scatter_ = Tensor::zeros(Shape{int64_t(std::max<size_t>(1, scatter_total))}, DType::f32,
+                             "dist.scatter");
+}
+
+std::vector<optim::Range> DataParallel::optimizer_shard() const {
+  if (cfg_.zero == 0) return {};
+  std::vector<optim::Range> shard;
+  const size_t r = size_t(comm_.rank());
+  for (const Bucket& b : buckets_)
+    if (b.counts[r] > 0) shard.push_back({b.offsets[r], b.offsets[r] + b.counts[r]});
+  std::sort(shard.begin(), shard.end(),
+            [](const optim::Range& x, const optim::Range& y) { return x.begin < y.begin; });
+  if (shard.empty()) shard.push_back({0, 0});  // a rank with nothing to update
+  return shard;
+}
+
+optim::AllSum DataParallel::norm_all_sum() {
+  if (cfg_.zero == 0) return nullptr;
+  return [this](double local) {
+    double v = local;
+    Status s = comm_.allreduce(&v, 1, ReduceOp::kSum);
+    CRUCIBLE_CHECK(s.is_ok(), "[dist] allreduce of the gradient norm");
+    return v;
+  };
+}
+
+void DataParallel::begin_reduction() {
+  for (Bucket& b : buckets_) b.started = false;
+}
+
+void DataParallel::start(Bucket& b) {
+  float* g = params_.grads();
+  if (cfg_.zero == 2) {
+    size_t i = size_t(&b - buckets_.data());
+    b.request = comm_.ireduce_scatter(g + b.begin, scatter_.f32() + scatter_off_[i], b.counts);
+  } else {
+    b.request = comm_.iallreduce(g + b.begin, b.end - b.begin, ReduceOp::kSum);
+  }
+  b.started = true;
+}
+
+void DataParallel::on_grads_ready(size_t ready_from) {
+  for (Bucket& b : buckets_) {
+    if (b.started) {
+      if (!b.request.done()) b.request.test();  // drives MPI progress
+    } else if (b.begin >= ready_from) {
+      start(b);
+    }
+  }
+}
+
+Result<double> DataParallel::finish_reduction() {
+  for (Bucket& b : buckets_)
+    if (!b.started) start(b);
+  Stopwatch sw;
+  for (Bucket& b : buckets_) CRUCIBLE_RETURN_IF_ERROR(b.request.wait());
+  double waited = sw.elapsed_s();
+  if (cfg_.zero == 2) {
+    const size_t r = size_t(comm_.rank());
+    for (size_t i = 0; i < buckets_.size(); ++i) {
+      const Bucket& b = buckets_[i];
+      std::memcpy(params_.grads() + b.offsets[r], scatter_.f32() + scatter_off_[i],
+                  b.counts[r] * sizeof(float));
+    }
+  }
+  return waited;
+}
+
+Result<double> DataParallel::gather_parameters() {
+  if (cfg_.zero == 0) return 0.0;
+  Stopwatch sw;
+  const size_t r = size_t(comm_.rank());
+  float* p = params_.values();
+  for (Bucket& b : buckets_) b.request = comm_.iallgather(p + b.offsets[r], p + b.begin, b.counts);
+  for (Bucket& b : buckets_) CRUCIBLE_RETURN_IF_ERROR(b.request.wait());
+  return sw.elapsed_s();
+}
+
+Status DataParallel::gather_moments(float* m_full, float* v_full) {
+  if (cfg_.zero == 0) return Status::ok();
+  const size_t r = size_t(comm_.rank());
+  for (float* buf : {m_full, v_full})
+    for (Bucket& b : buckets_)
+      CRUCIBLE_RETURN_IF_ERROR(comm_.allgather(buf + b.offsets[r], buf + b.begin, b.counts));
+  return Status::ok();
+}
+
+double DataParallel::comm_bytes_per_step() const {
+  const double W = comm_.size(), bytes = double(params_.numel()) * sizeof(float);
+  if (W <= 1) return 0;
+  const double share = (W - 1) / W;
+  switch (cfg_.zero) {
+    case 0: return 2 * share * bytes;   // ring allreduce
+    case 1: return 3 * share * bytes;   // allreduce + allgather
+    default: return 2 * share * bytes;  // reduce-scatter + allgather
+  }
+}
+
+}  // namespace crucible::dist

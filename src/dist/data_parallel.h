@@ -1,0 +1,88 @@
+// DataParallel: gradient synchronisation for data-parallel training over a
+// Comm, applied from outside the model (the model only reports, through
+// GPT::backward's hook, which gradients are final).
+//
+// Buckets. The flat gradient buffer is cut into buckets of ~bucket_mb, from
+// its end (backward finalises gradients from the end of the buffer towards 0,
+// see nn/gpt.h). During the last micro-batch's backward, each bucket's
+// reduction is started without blocking as soon as its gradients are final,
+// and polled between layers so MPI progresses while backward computes; the
+// step then waits only for what is still in flight ("exposed" communication).
+// Gradients are pre-scaled by 1/(world * accum) in the loss, so the sum over
+// ranks is the mean over the global batch.
+//
+// ZeRO. Each bucket is split into world pieces (64-byte aligned); rank r owns
+// piece r of every bucket. zero = 0: allreduce, every rank updates everything.
+// zero = 1: allreduce; the optimizer keeps state for its pieces only and
+// updates those parameters; the parameters are then all-gathered. zero = 2:
+// reduce-scatter instead of allreduce (each rank receives only its pieces'
+// summed gradients: half the traffic), then update and all-gather as in 1.
+// The gradient buffer itself stays whole: it accumulates micro-batches.
+//
+// Buffers are allocated once. Not thread-safe: the training thread owns it.
+#pragma once
+#include <cstddef>
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "dist/comm.h"
+#include "nn/params.h"
+#include "optim/adamw.h"
+
+namespace crucible::dist {
+
+struct DataParallelConfig {
+  double bucket_mb = 25;
+  int zero = 0;
+};
+
+class DataParallel {
+ public:
+  DataParallel(Comm& comm, nn::ParamRegistry& params, const DataParallelConfig& cfg);
+
+  // This rank's optimizer shard (every bucket's piece of this rank); empty
+  // (= everything) when zero == 0.
+  std::vector<optim::Range> optimizer_shard() const;
+  // Sum over ranks for the optimizer's clip norm (null when zero == 0: every
+  // rank then holds all reduced gradients).
+  optim::AllSum norm_all_sum();
+
+  // Call before the backward of the last micro-batch of a step; pass
+  // on_grads_ready to GPT::backward for that micro-batch.
+  void begin_reduction();
+  void on_grads_ready(size_t ready_from);
+  // Starts whatever has not started (e.g. backward without the hook), waits for
+  // every reduction; returns the seconds spent waiting.
+  Result<double> finish_reduction();
+  // After the optimizer step (zero >= 1): all-gathers the updated parameters.
+  // Returns the seconds it took (all of it is exposed).
+  Result<double> gather_parameters();
+  // Checkpoints: completes the full-layout moments (this rank has filled its
+  // pieces, e.g. with AdamW::export_moments) with every other rank's pieces.
+  Status gather_moments(float* m_full, float* v_full);
+
+  size_t num_buckets() const { return buckets_.size(); }
+  // Bytes this rank sends and receives per step for gradients and parameters,
+  // by the ring algorithms' count (for the "is it distributing" check).
+  double comm_bytes_per_step() const;
+
+ private:
+  struct Bucket {
+    size_t begin = 0, end = 0;    // element range of the flat buffers
+    std::vector<size_t> counts;   // piece sizes per rank
+    std::vector<size_t> offsets;  // piece offsets (absolute) per rank
+    bool started = false;
+    Request request;
+  };
+  void start(Bucket& b);
+
+  Comm& comm_;
+  nn::ParamRegistry& params_;
+  DataParallelConfig cfg_;
+  std::vector<Bucket> buckets_;  // in readiness order: the end of the buffer first
+  Tensor scatter_;               // zero 2: receive buffer for this rank's pieces
+  std::vector<size_t> scatter_off_;  // per bucket, offset into scatter_
+};
+
+}  // namespace crucible::dist

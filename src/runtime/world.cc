@@ -1,0 +1,74 @@
+#include "runtime/world.h"
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+namespace crucible::runtime {
+
+namespace {
+
+constexpr size_t kMessageBytes = 1024;
+
+Status broadcast_string(dist::Comm& comm, std::string& s) {
+  double len = double(s.size());
+  CRUCIBLE_RETURN_IF_ERROR(comm.broadcast(&len, sizeof len, 0));
+  s.resize(size_t(len));
+  return comm.broadcast(s.data(), s.size(), 0);
+}
+
+// The first key (section.name) whose value differs, with both values.
+std::string first_difference(const nlohmann::json& mine, const nlohmann::json& root) {
+  for (const auto& [sec, keys] : root.items())
+    for (const auto& [name, value] : keys.items()) {
+      const nlohmann::json* other =
+          mine.contains(sec) && mine[sec].contains(name) ? &mine[sec][name] : nullptr;
+      if (!other || *other != value)
+        return sec + "." + name + " = " + (other ? other->dump() : "(missing)") + ", rank 0 has " +
+               value.dump();
+    }
+  return "";
+}
+
+}  // namespace
+
+Status agree(dist::Comm& comm, const Status& local) {
+  if (comm.size() == 1) return local;
+  char mine[kMessageBytes] = {};
+  const int32_t code = int32_t(local.code());
+  std::memcpy(mine, &code, sizeof code);
+  std::strncpy(mine + sizeof code, local.message().c_str(), kMessageBytes - sizeof code - 1);
+  std::vector<char> all(kMessageBytes * size_t(comm.size()));
+  Status s = comm.allgather_bytes(mine, kMessageBytes, all.data());
+  if (!s.is_ok()) return s;
+  for (int r = 0; r < comm.size(); ++r) {
+    const char* entry = all.data() + size_t(r) * kMessageBytes;
+    int32_t c;
+    std::memcpy(&c, entry, sizeof c);
+    if (c == int32_t(Code::kOk)) continue;
+    std::string msg = comm.rank() != 0 ? "" : (r == 0 ? "" : "[rank " + std::to_string(r) + "] ") +
+                                                  std::string(entry + sizeof c);
+    return Status::error(Code(c), msg);
+  }
+  return Status::ok();
+}
+
+Status agree_on_config(dist::Comm& comm, Config& cfg, std::string& run_dir) {
+  if (comm.size() == 1) return Status::ok();
+  std::string dir = run_dir;
+  CRUCIBLE_RETURN_IF_ERROR(broadcast_string(comm, dir));
+  run_dir = dir;
+  cfg.run.dir = dir;
+  const nlohmann::json mine = to_json(cfg);
+  std::string root = mine.dump();
+  CRUCIBLE_RETURN_IF_ERROR(broadcast_string(comm, root));
+  Status local;
+  if (root != mine.dump()) {
+    local = Status::invalid("[dist] rank " + std::to_string(comm.rank()) +
+                            "'s config differs from rank 0's: " +
+                            first_difference(mine, nlohmann::json::parse(root)));
+  }
+  return agree(comm, local);
+}
+
+}  // namespace crucible::runtime

@@ -1,0 +1,23 @@
+// Agreement between the ranks of a data-parallel job, at the points where a
+// rank can fail on its own (config, data, checkpoint load and save). Every
+// rank calls these at the same points. A failure on any rank becomes the same
+// failure on every rank, so no rank is left waiting in a collective: rank 0
+// returns the first failing rank's message (prefixed with its rank), the other
+// ranks return the same code with an empty message (main prints nothing), so
+// the user reads one line.
+#pragma once
+#include "core/status.h"
+#include "dist/comm.h"
+#include "runtime/config.h"
+
+namespace crucible::runtime {
+
+Status agree(dist::Comm& comm, const Status& local);
+
+// Makes every rank use rank 0's run directory (each rank resolved its own
+// default, e.g. a timestamp), then refuses to start when any rank's resolved
+// config differs from rank 0's, naming the first differing key on that rank:
+// "[dist] rank 1's config differs from rank 0's: train.seed = 5, rank 0 has 7".
+Status agree_on_config(dist::Comm& comm, Config& cfg, std::string& run_dir);
+
+}  // namespace crucible::runtime
