@@ -64,6 +64,7 @@ std::vector<Field> fields(Config& c) {
       {"dist.bucket_mb", &c.dist.bucket_mb},
       {"dist.zero", &c.dist.zero},
       {"dist.reproducible", &c.dist.reproducible},
+      {"dist.overlap", &c.dist.overlap},
       {"fault.inject", &c.fault.inject},
   };
 }

@@ -65,6 +65,7 @@ struct DistConfig {
   double bucket_mb = 25;      // gradient bucket size for the overlapped allreduce
   int zero = 0;               // 0: replicated optimizer; 1: sharded state; 2: + sharded gradients
   bool reproducible = false;  // bit-identical weights for any world size (docs/training.md)
+  bool overlap = true;        // start bucket reductions during backward (false: after it)
 };
 
 struct FaultConfig {

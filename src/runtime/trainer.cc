@@ -20,6 +20,7 @@
 #include "data/dataset.h"
 #include "dist/comm.h"
 #include "dist/data_parallel.h"
+#include "dist/tree_reduce.h"
 #include "data/loader.h"
 #include "data/shard.h"
 #include "data/tokenizer.h"
@@ -179,7 +180,15 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   nn::GPT model(cfg.model);
   model.init_weights(cfg.train.seed);  // identical on every rank: same seed, same streams
   std::unique_ptr<dist::DataParallel> dp;
-  if (W > 1)
+  std::unique_ptr<dist::TreeReducer> tree;
+  if (cfg.dist.reproducible) {
+    auto pow2 = [](int x) { return x > 0 && (x & (x - 1)) == 0; };
+    if (!pow2(W) || !pow2(accum))
+      return Status::invalid("[config] dist.reproducible: needs a power-of-two number of ranks (" +
+                             std::to_string(W) + ") and train.grad_accum (" +
+                             std::to_string(accum) + ")");
+    tree = std::make_unique<dist::TreeReducer>(comm, model.params(), accum);
+  } else if (W > 1)
     dp = std::make_unique<dist::DataParallel>(
         comm, model.params(), dist::DataParallelConfig{cfg.dist.bucket_mb, cfg.dist.zero});
   optim::AdamWConfig acfg{float(cfg.optim.lr),           float(cfg.optim.beta1),
@@ -291,23 +300,34 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
                               float(cfg.optim.min_lr_ratio));
     Stopwatch step_clock;
     double loss_sum = 0;
+    const data::LoaderState step_start = (*loader)->state();
     for (int micro = 0; micro < accum; ++micro) {
+      if (tree) {  // the reproducible tree visits micro-batches in bit-reversed order
+        data::LoaderState at = step_start;
+        at.micro = uint64_t(dist::bit_reversed(micro, accum));
+        CRUCIBLE_CHECK((*loader)->restore(at).is_ok(), "[train] loader position in the step");
+      }
       m.data_wait_ms += 1e3 * (*loader)->next(tokens.data(), targets.data());
       int64_t t0 = now_ns();
       arena.reset();
       loss_sum += model.forward(arena, tokens.data(), targets.data(), B, T, grad_scale);
       int64_t t1 = now_ns();
       const bool last = micro == accum - 1;
-      if (dp && last) {
+      if (dp && last && cfg.dist.overlap) {
         dp->begin_reduction();
         model.backward(arena, [&](size_t from) { dp->on_grads_ready(from); });
       } else {
         model.backward(arena);
       }
+      if (tree) tree->add_quantum();
       m.forward_ms += (t1 - t0) * 1e-6;
       m.backward_ms += (now_ns() - t1) * 1e-6;
     }
-    if (dp) {
+    if (tree) {
+      auto waited = tree->finish();
+      if (!waited) return waited.status();
+      m.comm_ms += *waited * 1e3;
+    } else if (dp) {
       auto waited = dp->finish_reduction();
       if (!waited) return waited.status();
       m.comm_ms += *waited * 1e3;
