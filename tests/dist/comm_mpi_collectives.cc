@@ -98,7 +98,9 @@ TEST(MpiComm, WorldIsMpiWithDistinctRanks) {
   EXPECT_TRUE(launched_by_mpi());
   EXPECT_EQ(comm()->backend(), "mpi");
   ASSERT_GE(size(), 2);
-  if (const char* n = std::getenv("OMPI_COMM_WORLD_SIZE")) EXPECT_EQ(size(), std::atoi(n));
+  if (const char* n = std::getenv("OMPI_COMM_WORLD_SIZE")) {
+    EXPECT_EQ(size(), std::atoi(n));
+  }
   auto again = world();
   ASSERT_TRUE(again.is_ok());
   EXPECT_EQ(*again, comm());
