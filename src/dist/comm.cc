@@ -97,14 +97,16 @@ Result<PieceLayout> check_pieces(const char* op, const float* full, const float*
   if (l.count > 0 && piece == nullptr)
     return Status::invalid(std::string("[dist] ") + op + ": null buffer for this rank's " +
                            std::to_string(l.count) + " floats");
-  if (l.count > 0) {
-    // Unrelated pointers are compared as integers; only exact aliasing of this
-    // rank's piece is meaningful (MPI_IN_PLACE), any other overlap is a bug.
-    uintptr_t f0 = reinterpret_cast<uintptr_t>(full), f1 = f0 + l.total * sizeof(float);
-    uintptr_t p0 = reinterpret_cast<uintptr_t>(piece), p1 = p0 + l.count * sizeof(float);
-    if (p0 == f0 + l.offset * sizeof(float)) {
-      l.in_place = true;
-    } else if (p0 < f1 && f0 < p1) {
+  // Unrelated pointers are compared as integers; only exact aliasing of this
+  // rank's piece is meaningful (MPI_IN_PLACE), any other overlap is a bug. A
+  // rank with an empty piece is in place when it passes the aliasing pointer,
+  // so that every rank of an in-place call says MPI_IN_PLACE (MPI asks that).
+  uintptr_t f0 = reinterpret_cast<uintptr_t>(full), f1 = f0 + l.total * sizeof(float);
+  uintptr_t p0 = reinterpret_cast<uintptr_t>(piece), p1 = p0 + l.count * sizeof(float);
+  if (full != nullptr && p0 == f0 + l.offset * sizeof(float)) {
+    l.in_place = true;
+  } else if (l.count > 0) {
+    if (p0 < f1 && f0 < p1) {
       return Status::invalid(std::string("[dist] ") + op +
                              ": buffers overlap other than in place (this rank's piece must "
                              "alias the full buffer at offset " +
@@ -116,9 +118,8 @@ Result<PieceLayout> check_pieces(const char* op, const float* full, const float*
 
 Status check_peer(const char* op, const char* role, int peer, int size) {
   if (peer < 0 || peer >= size)
-    return Status::invalid(std::string("[dist] ") + op + ": " + role + " " +
-                           std::to_string(peer) + " is not a rank of a world of " +
-                           std::to_string(size));
+    return Status::invalid(std::string("[dist] ") + op + ": " + role + " " + std::to_string(peer) +
+                           " is not a rank of a world of " + std::to_string(size));
   return Status::ok();
 }
 

@@ -20,14 +20,21 @@
 // non-blocking reduce_scatter/allgather whose counts exceed max_count_per_call()
 // (2^30 - 1 elements, 4 GiB of floats) return an error (use the blocking call).
 //
-// Memory (MPI backend): right after MPI_Init the process's glibc malloc is set
-// to serve allocations up to 32 MiB from the heap (M_MMAP_THRESHOLD, the most
-// mallopt accepts) and to keep freed heap memory (M_TRIM_THRESHOLD). Without it
-// Open MPI's per-call temporaries are fresh mmaps, page-faulted on every call
-// (~14 us per 4 KiB page on these VMs): a 128 MiB allreduce ran at 0.26 GB/s
-// instead of ~4.7 GB/s. Data-parallel buckets (25 MB) stay under the threshold.
-// CRUCIBLE_MPI_MALLOPT=0 in the environment skips it (for measuring only).
-// See docs/architecture.md, "dist: Open MPI and malloc".
+// Memory (MPI backend): Open MPI mallocs per-call temporaries as large as the
+// message (a 40 MiB allreduce at 2 ranks: 40 MiB per call), and glibc serves
+// allocations above its mmap threshold (at most 32 MiB) with fresh mmaps that
+// are page-faulted on every call (~14 us per 4 KiB page on these VMs). Hence:
+// - right after MPI_Init, mallopt pins M_MMAP_THRESHOLD at 32 MiB (the most it
+//   accepts) and M_TRIM_THRESHOLD at 256 MiB, so temporaries up to 32 MiB are
+//   reused from the heap from the first call on (glibc's dynamic threshold gets
+//   there only after a first call of each size). CRUCIBLE_MPI_MALLOPT=0 in the
+//   environment skips it (for measuring only);
+// - allreduce/iallreduce go in equal segments of at most 24 MiB, so their
+//   temporaries stay under the threshold for any buffer size (measured at 128
+//   MiB, 2 ranks: no page faults instead of 16386 per call, 1.7-2x busbw).
+// reduce_scatter/allgather are not segmented: keep their buffers (data-parallel
+// buckets, 25 MB by default) under 32 MiB. docs/architecture.md, "dist: Open
+// MPI and malloc".
 //
 // Thread-safety: thread-compatible. One thread per process calls the Comm and
 // its Requests (MPI is initialised with MPI_THREAD_FUNNELED); other threads
@@ -97,17 +104,17 @@ class Comm {
   // sum over ranks of this rank's piece. Uneven counts are allowed, zero too.
   // In place: recv == send + (offset of this rank's piece); the rest of the send
   // buffer is then scratch (its contents afterwards are unspecified). Any other
-  // overlap of send and recv is an error.
+  // overlap of send and recv is an error. MPI wants an in-place call in place on
+  // every rank: pass the aliasing pointer on ranks whose count is 0 too.
   virtual Status reduce_scatter(const float* send, float* recv,
                                 const std::vector<size_t>& counts) = 0;
   virtual Request ireduce_scatter(const float* send, float* recv,
                                   const std::vector<size_t>& counts) = 0;
   // Each rank contributes counts[rank] floats from send; recv (sum(counts)
   // floats) receives every piece in rank order. In place: send == recv +
-  // (offset of this rank's piece).
+  // (offset of this rank's piece), on every rank (as for reduce_scatter).
   virtual Status allgather(const float* send, float* recv, const std::vector<size_t>& counts) = 0;
-  virtual Request iallgather(const float* send, float* recv,
-                             const std::vector<size_t>& counts) = 0;
+  virtual Request iallgather(const float* send, float* recv, const std::vector<size_t>& counts) = 0;
 
   // ---- small buffers (norms, timings, config agreement) ----
   virtual Status allreduce(double* data, size_t n, ReduceOp op = ReduceOp::kSum) = 0;
@@ -160,10 +167,10 @@ size_t set_max_count_per_call_for_testing(size_t n);
 // Where a rank's piece lies in the full buffer of a reduce_scatter (full =
 // send, piece = recv) or an allgather (full = recv, piece = send).
 struct PieceLayout {
-  size_t offset = 0;  // of this rank's piece in the full buffer, in floats
-  size_t count = 0;   // counts[rank]
-  size_t total = 0;   // sum(counts)
-  bool in_place = false;  // piece == full + offset (and count > 0)
+  size_t offset = 0;      // of this rank's piece in the full buffer, in floats
+  size_t count = 0;       // counts[rank]
+  size_t total = 0;       // sum(counts)
+  bool in_place = false;  // piece == full + offset
 };
 // The argument checks both backends share ("[dist] <op>: ..." errors).
 Result<PieceLayout> check_pieces(const char* op, const float* full, const float* piece,

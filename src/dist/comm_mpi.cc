@@ -55,9 +55,10 @@ struct ErrorContext {
         }
     }
     return Status::error(Code::kUnavailable,
-                         std::string("[dist] ") + op + ": " + call + " failed (" + short_path(file) +
-                             ":" + std::to_string(line) + ", rank " + std::to_string(rank) +
-                             " of " + std::to_string(size) + "): " + mpi_error_string(rc));
+                         std::string("[dist] ") + op + ": " + call + " failed (" +
+                             short_path(file) + ":" + std::to_string(line) + ", rank " +
+                             std::to_string(rank) + " of " + std::to_string(size) +
+                             "): " + mpi_error_string(rc));
   }
 };
 
@@ -66,9 +67,12 @@ struct ErrorContext {
 
 MPI_Op to_mpi(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return MPI_SUM;
-    case ReduceOp::kMax: return MPI_MAX;
-    case ReduceOp::kMin: return MPI_MIN;
+    case ReduceOp::kSum:
+      return MPI_SUM;
+    case ReduceOp::kMax:
+      return MPI_MAX;
+    case ReduceOp::kMin:
+      return MPI_MIN;
   }
   return MPI_SUM;
 }
@@ -104,6 +108,13 @@ class MpiRequest final : public Request::Impl {
   ErrorContext err_;
   const char* op_;
 };
+
+// Open MPI allocates temporaries as large as the message (measured: a 40 MiB
+// allreduce at 2 ranks mallocs 40 MiB per call); above glibc's mmap threshold
+// (at most 32 MiB) they are fresh mmaps, page-faulted on every call. Allreduce
+// therefore goes in equal segments of at most 24 MiB (a 25 MB data-parallel
+// bucket is one), whose temporaries the heap reuses.
+constexpr size_t kAllreduceSegmentBytes = size_t{24} << 20;
 
 // glibc serves allocations above M_MMAP_THRESHOLD with fresh mmaps and returns
 // them on free; Open MPI allocates its collective temporaries per call, so
@@ -145,8 +156,7 @@ class MpiComm final : public Comm {
     return allreduce_chunked(data, n, MPI_DOUBLE, op);
   }
   Request iallreduce(float* data, size_t n, ReduceOp op) override;
-  Status reduce_scatter(const float* send, float* recv,
-                        const std::vector<size_t>& counts) override;
+  Status reduce_scatter(const float* send, float* recv, const std::vector<size_t>& counts) override;
   Request ireduce_scatter(const float* send, float* recv,
                           const std::vector<size_t>& counts) override;
   Status allgather(const float* send, float* recv, const std::vector<size_t>& counts) override;
@@ -171,6 +181,13 @@ class MpiComm final : public Comm {
   MpiComm(MPI_Comm comm, bool owns_mpi, int rank, int size)
       : comm_(comm), owns_mpi_(owns_mpi), err_{rank, size} {}
   Status allreduce_chunked(void* data, size_t n, MPI_Datatype type, ReduceOp op);
+  // Elements per MPI call for an allreduce of n: segments of equal size (no
+  // small tail) within kAllreduceSegmentBytes and the per-call limit.
+  static size_t allreduce_segment(size_t n, size_t type_size) {
+    const size_t max = std::min(max_count_per_call(), kAllreduceSegmentBytes / type_size);
+    const size_t segments = (n + max - 1) / max;
+    return segments == 0 ? max : (n + segments - 1) / segments;
+  }
   Status check_tag(const char* op, int tag) const;
   // Chunk lengths of a point-to-point message: at least one (a zero-byte
   // message still pairs a send with its recv).
@@ -199,9 +216,9 @@ Result<std::unique_ptr<Comm>> MpiComm::create() {
     }
     owns = true;
     if (provided < MPI_THREAD_FUNNELED)
-      return Status::error(Code::kUnavailable,
-                           "[dist] init: MPI provides thread level " + std::to_string(provided) +
-                               ", crucible needs MPI_THREAD_FUNNELED");
+      return Status::error(Code::kUnavailable, "[dist] init: MPI provides thread level " +
+                                                   std::to_string(provided) +
+                                                   ", crucible needs MPI_THREAD_FUNNELED");
   }
   ErrorContext& err_ = boot;  // for CRUCIBLE_MPI
   CRUCIBLE_MPI("init", MPI_Comm_set_errhandler, MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -226,11 +243,11 @@ Status MpiComm::allreduce_chunked(void* data, size_t n, MPI_Datatype type, Reduc
   CRUCIBLE_RETURN_IF_ERROR(detail::check_buffer("allreduce", data, n));
   int type_size = 0;
   CRUCIBLE_MPI("allreduce", MPI_Type_size, type, &type_size);
-  const size_t max = max_count_per_call();
+  const size_t max = allreduce_segment(n, type_size);
   for (size_t i = 0; i < n; i += max) {
     int c = static_cast<int>(std::min(max, n - i));
-    CRUCIBLE_MPI("allreduce", MPI_Allreduce, MPI_IN_PLACE,
-                 static_cast<char*>(data) + i * type_size, c, type, to_mpi(op), comm_);
+    CRUCIBLE_MPI("allreduce", MPI_Allreduce, MPI_IN_PLACE, static_cast<char*>(data) + i * type_size,
+                 c, type, to_mpi(op), comm_);
   }
   return Status::ok();
 }
@@ -240,7 +257,7 @@ Request MpiComm::iallreduce(float* data, size_t n, ReduceOp op) {
   if (!s.is_ok()) return Request::finished(s);
   if (n == 0) return Request();
   auto req = std::make_unique<MpiRequest>(err_, "iallreduce");
-  const size_t max = max_count_per_call();
+  const size_t max = allreduce_segment(n, sizeof(float));
   for (size_t i = 0; i < n; i += max) {
     int c = static_cast<int>(std::min(max, n - i));
     MPI_Request r;
@@ -267,12 +284,12 @@ Status MpiComm::reduce_scatter(const float* send, float* recv, const std::vector
       // MPI_IN_PLACE takes the input from recvbuf (all sum(counts) floats) and
       // leaves this rank's result at its start.
       float* base = recv - l->offset;
-      CRUCIBLE_MPI("reduce_scatter", MPI_Reduce_scatter, MPI_IN_PLACE, base, rc.data(),
-                   MPI_FLOAT, MPI_SUM, comm_);
+      CRUCIBLE_MPI("reduce_scatter", MPI_Reduce_scatter, MPI_IN_PLACE, base, rc.data(), MPI_FLOAT,
+                   MPI_SUM, comm_);
       if (l->offset > 0 && l->count > 0) std::memmove(recv, base, l->count * sizeof(float));
     } else {
-      CRUCIBLE_MPI("reduce_scatter", MPI_Reduce_scatter, send, recv, rc.data(), MPI_FLOAT,
-                   MPI_SUM, comm_);
+      CRUCIBLE_MPI("reduce_scatter", MPI_Reduce_scatter, send, recv, rc.data(), MPI_FLOAT, MPI_SUM,
+                   comm_);
     }
     return Status::ok();
   }
@@ -285,11 +302,11 @@ Status MpiComm::reduce_scatter(const float* send, float* recv, const std::vector
         CRUCIBLE_MPI("reduce_scatter", MPI_Reduce, send + off + i, nullptr, c, MPI_FLOAT, MPI_SUM,
                      r, comm_);
       } else if (l->in_place) {
-        CRUCIBLE_MPI("reduce_scatter", MPI_Reduce, MPI_IN_PLACE, recv + i, c, MPI_FLOAT, MPI_SUM,
-                     r, comm_);
+        CRUCIBLE_MPI("reduce_scatter", MPI_Reduce, MPI_IN_PLACE, recv + i, c, MPI_FLOAT, MPI_SUM, r,
+                     comm_);
       } else {
-        CRUCIBLE_MPI("reduce_scatter", MPI_Reduce, send + off + i, recv + i, c, MPI_FLOAT,
-                     MPI_SUM, r, comm_);
+        CRUCIBLE_MPI("reduce_scatter", MPI_Reduce, send + off + i, recv + i, c, MPI_FLOAT, MPI_SUM,
+                     r, comm_);
       }
     }
     off += counts[r];
@@ -313,8 +330,7 @@ Request MpiComm::ireduce_scatter(const float* send, float* recv,
   int rc;
   if (l->in_place) {
     float* base = recv - l->offset;
-    rc = MPI_Ireduce_scatter(MPI_IN_PLACE, base, req->counts.data(), MPI_FLOAT, MPI_SUM, comm_,
-                             &r);
+    rc = MPI_Ireduce_scatter(MPI_IN_PLACE, base, req->counts.data(), MPI_FLOAT, MPI_SUM, comm_, &r);
     size_t n = l->count;
     if (l->offset > 0 && n > 0)
       req->on_success = [recv, base, n] { std::memmove(recv, base, n * sizeof(float)); };
@@ -342,8 +358,7 @@ Status MpiComm::allgather(const float* send, float* recv, const std::vector<size
     return Status::ok();
   }
   // Beyond int counts/displacements: each rank broadcasts its piece in chunks.
-  if (!l->in_place && l->count > 0)
-    std::memcpy(recv + l->offset, send, l->count * sizeof(float));
+  if (!l->in_place && l->count > 0) std::memcpy(recv + l->offset, send, l->count * sizeof(float));
   size_t off = 0;
   for (int r = 0; r < size(); ++r) {
     for (size_t i = 0; i < counts[r]; i += max) {
@@ -360,19 +375,18 @@ Request MpiComm::iallgather(const float* send, float* recv, const std::vector<si
   if (!l) return Request::finished(l.status());
   if (l->total == 0) return Request();
   if (l->total > max_count_per_call())
-    return Request::finished(Status::invalid(
-        "[dist] iallgather: " + std::to_string(l->total) +
-        " floats exceed the per-call limit of MPI's int counts (" +
-        std::to_string(max_count_per_call()) + "); use the blocking allgather"));
+    return Request::finished(
+        Status::invalid("[dist] iallgather: " + std::to_string(l->total) +
+                        " floats exceed the per-call limit of MPI's int counts (" +
+                        std::to_string(max_count_per_call()) + "); use the blocking allgather"));
   auto req = std::make_unique<MpiRequest>(err_, "iallgather");
   req->counts.assign(counts.begin(), counts.end());
   req->displs.assign(counts.size(), 0);
   for (size_t r = 1; r < counts.size(); ++r)
     req->displs[r] = req->displs[r - 1] + req->counts[r - 1];
   MPI_Request r;
-  int rc = MPI_Iallgatherv(l->in_place ? MPI_IN_PLACE : send, static_cast<int>(l->count),
-                           MPI_FLOAT, recv, req->counts.data(), req->displs.data(), MPI_FLOAT,
-                           comm_, &r);
+  int rc = MPI_Iallgatherv(l->in_place ? MPI_IN_PLACE : send, static_cast<int>(l->count), MPI_FLOAT,
+                           recv, req->counts.data(), req->displs.data(), MPI_FLOAT, comm_, &r);
   if (rc != MPI_SUCCESS)
     return Request::finished(err_.check(rc, "iallgather", "MPI_Iallgatherv", __FILE__, __LINE__));
   req->reqs.push_back(r);
@@ -413,7 +427,8 @@ Status MpiComm::check_tag(const char* op, int tag) const {
 std::vector<int> MpiComm::message_chunks(size_t bytes) const {
   const size_t max = max_count_per_call();
   std::vector<int> chunks;
-  for (size_t i = 0; i < bytes; i += max) chunks.push_back(static_cast<int>(std::min(max, bytes - i)));
+  for (size_t i = 0; i < bytes; i += max)
+    chunks.push_back(static_cast<int>(std::min(max, bytes - i)));
   if (chunks.empty()) chunks.push_back(0);
   return chunks;
 }
@@ -498,8 +513,9 @@ Status MpiComm::sendrecv(const void* send, size_t send_bytes, int dest, void* re
     return posted;
   }
   std::vector<MPI_Status> st(reqs.size());
-  CRUCIBLE_RETURN_IF_ERROR(err_.check(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), st.data()),
-                                      "sendrecv", "MPI_Waitall", __FILE__, __LINE__, &st));
+  CRUCIBLE_RETURN_IF_ERROR(
+      err_.check(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), st.data()), "sendrecv",
+                 "MPI_Waitall", __FILE__, __LINE__, &st));
   for (size_t i = 0; i < rchunks.size(); ++i)
     CRUCIBLE_RETURN_IF_ERROR(check_received("sendrecv", st[i], rchunks[i]));
   return Status::ok();

@@ -71,6 +71,7 @@ optim::AllSum DataParallel::norm_all_sum() {
 
 void DataParallel::begin_reduction() {
   for (Bucket& b : buckets_) b.started = false;
+  held_ns_ = 0;
 }
 
 void DataParallel::start(Bucket& b) {
@@ -85,6 +86,7 @@ void DataParallel::start(Bucket& b) {
 }
 
 void DataParallel::on_grads_ready(size_t ready_from) {
+  const int64_t t0 = now_ns();
   for (Bucket& b : buckets_) {
     if (b.started) {
       if (!b.request.done()) b.request.test();  // drives MPI progress
@@ -92,14 +94,16 @@ void DataParallel::on_grads_ready(size_t ready_from) {
       start(b);
     }
   }
+  held_ns_ += now_ns() - t0;
 }
 
 Result<double> DataParallel::finish_reduction() {
+  Stopwatch sw;
   for (Bucket& b : buckets_)
     if (!b.started) start(b);
-  Stopwatch sw;
   for (Bucket& b : buckets_) CRUCIBLE_RETURN_IF_ERROR(b.request.wait());
-  double waited = sw.elapsed_s();
+  double waited = sw.elapsed_s() + held_ns_ * 1e-9;
+  held_ns_ = 0;
   if (cfg_.zero == 2) {
     const size_t r = size_t(comm_.rank());
     for (size_t i = 0; i < buckets_.size(); ++i) {

@@ -53,8 +53,14 @@ class DataParallel {
   void begin_reduction();
   void on_grads_ready(size_t ready_from);
   // Starts whatever has not started (e.g. backward without the hook), waits for
-  // every reduction; returns the seconds spent waiting.
+  // every reduction; returns the seconds this step's reduction held the
+  // training thread: inside the collectives' start and poll calls during
+  // backward (MPI may do much of a shared-memory reduction right there) and
+  // in the final wait — the communication that was *not* hidden.
   Result<double> finish_reduction();
+  // Of this step's reduction so far: the seconds spent inside communication
+  // calls made from the backward hook (part of finish_reduction()'s figure).
+  double seconds_in_backward() const { return held_ns_ * 1e-9; }
   // After the optimizer step (zero >= 1): all-gathers the updated parameters.
   // Returns the seconds it took (all of it is exposed).
   Result<double> gather_parameters();
@@ -82,6 +88,7 @@ class DataParallel {
   DataParallelConfig cfg_;
   std::vector<Bucket> buckets_;  // in readiness order: the end of the buffer first
   Tensor scatter_;               // zero 2: receive buffer for this rank's pieces
+  int64_t held_ns_ = 0;          // time inside communication calls this step
   std::vector<size_t> scatter_off_;  // per bucket, offset into scatter_
 };
 

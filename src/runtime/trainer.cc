@@ -328,6 +328,9 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
       if (!waited) return waited.status();
       m.comm_ms += *waited * 1e3;
     } else if (dp) {
+      if (!cfg.dist.overlap) dp->begin_reduction();
+      // Time inside communication calls during backward is communication.
+      m.backward_ms -= std::min(m.backward_ms, dp->seconds_in_backward() * 1e3);
       auto waited = dp->finish_reduction();
       if (!waited) return waited.status();
       m.comm_ms += *waited * 1e3;

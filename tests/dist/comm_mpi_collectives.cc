@@ -140,8 +140,8 @@ TEST(MpiComm, ManyIallreducesInFlightWaitedInReverse) {
   std::vector<Request> reqs;
   for (size_t k = 0; k < sizes.size(); ++k) {
     bufs.push_back(rank_data(rank(), sizes[k], 100 + k));
-    reqs.push_back(comm()->iallreduce(bufs[k].data(), sizes[k],
-                                      k == 0 ? ReduceOp::kMax : ReduceOp::kSum));
+    reqs.push_back(
+        comm()->iallreduce(bufs[k].data(), sizes[k], k == 0 ? ReduceOp::kMax : ReduceOp::kSum));
   }
   for (Request& r : reqs) (void)r.test();  // drives progress; may or may not finish
   for (size_t k = sizes.size(); k-- > 0;) {
@@ -293,7 +293,8 @@ TEST(MpiComm, SendRecvAndSendrecvRing) {
         ASSERT_TRUE(comm()->send(out.data(), out_bytes, next, 5).is_ok());
       }
     } else {
-      ASSERT_TRUE(comm()->sendrecv(out.data(), out_bytes, next, in.data(), in_bytes, prev, 6).is_ok());
+      ASSERT_TRUE(
+          comm()->sendrecv(out.data(), out_bytes, next, in.data(), in_bytes, prev, 6).is_ok());
     }
     EXPECT_TRUE(in == rank_data(prev, len(prev), 50 + round)) << "round " << round;
   }
@@ -439,8 +440,7 @@ TEST(MpiComm, ArgumentErrorsAreReportedWithoutCommunicating) {
   EXPECT_EQ(comm()->send(x.data(), 4, 0, -3).code(), Code::kInvalidArgument);
   std::vector<size_t> counts(size(), 2);  // overlapping, but not in place
   std::vector<float> full(2 * size());
-  EXPECT_EQ(comm()->allgather(full.data() + 1, full.data(), counts).code(),
-            Code::kInvalidArgument);
+  EXPECT_EQ(comm()->allgather(full.data() + 1, full.data(), counts).code(), Code::kInvalidArgument);
   ASSERT_TRUE(comm()->barrier().is_ok());
 }
 

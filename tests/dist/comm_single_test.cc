@@ -112,7 +112,8 @@ TEST(SingleCommDeathTest, AbortExitsWithTheCode) {
 // A backend request that finishes after a number of test() calls.
 class CountdownImpl : public Request::Impl {
  public:
-  CountdownImpl(int polls, Status outcome, int* waits) : polls_(polls), outcome_(outcome), waits_(waits) {}
+  CountdownImpl(int polls, Status outcome, int* waits)
+      : polls_(polls), outcome_(outcome), waits_(waits) {}
   bool test(Status* s) override {
     if (--polls_ > 0) return false;
     *s = outcome_;
@@ -184,9 +185,9 @@ class ScopedEnv {
         unsetenv(name);
     }
   }
-  static constexpr const char* kNames[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK",
-                                           "SLURM_PROCID", "SLURM_NTASKS",
-                                           "SLURM_STEP_NUM_TASKS"};
+  static constexpr const char* kNames[] = {
+      "OMPI_COMM_WORLD_SIZE", "PMIX_RANK",    "PMI_RANK",
+      "SLURM_PROCID",         "SLURM_NTASKS", "SLURM_STEP_NUM_TASKS"};
 
  private:
   std::map<std::string, std::string> saved_;
