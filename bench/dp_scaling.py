@@ -53,6 +53,8 @@ def main():
     ap.add_argument("--cores", type=int, default=os.cpu_count())
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--zero", type=int, default=0)
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="extra config override for the multi-rank runs (e.g. dist.reproducible=true)")
     ap.add_argument("--binary", default=os.path.join(ROOT, "build", "crucible"))
     ap.add_argument("--workdir", default=None, help="keeps the runs and the dataset cache")
     ap.add_argument("--json", action="store_true")
@@ -62,9 +64,9 @@ def main():
     per_rank = max(1, a.cores // a.ranks)
     single = run(a.binary, workdir, "single", 1, a.cores, batch, a.steps, model)
     dist_on = run(a.binary, workdir, "overlap", a.ranks, per_rank, batch, a.steps,
-                  model + [f"dist.zero={a.zero}", "dist.overlap=true"])
+                  model + [f"dist.zero={a.zero}", "dist.overlap=true"] + a.set)
     dist_off = run(a.binary, workdir, "no_overlap", a.ranks, per_rank, batch, a.steps,
-                   model + [f"dist.zero={a.zero}", "dist.overlap=false"])
+                   model + [f"dist.zero={a.zero}", "dist.overlap=false"] + a.set)
     result = {
         "workload": a.workload, "ranks": a.ranks, "cores": a.cores, "zero": a.zero,
         "single": single, "overlap": dist_on, "no_overlap": dist_off,
