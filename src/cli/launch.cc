@@ -15,8 +15,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -47,7 +47,7 @@ std::string self_path() {
   if (o.command.empty())
     throw ExitError(2, "[launch] nothing to run: crucible launch -n N -- train [CONFIG] ...");
   const bool slurm = std::getenv("SLURM_JOB_ID") != nullptr;
-  const int threads = o.threads > 0 ? o.threads
+  const int threads = o.threads > 0        ? o.threads
                       : o.hostfile.empty() ? std::max(1, hardware_threads() / o.ranks)
                                            : 0;
   std::vector<std::string> argv;

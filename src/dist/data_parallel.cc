@@ -139,9 +139,12 @@ double DataParallel::comm_bytes_per_step() const {
   if (W <= 1) return 0;
   const double share = (W - 1) / W;
   switch (cfg_.zero) {
-    case 0: return 2 * share * bytes;   // ring allreduce
-    case 1: return 3 * share * bytes;   // allreduce + allgather
-    default: return 2 * share * bytes;  // reduce-scatter + allgather
+    case 0:
+      return 2 * share * bytes;  // ring allreduce
+    case 1:
+      return 3 * share * bytes;  // allreduce + allgather
+    default:
+      return 2 * share * bytes;  // reduce-scatter + allgather
   }
 }
 

@@ -86,9 +86,9 @@ class DataParallel {
   Comm& comm_;
   nn::ParamRegistry& params_;
   DataParallelConfig cfg_;
-  std::vector<Bucket> buckets_;  // in readiness order: the end of the buffer first
-  Tensor scatter_;               // zero 2: receive buffer for this rank's pieces
-  int64_t held_ns_ = 0;          // time inside communication calls this step
+  std::vector<Bucket> buckets_;      // in readiness order: the end of the buffer first
+  Tensor scatter_;                   // zero 2: receive buffer for this rank's pieces
+  int64_t held_ns_ = 0;              // time inside communication calls this step
   std::vector<size_t> scatter_off_;  // per bucket, offset into scatter_
 };
 

@@ -50,7 +50,7 @@ class TreeReducer {
   Comm& comm_;
   nn::ParamRegistry& params_;
   int accum_;
-  std::vector<Tensor> buffers_;           // log2(accum) + 1 partial sums
+  std::vector<Tensor> buffers_;             // log2(accum) + 1 partial sums
   std::vector<std::pair<int, int>> stack_;  // (level, buffer index)
   Tensor recv_;
 };

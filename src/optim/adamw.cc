@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "core/check.h"
-
 #include "kernels/kernels.h"
 
 namespace crucible::optim {
@@ -69,9 +68,9 @@ StepInfo AdamW::step(float lr, const AllSum& all_sum) {
   ++t_;
   float* p = params_.values();
   for (const Group& gr : groups_)
-    kernels::adamw(p + gr.begin, g + gr.begin, m() + gr.state, v() + gr.state,
-                   gr.end - gr.begin, lr, cfg_.beta1, cfg_.beta2, cfg_.eps,
-                   gr.decay ? cfg_.weight_decay : 0.0f, info.clip_scale, int(t_));
+    kernels::adamw(p + gr.begin, g + gr.begin, m() + gr.state, v() + gr.state, gr.end - gr.begin,
+                   lr, cfg_.beta1, cfg_.beta2, cfg_.eps, gr.decay ? cfg_.weight_decay : 0.0f,
+                   info.clip_scale, int(t_));
   return info;
 }
 

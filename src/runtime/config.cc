@@ -257,7 +257,8 @@ Status validate(const Config& c) {
     return bad("dist.bucket_mb", "must be in (0, 4096]");
   if (c.dist.zero < 0 || c.dist.zero > 2) return bad("dist.zero", "must be 0, 1 or 2");
   if (c.dist.reproducible && c.dist.zero != 0)
-    return bad("dist.reproducible", "needs dist.zero = 0 (the reproducible reduction is a tree over whole gradients)");
+    return bad("dist.reproducible",
+               "needs dist.zero = 0 (the reproducible reduction is a tree over whole gradients)");
   if (!(c.run.log_every_s > 0)) return bad("run.log_every_s", "must be > 0");
   if (c.run.sample_tokens < 0) return bad("run.sample_tokens", "must be >= 0");
   return Status::ok();

@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "ckpt/checkpoint.h"
@@ -18,12 +18,12 @@
 #include "core/file_io.h"
 #include "core/threads.h"
 #include "data/dataset.h"
-#include "dist/comm.h"
-#include "dist/data_parallel.h"
-#include "dist/tree_reduce.h"
 #include "data/loader.h"
 #include "data/shard.h"
 #include "data/tokenizer.h"
+#include "dist/comm.h"
+#include "dist/data_parallel.h"
+#include "dist/tree_reduce.h"
 #include "nn/generator.h"
 #include "nn/gpt.h"
 #include "optim/adamw.h"
@@ -168,8 +168,8 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   const data::Tokenizer& tok = *setup.tok;
 
   const int B = cfg.train.batch_size, T = cfg.model.seq_len, accum = cfg.train.grad_accum;
-  auto loader = data::Loader::create(setup.train_shard,
-                                     {B, T, cfg.train.seed, rank, W, accum, true});
+  auto loader =
+      data::Loader::create(setup.train_shard, {B, T, cfg.train.seed, rank, W, accum, true});
   auto val_loader = data::Loader::create(setup.val_shard, {B, T, cfg.train.seed, 0, 1, 1, false});
   Status ls = !loader ? loader.status() : !val_loader ? val_loader.status() : Status::ok();
   CRUCIBLE_RETURN_IF_ERROR(agree(comm, ls));
@@ -245,16 +245,17 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
       s = ckpt::write_checkpoint(ckpt_dir, snapshot, cfg.ckpt.keep);
       if (!s.is_ok()) {
         auto found = ckpt::find_latest_valid(ckpt_dir);
-        s = Status::io(s.message() + (found ? "; latest still names " +
-                                                  fs::path(found->dir).filename().string()
-                                            : "; no earlier checkpoint exists"));
+        s = Status::io(s.message() +
+                       (found ? "; latest still names " + fs::path(found->dir).filename().string()
+                              : "; no earlier checkpoint exists"));
       }
     }
     CRUCIBLE_RETURN_IF_ERROR(agree(comm, s));
     return sw.elapsed_ms();
   };
   auto all_sum = [&](double v) {
-    if (W > 1) CRUCIBLE_CHECK(comm.allreduce(&v, 1, dist::ReduceOp::kSum).is_ok(), "[dist] allreduce");
+    if (W > 1)
+      CRUCIBLE_CHECK(comm.allreduce(&v, 1, dist::ReduceOp::kSum).is_ok(), "[dist] allreduce");
     return v;
   };
 
@@ -288,8 +289,8 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   // Pre-scaled so that summing gradients over ranks gives the global mean.
   const float grad_scale = 1.0f / float(accum * W);
   log("[train] " + std::to_string(model.params().numel()) + " parameters, " +
-      std::to_string(int64_t(tokens_per_step)) + " tokens per step, steps " +
-      std::to_string(step) + " -> " + std::to_string(total) +
+      std::to_string(int64_t(tokens_per_step)) + " tokens per step, steps " + std::to_string(step) +
+      " -> " + std::to_string(total) +
       (dp ? ", " + std::to_string(dp->num_buckets()) + " gradient buckets, ZeRO-" +
                 std::to_string(cfg.dist.zero)
           : ""));
@@ -373,8 +374,8 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     if (W > 1) CRUCIBLE_RETURN_IF_ERROR(rank_metrics.write(m));
     StepMetrics agg = m;  // the job's view: the slowest rank's times
     if (W > 1) {
-      double t[7] = {m.step_ms, m.data_wait_ms, m.forward_ms, m.backward_ms, m.optimizer_ms,
-                     m.comm_ms, double(m.mem_peak)};
+      double t[7] = {m.step_ms,      m.data_wait_ms, m.forward_ms,      m.backward_ms,
+                     m.optimizer_ms, m.comm_ms,      double(m.mem_peak)};
       CRUCIBLE_RETURN_IF_ERROR(comm.allreduce(t, 7, dist::ReduceOp::kMax));
       agg.step_ms = t[0], agg.data_wait_ms = t[1], agg.forward_ms = t[2], agg.backward_ms = t[3];
       agg.optimizer_ms = t[4], agg.comm_ms = t[5], agg.mem_peak = uint64_t(t[6]);
@@ -386,21 +387,21 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
 
     ema_step_s = ema_step_s == 0 ? agg.step_ms * 1e-3 : 0.9 * ema_step_s + 0.1 * agg.step_ms * 1e-3;
     char line[256];
-    std::snprintf(line, sizeof line,
-                  "[train] step %lld/%lld | loss %.4f%s | lr %.2e | %s tok/s | MFU %.1f%% | ETA %s",
-                  (long long)step, (long long)total, m.loss,
-                  m.val_loss >= 0 ? (" | val " + std::to_string(m.val_loss).substr(0, 6)).c_str()
-                                  : "",
-                  m.lr, format_si(agg.tokens_per_s).c_str(), 100 * agg.mfu,
-                  format_duration(ema_step_s * double(total - step)).c_str());
+    std::snprintf(
+        line, sizeof line,
+        "[train] step %lld/%lld | loss %.4f%s | lr %.2e | %s tok/s | MFU %.1f%% | ETA %s",
+        (long long)step, (long long)total, m.loss,
+        m.val_loss >= 0 ? (" | val " + std::to_string(m.val_loss).substr(0, 6)).c_str() : "", m.lr,
+        format_si(agg.tokens_per_s).c_str(), 100 * agg.mfu,
+        format_duration(ema_step_s * double(total - step)).c_str());
     console.progress(line, last || stop || m.val_loss >= 0 || step == first_step + 1);
     if (stop && !last) {
       console.finish_progress();
       result.stopped_early = true;
       result.preempted = !(topt.stop_at > 0 && step >= topt.stop_at);
       log(std::string("[train] ") + (result.preempted ? "signal received" : "--stop-at reached") +
-          ": checkpoint step " + std::to_string(step) + " saved; continue with --resume --run-dir " +
-          run);
+          ": checkpoint step " + std::to_string(step) +
+          " saved; continue with --resume --run-dir " + run);
       break;
     }
   }

@@ -46,8 +46,9 @@ Status agree(dist::Comm& comm, const Status& local) {
     int32_t c;
     std::memcpy(&c, entry, sizeof c);
     if (c == int32_t(Code::kOk)) continue;
-    std::string msg = comm.rank() != 0 ? "" : (r == 0 ? "" : "[rank " + std::to_string(r) + "] ") +
-                                                  std::string(entry + sizeof c);
+    std::string msg = comm.rank() != 0 ? ""
+                                       : (r == 0 ? "" : "[rank " + std::to_string(r) + "] ") +
+                                             std::string(entry + sizeof c);
     return Status::error(Code(c), msg);
   }
   return Status::ok();
@@ -64,9 +65,9 @@ Status agree_on_config(dist::Comm& comm, Config& cfg, std::string& run_dir) {
   CRUCIBLE_RETURN_IF_ERROR(broadcast_string(comm, root));
   Status local;
   if (root != mine.dump()) {
-    local = Status::invalid("[dist] rank " + std::to_string(comm.rank()) +
-                            "'s config differs from rank 0's: " +
-                            first_difference(mine, nlohmann::json::parse(root)));
+    local = Status::invalid(
+        "[dist] rank " + std::to_string(comm.rank()) +
+        "'s config differs from rank 0's: " + first_difference(mine, nlohmann::json::parse(root)));
   }
   return agree(comm, local);
 }

@@ -2,15 +2,16 @@
 // Open MPI processes, oversubscribed on this 2-core machine) against one
 // process with the same global batch.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <sys/wait.h>
 #include <nlohmann/json.hpp>
 
 #include "ckpt/safetensors.h"
 #include "support/cli_runner.h"
+#include "support/train_config.h"
 
 namespace crucible::e2e {
 namespace {
@@ -18,44 +19,18 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string make_config(const TempDir& dir, int batch) {
-  if (!fs::exists(dir / "corpus")) {
-    fs::create_directories(dir / "corpus");
-    fs::copy_file("/usr/share/games/fortunes/computers", dir / "corpus/computers");
-  }
-  std::string cfg = R"([model]
-n_layer = 2
-n_head = 2
-n_embd = 32
-vocab_size = 512
-seq_len = 32
-[data]
-source = [")" + dir / "corpus" + R"("]
-format = "fortunes"
-cache_dir = ")" + dir / "data" + R"("
-val_fraction = 0.1
-[train]
-steps = 20
-batch_size = )" + std::to_string(batch) + R"(
-grad_accum = 2
-seed = 11
-eval_every = 10
-eval_batches = 4
-threads = 1
-[optim]
-lr = 3e-3
-warmup_steps = 2
-[ckpt]
-every = 10
-keep = 2
-[dist]
-bucket_mb = 0.02
-[run]
-name = "dp"
-sample_tokens = 0
-)";
-  std::string path = dir / ("cfg_b" + std::to_string(batch) + ".toml");
-  write_file(path, cfg);
-  return path;
+  testutil::SmallRun run;
+  run.steps = 20;
+  run.batch = batch;
+  run.seed = 11;
+  run.eval_every = 10;
+  run.eval_batches = 4;
+  run.ckpt_every = 10;
+  run.keep = 2;
+  run.name = "dp";
+  run.sample_tokens = 0;
+  run.extra = "[dist]\nbucket_mb = 0.02\n";
+  return testutil::write_small_config(dir, run, "cfg_b" + std::to_string(batch) + ".toml");
 }
 
 std::vector<double> losses(const std::string& run) {
@@ -90,8 +65,8 @@ double weight_difference(const std::string& a_path, const std::string& b_path) {
 }
 
 std::vector<std::string> launch(int ranks, std::vector<std::string> train_args) {
-  std::vector<std::string> args = {"launch", "-n", std::to_string(ranks), "--threads", "1", "--",
-                                   "train"};
+  std::vector<std::string> args = {"launch", "-n",   std::to_string(ranks), "--threads", "1",
+                                   "--",     "train"};
   args.insert(args.end(), train_args.begin(), train_args.end());
   return args;
 }
@@ -116,8 +91,8 @@ TEST(DistTrain, TwoRanksEqualOneRankWithTheSameGlobalBatch) {
   ASSERT_EQ(one.code, 0) << one.output;
   for (int zero : {0, 1, 2}) {
     std::string run = dir / ("two_zero" + std::to_string(zero));
-    auto two = run_crucible(launch(2, {make_config(dir, 2), "--run-dir", run, "--set",
-                                       "dist.zero=" + std::to_string(zero)}));
+    auto two = run_crucible(launch(
+        2, {make_config(dir, 2), "--run-dir", run, "--set", "dist.zero=" + std::to_string(zero)}));
     ASSERT_EQ(two.code, 0) << two.output;
     expect_same_training(dir / "one", run, 1e-5);
     // Every rank records its own step breakdown, exposed communication included.
@@ -145,11 +120,11 @@ TEST(DistTrain, ReshardingResume2To4To1) {
   auto one = run_crucible({"train", make_config(dir, 4), "--run-dir", dir / "ref"});
   ASSERT_EQ(one.code, 0) << one.output;
   const std::string run = dir / "run";
-  auto a = run_crucible(launch(2, {make_config(dir, 2), "--run-dir", run, "--stop-at", "7",
-                                   "--set", "dist.zero=1"}));
+  auto a = run_crucible(
+      launch(2, {make_config(dir, 2), "--run-dir", run, "--stop-at", "7", "--set", "dist.zero=1"}));
   ASSERT_EQ(a.code, 0) << a.output;
-  auto b = run_crucible(launch(4, {make_config(dir, 1), "--run-dir", run, "--resume",
-                                   "--stop-at", "14", "--set", "dist.zero=2"}));
+  auto b = run_crucible(launch(4, {make_config(dir, 1), "--run-dir", run, "--resume", "--stop-at",
+                                   "14", "--set", "dist.zero=2"}));
   ASSERT_EQ(b.code, 0) << b.output;
   EXPECT_NE(b.output.find("written by 2 ranks, now 4"), std::string::npos) << b.output;
   auto c = run_crucible({"train", make_config(dir, 4), "--run-dir", run, "--resume"});
@@ -165,8 +140,13 @@ TEST(DistTrain, ReproducibleModeIsBitIdenticalAcrossWorldSizes) {
   TempDir dir("dist_repro");
   const std::string cfg = make_config(dir, 1);
   auto args = [&](const std::string& run, int accum) {
-    return std::vector<std::string>{cfg, "--run-dir", run, "--set", "dist.reproducible=true",
-                                    "--set", "train.grad_accum=" + std::to_string(accum)};
+    return std::vector<std::string>{cfg,
+                                    "--run-dir",
+                                    run,
+                                    "--set",
+                                    "dist.reproducible=true",
+                                    "--set",
+                                    "train.grad_accum=" + std::to_string(accum)};
   };
   std::vector<std::string> one_args = args(dir / "w1", 4);
   one_args.insert(one_args.begin(), "train");

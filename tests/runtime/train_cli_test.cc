@@ -1,9 +1,8 @@
 // End-to-end tests of `crucible train` / `generate` / `tokenize`: the real
 // binary on a real corpus (a slice of Debian's fortunes), with a model small
 // enough that a whole run takes a few seconds.
-#include <gtest/gtest.h>
-
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,10 +10,11 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "support/cli_runner.h"
+#include "support/train_config.h"
 
 namespace crucible::e2e {
 namespace {
@@ -22,43 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // A tiny model over one fortunes file; `dir` holds corpus/, data/ and cfg.toml.
-std::string make_config(const TempDir& dir, const std::string& extra = "") {
-  fs::create_directories(dir / "corpus");
-  fs::copy_file("/usr/share/games/fortunes/computers", dir / "corpus/computers");
-  std::string cfg = R"([model]
-n_layer = 2
-n_head = 2
-n_embd = 32
-vocab_size = 512
-seq_len = 32
-[data]
-source = [")" + dir / "corpus" +
-                    R"("]
-format = "fortunes"
-cache_dir = ")" + dir / "data" +
-                    R"("
-val_fraction = 0.1
-[train]
-steps = 12
-batch_size = 4
-grad_accum = 2
-seed = 7
-eval_every = 4
-eval_batches = 2
-threads = 1
-[optim]
-lr = 3e-3
-warmup_steps = 2
-[ckpt]
-every = 4
-keep = 3
-[run]
-name = "e2e"
-sample_tokens = 8
-)" + extra;
-  write_file(dir / "cfg.toml", cfg);
-  return dir / "cfg.toml";
-}
+std::string make_config(const TempDir& dir) { return testutil::write_small_config(dir, {}); }
 
 std::vector<nlohmann::json> read_metrics(const std::string& run) {
   std::vector<nlohmann::json> rows;
@@ -289,8 +253,8 @@ TEST(TrainCli, TokenizeThenTrainOnTheDataset) {
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_FALSE(fs::exists(dir / "data")) << "data.dataset must be used instead of the cache";
   // Shards and tokenizer must belong together.
-  ASSERT_EQ(run_crucible({"tokenize", dir / "corpus", "-o", dir / "ds2", "--vocab-size", "480"}).code,
-            0);
+  ASSERT_EQ(
+      run_crucible({"tokenize", dir / "corpus", "-o", dir / "ds2", "--vocab-size", "480"}).code, 0);
   fs::copy_file(dir / "ds2/tokenizer.model", dir / "ds/tokenizer.model",
                 fs::copy_options::overwrite_existing);
   expect_bad_input(run_crucible({"train", cfg, "--run-dir", dir / "run2", "--set",
