@@ -30,6 +30,7 @@
 #include "profile/cpu_peak.h"
 #include "runtime/faults.h"
 #include "runtime/metrics.h"
+#include "runtime/train_setup.h"
 #include "runtime/world.h"
 
 namespace crucible::runtime {
@@ -65,81 +66,6 @@ class StopSignals {
   struct sigaction old_int_ {
   }, old_term_{};
 };
-
-// Entropy (nats) of the unigram distribution of a shard's tokens: the loss a
-// model that ignores all context would reach on it at best.
-double unigram_entropy(const data::TokenShard& shard, int vocab) {
-  std::vector<uint64_t> counts(size_t(vocab), 0);
-  for (size_t i = 0; i < shard.size(); ++i) ++counts[size_t(shard[i])];
-  double h = 0, n = double(shard.size());
-  for (uint64_t c : counts)
-    if (c) h -= (double(c) / n) * std::log(double(c) / n);
-  return h;
-}
-
-Result<std::shared_ptr<const data::TokenShard>> open_shard(const std::string& path) {
-  auto s = data::TokenShard::open(path);
-  if (!s) return s.status();
-  return std::shared_ptr<const data::TokenShard>(std::make_shared<data::TokenShard>(std::move(*s)));
-}
-
-}  // namespace
-
-namespace {
-
-// Everything a training process sets up before its first step.
-struct Setup {
-  std::optional<data::Dataset> ds;
-  std::optional<data::Tokenizer> tok;
-  std::shared_ptr<const data::TokenShard> train_shard, val_shard;
-};
-
-// Data preparation: rank 0 builds (or finds) the cached dataset first, the
-// other ranks then open it, so the tokenizer is trained once per job.
-Status prepare_data(const Config& cfg, dist::Comm& comm, const data::LogFn& log, Setup& out) {
-  const int vocab = cfg.data.vocab_size > 0 ? cfg.data.vocab_size : cfg.model.vocab_size;
-  data::DatasetSpec spec{cfg.data.source, cfg.data.format, vocab, cfg.data.val_fraction};
-  auto open = [&]() -> Status {
-    auto ds = cfg.data.dataset.empty() ? data::cached_dataset(spec, cfg.data.cache_dir, log)
-                                       : data::open_dataset(cfg.data.dataset);
-    if (!ds) return ds.status();
-    out.ds = std::move(*ds);
-    return Status::ok();
-  };
-  if (comm.rank() == 0) CRUCIBLE_RETURN_IF_ERROR(agree(comm, open()));
-  if (comm.rank() != 0) {
-    CRUCIBLE_RETURN_IF_ERROR(agree(comm, Status::ok()));  // rank 0's build
-    CRUCIBLE_RETURN_IF_ERROR(open());
-  }
-  auto tok = data::Tokenizer::load(out.ds->tokenizer_path());
-  if (!tok) return tok.status();
-  if (tok->vocab_size() > cfg.model.vocab_size)
-    return Status::invalid("[config] model.vocab_size: " + std::to_string(cfg.model.vocab_size) +
-                           " is smaller than the tokenizer's " + std::to_string(tok->vocab_size()) +
-                           " tokens");
-  out.tok = std::move(*tok);
-  auto train_shard = open_shard(out.ds->train_path());
-  if (!train_shard) return train_shard.status();
-  auto val_shard = open_shard(out.ds->val_path());
-  if (!val_shard) return val_shard.status();
-  out.train_shard = *train_shard;
-  out.val_shard = *val_shard;
-  for (const auto* shard : {out.train_shard.get(), out.val_shard.get()})
-    if (shard->info().tokenizer_fingerprint != out.tok->fingerprint())
-      return Status::corrupt("[data] " + shard->path() + " was made by another tokenizer than " +
-                             out.ds->tokenizer_path() + " (fingerprints differ)");
-  return Status::ok();
-}
-
-// Rank 0 creates the run directory (after the data is ready, so a bad corpus
-// leaves nothing behind) and gives it the tokenizer, so `crucible generate
-// RUN` needs nothing else.
-Status prepare_run(const RunPlan& plan, const Setup& setup) {
-  CRUCIBLE_RETURN_IF_ERROR(prepare_run_dir(plan));
-  std::ifstream in(setup.ds->tokenizer_path(), std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), {});
-  return write_file_atomic(plan.run_dir + "/tokenizer.model", bytes);
-}
 
 }  // namespace
 

@@ -1,0 +1,32 @@
+// What a training process prepares before its first step: the dataset (built
+// once per job by rank 0, then opened by every rank), the tokenizer, the token
+// shards (checked to belong to that tokenizer), and the run directory.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/status.h"
+#include "data/dataset.h"
+#include "data/shard.h"
+#include "data/tokenizer.h"
+#include "dist/comm.h"
+#include "runtime/config.h"
+#include "runtime/run_dir.h"
+
+namespace crucible::runtime {
+
+struct Setup {
+  std::optional<data::Dataset> ds;
+  std::optional<data::Tokenizer> tok;
+  std::shared_ptr<const data::TokenShard> train_shard, val_shard;
+};
+
+// Collective over comm (see runtime/world.h): every rank calls it.
+Status prepare_data(const Config& cfg, dist::Comm& comm, const data::LogFn& log, Setup& out);
+// Rank 0 only: creates the run directory and copies the tokenizer into it.
+Status prepare_run(const RunPlan& plan, const Setup& setup);
+// Entropy (nats) of the unigram distribution of a shard's tokens.
+double unigram_entropy(const data::TokenShard& shard, int vocab);
+
+}  // namespace crucible::runtime
