@@ -47,9 +47,6 @@ std::vector<int32_t> tokenize_documents(const Tokenizer& tok,
   return stream;
 }
 
-Status write_text_atomic(const std::string& path, const std::string& text) {
-  return write_file_atomic(path, {text.data()}, {text.size()});
-}
 
 }  // namespace
 
@@ -128,7 +125,7 @@ Result<Dataset> build_dataset(const DatasetSpec& spec, const std::string& out_di
       {"split", {{"block_tokens", kSplitBlockTokens}, {"val_every", k}}},
       {"tokenizer_train_s", tok_train_s},
   };
-  st = write_text_atomic(tmp + "/dataset.json", info.dump(2) + "\n");
+  st = write_file_atomic(tmp + "/dataset.json", info.dump(2) + "\n");
   if (!st.is_ok()) return fail(st);
   fs::rename(tmp, out_dir, ec);
   if (ec) {

@@ -134,18 +134,4 @@ Status DataParallel::gather_moments(float* m_full, float* v_full) {
   return Status::ok();
 }
 
-double DataParallel::comm_bytes_per_step() const {
-  const double W = comm_.size(), bytes = double(params_.numel()) * sizeof(float);
-  if (W <= 1) return 0;
-  const double share = (W - 1) / W;
-  switch (cfg_.zero) {
-    case 0:
-      return 2 * share * bytes;  // ring allreduce
-    case 1:
-      return 3 * share * bytes;  // allreduce + allgather
-    default:
-      return 2 * share * bytes;  // reduce-scatter + allgather
-  }
-}
-
 }  // namespace crucible::dist

@@ -69,9 +69,6 @@ class DataParallel {
   Status gather_moments(float* m_full, float* v_full);
 
   size_t num_buckets() const { return buckets_.size(); }
-  // Bytes this rank sends and receives per step for gradients and parameters,
-  // by the ring algorithms' count (for the "is it distributing" check).
-  double comm_bytes_per_step() const;
 
  private:
   struct Bucket {

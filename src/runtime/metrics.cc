@@ -25,7 +25,7 @@ Status MetricsWriter::open(const std::string& path, int64_t keep_until) {
       if (j["step"].get<int64_t>() <= keep_until) kept += line + "\n";
     }
   }
-  CRUCIBLE_RETURN_IF_ERROR(write_file_atomic(path, {kept.data()}, {kept.size()}));
+  CRUCIBLE_RETURN_IF_ERROR(write_file_atomic(path, kept));
   f_ = std::fopen(path.c_str(), "a");
   if (!f_) return Status::io("[run] cannot open " + path + ": " + std::strerror(errno));
   return Status::ok();

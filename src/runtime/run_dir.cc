@@ -95,7 +95,7 @@ Status prepare_run_dir(const RunPlan& plan) {
     return Status::invalid("[run] cannot write run directory " + dir + ": " +
                            (ec ? ec.message() : std::string(std::strerror(errno))));
   std::string text = to_toml(plan.config);
-  return write_file_atomic(dir + "/config.toml", {text.data()}, {text.size()});
+  return write_file_atomic(dir + "/config.toml", text);
 }
 
 }  // namespace crucible::runtime

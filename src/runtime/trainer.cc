@@ -5,21 +5,16 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 
 #include "ckpt/checkpoint.h"
 #include "core/allocator.h"
 #include "core/check.h"
 #include "core/clock.h"
-#include "core/file_io.h"
 #include "core/threads.h"
-#include "data/dataset.h"
 #include "data/loader.h"
-#include "data/shard.h"
 #include "data/tokenizer.h"
 #include "dist/comm.h"
 #include "dist/data_parallel.h"
