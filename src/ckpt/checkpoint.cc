@@ -1,9 +1,11 @@
-// Writing checkpoints: snapshot, the .tmp-fsync-rename sequence, pruning, and
-// the injected write fault. Reading, verifying and the format helpers:
-// checkpoint_verify.cc.
+// Writing checkpoints: snapshot, the .tmp-fsync-verify-rename sequence,
+// pruning, and the injected write fault and corruption. Reading, verifying and
+// the format helpers: checkpoint_verify.cc.
 #include "ckpt/checkpoint.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #define XXH_STATIC_LINKING_ONLY  // XXH64_state_t on the stack
 #include <xxhash.h>
 
@@ -16,6 +18,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include "ckpt/safetensors.h"
 #include "core/check.h"
@@ -39,6 +42,62 @@ bool take_injected_fault(int64_t step, const std::string& file) {
   if (!g_fault || g_fault->step != step || g_fault->file != file) return false;
   g_fault.reset();
   return true;
+}
+
+struct InjectedCorruption {
+  int64_t step;
+  std::string file;
+  CorruptAt at;
+};
+std::vector<InjectedCorruption> g_corruptions;  // guarded by g_fault_mu
+
+// Flips a bit of the byte in the middle of dir/file in place (same inode, no
+// rename), as storage corruption would, if a corruption is armed for this step
+// and moment and dir holds that file; disarms it when it fires.
+Status apply_injected_corruption(int64_t step, CorruptAt at, const std::string& dir,
+                                 const std::string& label_dir) {
+  std::string file;
+  {
+    std::lock_guard<std::mutex> lock(g_fault_mu);
+    auto it = std::find_if(g_corruptions.begin(), g_corruptions.end(), [&](const auto& c) {
+      std::error_code ec;
+      return c.step == step && c.at == at && fs::is_regular_file(dir + "/" + c.file, ec);
+    });
+    if (it == g_corruptions.end()) return Status::ok();
+    file = it->file;
+    g_corruptions.erase(it);
+  }
+  const std::string path = dir + "/" + file;
+  auto fail = [&] {
+    return Status::io("[ckpt] injecting corruption into " + label_dir + "/" + file + ": " +
+                      errno_str());
+  };
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return fail();
+  struct stat st {};
+  char byte = 0;
+  bool ok = ::fstat(fd, &st) == 0 && ::pread(fd, &byte, 1, st.st_size / 2) == 1;
+  if (ok) {
+    byte ^= 0x04;
+    ok = ::pwrite(fd, &byte, 1, st.st_size / 2) == 1;
+  }
+  Status result = ok ? Status::ok() : fail();
+  ::close(fd);
+  return result;
+}
+
+// Evicts dir's files from the page cache (they are fsync'ed, so their pages
+// are clean), so that the read-back before publishing reads what the device
+// holds rather than what the cache kept. Advisory: where the file system
+// ignores it (tmpfs), the read-back checks the cache.
+void drop_cached_pages(const std::string& dir) {
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    int fd = ::open(it->path().c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
+  }
 }
 
 struct FileRecord {
@@ -290,6 +349,16 @@ Status write_checkpoint(const std::string& ckpt_dir, const Snapshot& snap, int k
   if (::mkdir(tmp_dir.c_str(), 0755) != 0)
     return Status::io("[ckpt] creating " + name + ".tmp in " + ckpt_dir + ": " + errno_str());
   Status st = write_step_files(tmp_dir, name, snap);
+  if (st)
+    st = apply_injected_corruption(snap.state.step, CorruptAt::kBeforeVerify, tmp_dir,
+                                   name + ".tmp");
+  // Read back what reached the file system, so `latest` only ever names a
+  // checkpoint whose bytes were seen to match its manifest.
+  if (st) {
+    drop_cached_pages(tmp_dir);
+    st = verify_checkpoint(tmp_dir, snap.state.step);
+    if (!st) st = Status::io(st.message() + " (read back before publishing)");
+  }
   if (st) st = install_step_dir(ckpt_dir, tmp_dir, name);
   if (!st) {
     fs::remove_all(tmp_dir, ec);
@@ -300,12 +369,19 @@ Status write_checkpoint(const std::string& ckpt_dir, const Snapshot& snap, int k
   st = write_file_atomic(ckpt_dir + "/latest", name + "\n");
   if (!st)
     return Status::io("[ckpt] " + name + " written, but updating latest failed: " + st.message());
+  CRUCIBLE_RETURN_IF_ERROR(apply_injected_corruption(snap.state.step, CorruptAt::kAfterPublish,
+                                                     ckpt_dir + "/" + name, name));
   return prune(ckpt_dir, snap.state.step, keep);
 }
 
 void inject_checkpoint_write_fault(int64_t step, std::string file) {
   std::lock_guard<std::mutex> lock(g_fault_mu);
   g_fault = InjectedFault{step, std::move(file)};
+}
+
+void inject_checkpoint_corruption(int64_t step, std::string file, CorruptAt at) {
+  std::lock_guard<std::mutex> lock(g_fault_mu);
+  g_corruptions.push_back(InjectedCorruption{step, std::move(file), at});
 }
 
 }  // namespace crucible::ckpt

@@ -5,14 +5,16 @@
 // the manifest itself); ckpt_dir/latest names the newest one. Format and write
 // sequence: docs/formats.md, "Training checkpoints".
 //
-// Invariants: a step_* directory appears only complete (written as
-// step_NNNNNNN.tmp, fsync'ed, renamed); `latest` and older checkpoints are
-// untouched by a failed write; readers verify every byte before using it.
+// Invariants: a step_* directory appears only complete and verified (written
+// as step_NNNNNNN.tmp, fsync'ed, read back and checked, renamed); `latest` and
+// older checkpoints are untouched by a failed write; readers verify every byte
+// before using it.
 //
 // Saving is split in two so it can run off the training thread: take_snapshot
 // copies the flat buffers to host memory at a step boundary, write_checkpoint
-// writes a Snapshot and touches nothing else. Functions are thread-compatible:
-// any number may run at once on different ckpt_dirs; one writer per ckpt_dir.
+// writes a Snapshot and touches nothing else (ckpt/async_writer.h runs it on
+// a background thread). Functions are thread-compatible: any number may run at
+// once on different ckpt_dirs; one writer per ckpt_dir.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -55,13 +57,16 @@ void take_snapshot(const CheckpointState& state, const nn::ParamRegistry& params
 Snapshot take_snapshot(const CheckpointState& state, const nn::ParamRegistry& params,
                        const optim::AdamW& opt);
 
-// Writes ckpt_dir/step_NNNNNNN/ (step zero-padded to 7 digits), updates
-// ckpt_dir/latest, then keeps only the `keep` newest checkpoints (keep >= 1).
+// Writes ckpt_dir/step_NNNNNNN/ (step zero-padded to 7 digits), reads every
+// file back from disk and checks it against the manifest (sizes and xxh64)
+// before publishing it, updates ckpt_dir/latest, then keeps only the `keep`
+// newest checkpoints (keep >= 1).
 // Checkpoints with a step above snap's come from a timeline the run has left
 // (it resumed from an older one) and are removed, so a resume cannot jump back
-// to them. A directory for the same step is replaced. On failure: the .tmp
-// directory is removed, `latest` and existing checkpoints are untouched, and
-// the Status (io) names the file and the OS error.
+// to them. A directory for the same step is replaced. On failure (a failed
+// read-back included): the .tmp directory is removed, `latest` and existing
+// checkpoints are untouched, and the Status (io) names the file and the OS
+// error or the mismatch.
 Status write_checkpoint(const std::string& ckpt_dir, const Snapshot& snap, int keep);
 
 // Checks one checkpoint directory: the manifest parses, its checksum matches,
@@ -69,6 +74,10 @@ Status write_checkpoint(const std::string& ckpt_dir, const Snapshot& snap, int k
 // listed size and xxh64. The error names the file and the problem, e.g.
 // "[ckpt] step_0000020/model.safetensors: checksum mismatch".
 Status verify_checkpoint(const std::string& step_dir);
+// The same checks for a directory whose name is not its step: the writer's
+// step_NNNNNNN.tmp, read back from disk before it is published. The manifest
+// must record `expected_step`.
+Status verify_checkpoint(const std::string& dir, int64_t expected_step);
 
 struct FoundCheckpoint {
   std::string dir;  // ckpt_dir/step_NNNNNNN
@@ -98,6 +107,23 @@ Result<CheckpointState> load_checkpoint(const std::string& step_dir, nn::ParamRe
 // with "injected write error (fault.inject)". Cleared once it fires.
 // Thread-safe.
 void inject_checkpoint_write_fault(int64_t step, std::string file);
+
+// When an injected corruption strikes.
+enum class CorruptAt {
+  kAfterPublish,  // in step_NNNNNNN once `latest` names it: readers must skip it
+  kBeforeVerify,  // in step_NNNNNNN.tmp between the write and the read-back:
+                  // write_checkpoint must fail and publish nothing
+};
+
+// Test facility (behind fault.inject "ckpt_corrupt@STEP[:file=F]"): after the
+// checkpoint of `step` is written, verified and published, flips one byte in
+// the middle of `file` in place, as storage corruption would; readers must
+// then skip it. With CorruptAt::kBeforeVerify the byte is flipped in the .tmp
+// directory before the read-back instead, so the write fails. Fires only when
+// the checkpoint has `file`; cleared once it fires; several may be armed.
+// Thread-safe.
+void inject_checkpoint_corruption(int64_t step, std::string file = "model.safetensors",
+                                  CorruptAt at = CorruptAt::kAfterPublish);
 
 // ---- Format helpers, shared by the writer, the reader and tools ----
 

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "ckpt/checkpoint.h"
@@ -59,8 +60,10 @@ bool is_plain_file_name(const std::string& name) {
   return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos;
 }
 
-// Verifies step_dir and returns its parsed manifest.
-Result<nlohmann::json> verified_manifest(const std::string& step_dir) {
+// Verifies step_dir and returns its parsed manifest. The manifest must record
+// expected_step, or without one the step in the directory's name (if any).
+Result<nlohmann::json> verified_manifest(const std::string& step_dir,
+                                         std::optional<int64_t> expected_step = {}) {
   const std::string label = dir_label(step_dir);
   std::error_code ec;
   if (!fs::is_directory(step_dir, ec))
@@ -90,10 +93,11 @@ Result<nlohmann::json> verified_manifest(const std::string& step_dir) {
   if (!m.contains("step") || !m["step"].is_number_integer() || !m.contains("files") ||
       !m["files"].is_array())
     return Status::corrupt("[ckpt] " + mlabel + ": lacks step or files");
-  if (auto dir_step = parse_step_dir_name(label); dir_step && *dir_step != m["step"].get<int64_t>())
+  if (!expected_step) expected_step = parse_step_dir_name(label);
+  if (expected_step && *expected_step != m["step"].get<int64_t>())
     return Status::corrupt("[ckpt] " + mlabel + ": records step " +
                            std::to_string(m["step"].get<int64_t>()) + ", not " +
-                           std::to_string(*dir_step));
+                           std::to_string(*expected_step));
   for (const auto& f : m["files"]) {
     if (!f.is_object() || !f.contains("name") || !f["name"].is_string() || !f.contains("bytes") ||
         !f["bytes"].is_number_unsigned() || !f.contains("xxh64") || !f["xxh64"].is_string() ||
@@ -200,6 +204,11 @@ size_t manifest_checksum_pos(const std::string& text, const std::string& recorde
 
 Status verify_checkpoint(const std::string& step_dir) {
   auto m = verified_manifest(step_dir);
+  return m ? Status::ok() : m.status();
+}
+
+Status verify_checkpoint(const std::string& dir, int64_t expected_step) {
+  auto m = verified_manifest(dir, expected_step);
   return m ? Status::ok() : m.status();
 }
 

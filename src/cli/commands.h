@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "runtime/run_dir.h"
 
 #define CRUCIBLE_VERSION_STRING "0.1.0"
 
@@ -22,6 +23,9 @@ void add_train_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
 void add_launch_command(CLI::App& app);
+// The options of `crucible train`, shared with `launch`, which reads them to
+// supervise the run.
+void add_train_options(CLI::App& cmd, runtime::RunRequest& req, int64_t& stop_at);
 
 // The exit code for an error: 2 for bad input (config, data, checkpoint,
 // flags), 1 for everything else.

@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "data/dataset.h"
 #include "runtime/console.h"
+#include "runtime/heartbeat.h"
 #include "runtime/run_dir.h"
 #include "runtime/trainer.h"
 
@@ -22,6 +23,20 @@ int exit_code(const Status& s) {
   }
 }
 
+void add_train_options(CLI::App& cmd, runtime::RunRequest& req, int64_t& stop_at) {
+  cmd.add_option("config", req.config_path, "TOML config file (see configs/)");
+  cmd.add_option("--run-dir", req.run_dir, "Run directory (default: runs/<run.name>-<date>-<time>)");
+  cmd.add_option("--set", req.overrides, "Override a config key: section.key=value (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd.add_flag("--resume", req.resume,
+               "Continue from the newest valid checkpoint of --run-dir (or of the newest "
+               "runs/<run.name>-*)");
+  cmd.add_option("--stop-at", stop_at,
+                 "Checkpoint and stop after this many steps (continue later with --resume)")
+      ->check(CLI::PositiveNumber);
+}
+
 void add_train_command(CLI::App& app) {
   auto req = std::make_shared<runtime::RunRequest>();
   auto stop_at = std::make_shared<int64_t>(0);
@@ -29,25 +44,21 @@ void add_train_command(CLI::App& app) {
       "train",
       "Train a GPT. Without CONFIG: the embedded default (configs/tiny.toml) on the "
       "fortunes corpus");
-  cmd->add_option("config", req->config_path, "TOML config file (see configs/)");
-  cmd->add_option("--run-dir", req->run_dir,
-                  "Run directory (default: runs/<run.name>-<date>-<time>)");
-  cmd->add_option("--set", req->overrides, "Override a config key: section.key=value (repeatable)")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd->add_flag("--resume", req->resume,
-                "Continue from the newest valid checkpoint of --run-dir (or of the newest "
-                "runs/<run.name>-*)");
-  cmd->add_option("--stop-at", *stop_at,
-                  "Checkpoint and stop after this many steps (continue later with --resume)")
-      ->check(CLI::PositiveNumber);
+  add_train_options(*cmd, *req, *stop_at);
   cmd->callback([req, stop_at] {
+    // Under `crucible launch` the supervisor hears how this rank ended.
+    auto fail = [](int code, const std::string& msg) {
+      runtime::heartbeat_exit(code, msg);
+      throw ExitError(code, msg);
+    };
     auto plan = runtime::plan_run(*req);
-    if (!plan) throw ExitError(exit_code(plan.status()), plan.status().message());
+    if (!plan) fail(exit_code(plan.status()), plan.status().message());
     runtime::Console console(plan->config.run.log_every_s);
     auto r = runtime::train(*plan, {*stop_at}, console);
-    if (!r) throw ExitError(exit_code(r.status()), r.status().message());
-    if (r->preempted) throw ExitError(runtime::kExitPreempted, "[train] stopped by a signal");
+    if (!r) fail(exit_code(r.status()), r.status().message());
+    if (r->preempted)
+      fail(runtime::kExitPreempted, r->reporter ? "[train] stopped by a signal" : "");
+    runtime::heartbeat_exit(0, "");
   });
 }
 

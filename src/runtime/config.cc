@@ -65,6 +65,12 @@ std::vector<Field> fields(Config& c) {
       {"dist.zero", &c.dist.zero},
       {"dist.reproducible", &c.dist.reproducible},
       {"dist.overlap", &c.dist.overlap},
+      {"fault.hang_timeout_s", &c.fault.hang_timeout_s},
+      {"fault.setup_timeout_s", &c.fault.setup_timeout_s},
+      {"fault.max_restarts", &c.fault.max_restarts},
+      {"fault.restart_backoff_s", &c.fault.restart_backoff_s},
+      {"fault.shrink_after", &c.fault.shrink_after},
+      {"fault.stop_grace_s", &c.fault.stop_grace_s},
       {"fault.inject", &c.fault.inject},
   };
 }
@@ -260,6 +266,12 @@ Status validate(const Config& c) {
     return bad("dist.reproducible",
                "needs dist.zero = 0 (the reproducible reduction is a tree over whole gradients)");
   if (!(c.run.log_every_s > 0)) return bad("run.log_every_s", "must be > 0");
+  if (!(c.fault.hang_timeout_s > 0)) return bad("fault.hang_timeout_s", "must be > 0");
+  if (!(c.fault.setup_timeout_s > 0)) return bad("fault.setup_timeout_s", "must be > 0");
+  if (c.fault.max_restarts < 0) return bad("fault.max_restarts", "must be >= 0");
+  if (!(c.fault.restart_backoff_s >= 0)) return bad("fault.restart_backoff_s", "must be >= 0");
+  if (c.fault.shrink_after < 1) return bad("fault.shrink_after", "must be >= 1");
+  if (!(c.fault.stop_grace_s > 0)) return bad("fault.stop_grace_s", "must be > 0");
   if (c.run.sample_tokens < 0) return bad("run.sample_tokens", "must be >= 0");
   return Status::ok();
 }

@@ -68,8 +68,20 @@ struct DistConfig {
   bool overlap = true;        // start bucket reductions during backward (false: after it)
 };
 
+// Supervision by `crucible launch` (docs/fault_tolerance.md).
 struct FaultConfig {
-  // Test facility (docs/training.md, "Fault injection"): "ckpt_write_error@STEP[:FILE]".
+  // A rank whose progress (step and phase) has not changed for this long is
+  // hung; the supervisor stops the job and restarts it.
+  double hang_timeout_s = 300;
+  // The same, before the first training step (dataset and tokenizer
+  // preparation may legitimately take long).
+  double setup_timeout_s = 1800;
+  int max_restarts = 3;            // relaunches after failures; then exit 4
+  double restart_backoff_s = 1;    // wait before the first relaunch; doubles, at most 60 s
+  int shrink_after = 2;            // consecutive failures at one world size before --min-ranks shrinks it
+  double stop_grace_s = 120;       // SIGTERM -> checkpoint: how long before the job is killed
+  // Test facility (docs/fault_tolerance.md, "Fault injection"):
+  // "KIND@STEP[:key=value]...", KIND in kill, hang, ckpt_write_error, ckpt_corrupt.
   std::vector<std::string> inject;
 };
 

@@ -52,7 +52,12 @@ Status MetricsWriter::write(const StepMetrics& m) {
     j["val_loss"] = m.val_loss;
     j["eval_ms"] = m.eval_ms;
   }
-  if (m.ckpt_ms > 0) j["ckpt_ms"] = m.ckpt_ms;
+  if (m.ckpt_stall_ms > 0) {
+    j["ckpt_stall_ms"] = m.ckpt_stall_ms;
+    j["ckpt_wait_ms"] = m.ckpt_wait_ms;
+  }
+  if (m.ckpt_write_ms > 0) j["ckpt_write_ms"] = m.ckpt_write_ms;
+  if (m.ckpt_flush_ms > 0) j["ckpt_flush_ms"] = m.ckpt_flush_ms;
   std::string line = j.dump() + "\n";
   if (std::fwrite(line.data(), 1, line.size(), f_) != line.size() || std::fflush(f_) != 0)
     return Status::io("[run] writing " + path_ + ": " + std::strerror(errno));

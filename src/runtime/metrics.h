@@ -21,7 +21,12 @@ struct StepMetrics {
   // the parameter all-gather (data parallel only; overlapped time not counted).
   double comm_ms = 0;
   double val_loss = -1;                   // < 0: not an evaluation step
-  double eval_ms = 0, ckpt_ms = 0;        // outside step_ms
+  double eval_ms = 0;                     // outside step_ms
+  // Checkpoints (outside step_ms): what the loop paid for a save (snapshot,
+  // plus waiting for the previous save: ckpt_wait_ms of it), the background
+  // write of the save collected at this step, and the wait for the last save
+  // of a run to reach the disk.
+  double ckpt_stall_ms = 0, ckpt_wait_ms = 0, ckpt_write_ms = 0, ckpt_flush_ms = 0;
   uint64_t mem_in_use = 0, mem_peak = 0;  // allocator bytes
 };
 

@@ -1,6 +1,11 @@
 #include "runtime/run_dir.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <thread>
 
 #include <algorithm>
 #include <ctime>
@@ -38,6 +43,27 @@ std::string newest_run(const std::string& name) {
 }
 
 }  // namespace
+
+RunDirLock::~RunDirLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status RunDirLock::acquire(const std::string& run_dir, double wait_s) {
+  std::error_code ec;
+  fs::create_directories(run_dir, ec);
+  const std::string path = run_dir + "/train.lock";
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0)
+    return Status::invalid("[run] cannot write run directory " + run_dir + ": " + errno_str());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
+  while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (std::chrono::steady_clock::now() > deadline)
+      return Status::invalid("[run] " + run_dir + " is in use by another training job (" + path +
+                             " is locked)");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return Status::ok();
+}
 
 bool has_checkpoints(const std::string& run_dir) {
   std::error_code ec;

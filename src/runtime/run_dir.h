@@ -36,6 +36,23 @@ Result<RunPlan> plan_run(const RunRequest& req);
 // resolved config.toml atomically.
 Status prepare_run_dir(const RunPlan& plan);
 
+// An exclusive lock on RUN/train.lock, held by rank 0 of the job training in
+// RUN: two jobs never write one run directory (a relaunch after a failure
+// waits for the last ranks of the attempt before it). flock: released by the
+// kernel when its holder dies, whatever the cause.
+class RunDirLock {
+ public:
+  RunDirLock() = default;
+  RunDirLock(const RunDirLock&) = delete;
+  RunDirLock& operator=(const RunDirLock&) = delete;
+  ~RunDirLock();
+  // Creates run_dir if needed; waits up to wait_s for the lock.
+  Status acquire(const std::string& run_dir, double wait_s);
+
+ private:
+  int fd_ = -1;
+};
+
 // True when dir/ckpt holds at least one step_* directory.
 bool has_checkpoints(const std::string& run_dir);
 

@@ -4,11 +4,13 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "ckpt/async_writer.h"
 #include "ckpt/checkpoint.h"
 #include "core/allocator.h"
 #include "core/check.h"
@@ -24,6 +26,7 @@
 #include "optim/adamw.h"
 #include "profile/cpu_peak.h"
 #include "runtime/faults.h"
+#include "runtime/heartbeat.h"
 #include "runtime/metrics.h"
 #include "runtime/train_setup.h"
 #include "runtime/world.h"
@@ -69,6 +72,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   if (!world) return world.status();
   dist::Comm& comm = **world;
   const int rank = comm.rank(), W = comm.size();
+  heartbeat_start(rank, W);  // under `crucible launch`: the supervisor watches from here
   console.set_quiet(rank != 0);
   RunPlan plan = plan_in;
   CRUCIBLE_RETURN_IF_ERROR(agree_on_config(comm, plan.config, plan.run_dir));
@@ -76,11 +80,16 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   const std::string& run = plan.run_dir;
   auto log = [&](const std::string& m) { console.info(m); };
   set_num_threads(cfg.train.threads);
-  CRUCIBLE_RETURN_IF_ERROR(apply_fault_injection(cfg.fault));
+  FaultInjector faults;
+  CRUCIBLE_RETURN_IF_ERROR(faults.arm(cfg.fault, rank));
 
   // ---- data, run directory ----
   Setup setup;
   CRUCIBLE_RETURN_IF_ERROR(agree(comm, prepare_data(cfg, comm, log, setup)));
+  // One job per run directory: a relaunch waits for the ranks of an earlier
+  // attempt that are still on their way out.
+  RunDirLock run_lock;
+  CRUCIBLE_RETURN_IF_ERROR(agree(comm, rank == 0 ? run_lock.acquire(run, 30) : Status::ok()));
   CRUCIBLE_RETURN_IF_ERROR(agree(comm, rank == 0 ? prepare_run(plan, setup) : Status::ok()));
   if (rank == 0) console.open_log(run + "/log.txt");
   log("[run] " + run + (plan.resume ? " (resuming)" : "") + ", " + std::to_string(W) +
@@ -131,6 +140,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
       if (!ls) return ls.status();
       CRUCIBLE_RETURN_IF_ERROR((*loader)->restore(*ls));
       step = state->step;
+      heartbeat_phase(step, Phase::kSetup);
       int saved_world = state->world.value("world_size", 1);
       log("[ckpt] resumed from " + found->dir + " at step " + std::to_string(step) +
           (saved_world != W ? " (written by " + std::to_string(saved_world) + " ranks, now " +
@@ -146,33 +156,51 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     ms = rank_metrics.open(run + "/metrics.rank" + std::to_string(rank) + ".jsonl", step);
   CRUCIBLE_RETURN_IF_ERROR(agree(comm, ms));
 
-  ckpt::Snapshot snapshot;
-  auto save = [&](int64_t at) -> Result<double> {
-    Stopwatch sw;
-    ckpt::CheckpointState st;
-    st.step = at;
-    st.config = to_json(cfg);
-    st.loader = data::to_json((*loader)->state());
-    st.world = {{"world_size", W}, {"zero", cfg.dist.zero}};
-    // No random draws happen during training (no dropout); the seed and the
-    // stream layout are all the RNG state there is.
-    st.rng = {{"seed", cfg.train.seed}, {"init_streams", "fnv1a64(param name)"}};
-    ckpt::take_snapshot(st, model.params(), adam, snapshot);  // reuses its buffers
-    if (dp)
-      CRUCIBLE_RETURN_IF_ERROR(
-          dp->gather_moments(snapshot.exp_avg.data(), snapshot.exp_avg_sq.data()));
+  // Checkpoints are written by rank 0 on a background thread from a host
+  // snapshot; the loop pays for the snapshot and, when the previous save is
+  // still being written, for waiting on it (at most one in flight).
+  std::unique_ptr<ckpt::AsyncCheckpointWriter> writer;
+  if (rank == 0) writer = std::make_unique<ckpt::AsyncCheckpointWriter>(ckpt_dir, cfg.ckpt.keep);
+  ckpt::Snapshot shard_snapshot;  // other ranks, when ZeRO needs them in the moments gather
+  // Waits for the save in flight; every rank learns how it ended.
+  auto collect = [&](StepMetrics* m) -> Status {
     Status s;
-    if (rank == 0) {
-      s = ckpt::write_checkpoint(ckpt_dir, snapshot, cfg.ckpt.keep);
-      if (!s.is_ok()) {
-        auto found = ckpt::find_latest_valid(ckpt_dir);
-        s = Status::io(s.message() +
-                       (found ? "; latest still names " + fs::path(found->dir).filename().string()
-                              : "; no earlier checkpoint exists"));
+    if (writer) {
+      ckpt::AsyncCheckpointWriter::Outcome o = writer->wait();
+      if (m) m->ckpt_wait_ms += o.waited_s * 1e3;
+      if (o.had_save) {
+        s = o.status;
+        if (m) m->ckpt_write_ms = o.write_s * 1e3;
       }
     }
-    CRUCIBLE_RETURN_IF_ERROR(agree(comm, s));
-    return sw.elapsed_ms();
+    return agree(comm, s);
+  };
+  auto save = [&](int64_t at, bool flush, StepMetrics& m) -> Status {
+    Stopwatch sw;
+    CRUCIBLE_RETURN_IF_ERROR(collect(&m));
+    const bool zero_gather = dp && cfg.dist.zero > 0;
+    if (writer || zero_gather) {
+      ckpt::CheckpointState st;
+      st.step = at;
+      st.config = to_json(cfg);
+      st.loader = data::to_json((*loader)->state());
+      st.world = {{"world_size", W}, {"zero", cfg.dist.zero}};
+      // No random draws happen during training (no dropout); the seed and the
+      // stream layout are all the RNG state there is.
+      st.rng = {{"seed", cfg.train.seed}, {"init_streams", "fnv1a64(param name)"}};
+      ckpt::Snapshot& snap = writer ? writer->buffer() : shard_snapshot;
+      ckpt::take_snapshot(st, model.params(), adam, snap);  // reuses its buffers
+      if (zero_gather)
+        CRUCIBLE_RETURN_IF_ERROR(dp->gather_moments(snap.exp_avg.data(), snap.exp_avg_sq.data()));
+    }
+    if (writer) writer->start();
+    m.ckpt_stall_ms = sw.elapsed_ms();
+    if (flush) {  // the run ends here: the checkpoint must be on disk first
+      Stopwatch fw;
+      CRUCIBLE_RETURN_IF_ERROR(collect(nullptr));
+      m.ckpt_flush_ms = fw.elapsed_ms();
+    }
+    return Status::ok();
   };
   auto all_sum = [&](double v) {
     if (W > 1)
@@ -203,6 +231,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   StopSignals signals;
   TrainResult result;
   result.run_dir = run;
+  result.reporter = rank == 0;
   const int64_t total = cfg.train.steps;
   const int64_t first_step = step;
   Stopwatch run_clock;
@@ -229,12 +258,17 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
         at.micro = uint64_t(dist::bit_reversed(micro, accum));
         CRUCIBLE_CHECK((*loader)->restore(at).is_ok(), "[train] loader position in the step");
       }
+      heartbeat_phase(step + 1, Phase::kData);
       m.data_wait_ms += 1e3 * (*loader)->next(tokens.data(), targets.data());
+      heartbeat_phase(step + 1, Phase::kForward);
+      faults.before_forward(step + 1);
       int64_t t0 = now_ns();
       arena.reset();
       loss_sum += model.forward(arena, tokens.data(), targets.data(), B, T, grad_scale);
       int64_t t1 = now_ns();
       const bool last = micro == accum - 1;
+      heartbeat_phase(step + 1, Phase::kBackward);
+      faults.before_backward(step + 1);
       if (dp && last && cfg.dist.overlap) {
         dp->begin_reduction();
         model.backward(arena, [&](size_t from) { dp->on_grads_ready(from); });
@@ -245,6 +279,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
       m.forward_ms += (t1 - t0) * 1e-6;
       m.backward_ms += (now_ns() - t1) * 1e-6;
     }
+    heartbeat_phase(step + 1, Phase::kReduce);
     if (tree) {
       auto waited = tree->finish();
       if (!waited) return waited.status();
@@ -257,16 +292,19 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
       if (!waited) return waited.status();
       m.comm_ms += *waited * 1e3;
     }
+    heartbeat_phase(step + 1, Phase::kOptimizer);
     int64_t t2 = now_ns();
     optim::StepInfo info = adam.step(m.lr, dp ? dp->norm_all_sum() : nullptr);
     m.optimizer_ms = (now_ns() - t2) * 1e-6;
     if (dp) {
+      heartbeat_phase(step + 1, Phase::kGather);
       auto gathered = dp->gather_parameters();
       if (!gathered) return gathered.status();
       m.comm_ms += *gathered * 1e3;
     }
     model.params().zero_grad();
     m.step_ms = step_clock.elapsed_ms();
+    heartbeat_phase(step + 1, Phase::kSync);
     m.loss = all_sum(loss_sum / accum) / W;
     m.grad_norm = info.grad_norm;
     ++step;
@@ -276,19 +314,20 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
 
     const bool last = step == total;
     // Every rank stops at the same step: the signal may reach them apart.
-    const bool stop =
-        (topt.stop_at > 0 && step >= topt.stop_at) || all_sum(signals.pending() ? 1 : 0) > 0;
+    const bool stop = (topt.stop_at > 0 && step >= topt.stop_at) ||
+                      all_sum(signals.pending() || heartbeat_stop_requested() ? 1 : 0) > 0;
     if (last || (cfg.train.eval_every > 0 && step % cfg.train.eval_every == 0)) {
+      heartbeat_phase(step, Phase::kEval);
       Stopwatch sw;
       m.val_loss = evaluate();
       m.eval_ms = sw.elapsed_ms();
       result.val_loss = m.val_loss;
     }
     if (last || stop || (cfg.ckpt.every > 0 && step % cfg.ckpt.every == 0)) {
-      auto ms = save(step);
-      if (!ms) return ms.status();
-      m.ckpt_ms = *ms;
+      heartbeat_phase(step, Phase::kCheckpoint);
+      CRUCIBLE_RETURN_IF_ERROR(save(step, last || stop, m));
     }
+    heartbeat_phase(step, Phase::kSync);
     AllocatorStats mem = Allocator::global().stats();
     m.mem_in_use = mem.in_use;
     m.mem_peak = mem.peak;
@@ -321,12 +360,14 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
       result.stopped_early = true;
       result.preempted = !(topt.stop_at > 0 && step >= topt.stop_at);
       log(std::string("[train] ") + (result.preempted ? "signal received" : "--stop-at reached") +
-          ": checkpoint step " + std::to_string(step) +
-          " saved; continue with --resume --run-dir " + run);
+          ": checkpoint step " + std::to_string(step) + " saved" +
+          (std::getenv(kSupervisorEnv) ? std::string()  // the supervisor says how to continue
+                                       : "; continue with --resume --run-dir " + run));
       break;
     }
   }
   console.finish_progress();
+  heartbeat_phase(step, Phase::kDone);
   result.steps_done = step;
   if (result.stopped_early || rank != 0) return result;
 

@@ -1,7 +1,8 @@
 // Training checkpoints: bit-identical round trip, the manifest, corruption and
 // truncation detection with fallback to the previous checkpoint, pruning,
-// stale .tmp sweeping, injected write faults, and the crash window between the
-// rename and the update of `latest`. Real files under a fresh temp dir.
+// stale .tmp sweeping, injected write faults, the read-back before publishing,
+// injected corruption, and the crash window between the rename and the update
+// of `latest`. Real files under a fresh temp dir.
 #include "ckpt/checkpoint.h"
 
 #include <fcntl.h>
@@ -396,6 +397,57 @@ TEST_F(CheckpointTest, InjectedFaultWaitsForItsStep) {
   EXPECT_TRUE(save(a, 20));
   EXPECT_FALSE(save(a, 30));
   EXPECT_TRUE(save(a, 30));
+}
+
+// ---- Read-back before publishing, and injected corruption ----
+
+TEST_F(CheckpointTest, ACorruptedTmpFileFailsTheReadBackAndPublishesNothing) {
+  Model a(1);
+  ASSERT_TRUE(save(a, 10));
+  for (const char* file : {"model.safetensors", "optimizer.safetensors", "manifest.json"}) {
+    ckpt::inject_checkpoint_corruption(20, file, ckpt::CorruptAt::kBeforeVerify);
+    Status st = save(a, 20);
+    ASSERT_FALSE(st) << file;
+    EXPECT_EQ(st.code(), Code::kIo);
+    EXPECT_TRUE(st.message().starts_with(std::string("[ckpt] step_0000020.tmp/") + file + ":"))
+        << st.message();
+    EXPECT_TRUE(st.message().ends_with("(read back before publishing)")) << st.message();
+    EXPECT_EQ(entries(), (std::vector<std::string>{"latest", "step_0000010"}));
+    EXPECT_EQ(read_file(fs::path(ckpt_) / "latest"), "step_0000010\n");
+  }
+  ASSERT_TRUE(save(a, 20));  // each fired once
+  EXPECT_TRUE(ckpt::verify_checkpoint(step_dir(20)));
+}
+
+TEST_F(CheckpointTest, InjectedCorruptionStrikesThePublishedCheckpoint) {
+  Model a(1);
+  ckpt::inject_checkpoint_corruption(20, "model.safetensors");
+  ASSERT_TRUE(save(a, 10));  // not its step
+  a.fake_steps(1, 4);
+  ASSERT_TRUE(save(a, 20));  // written, verified, published, then damaged
+  EXPECT_EQ(read_file(fs::path(ckpt_) / "latest"), "step_0000020\n");
+  Status st = ckpt::verify_checkpoint(step_dir(20));
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.message(), "[ckpt] step_0000020/model.safetensors: checksum mismatch");
+  auto found = ckpt::find_latest_valid(ckpt_);
+  ASSERT_TRUE(found) << found.status().message();
+  EXPECT_EQ(found->step, 10);
+  ASSERT_EQ(found->warnings.size(), 1u);
+  EXPECT_NE(found->warnings[0].find("step_0000020/model.safetensors"), std::string::npos)
+      << found->warnings[0];
+  ASSERT_TRUE(save(a, 30));  // it fired once
+  EXPECT_TRUE(ckpt::verify_checkpoint(step_dir(30)));
+}
+
+TEST_F(CheckpointTest, VerifyWithAnExplicitStepChecksTheManifestsStep) {
+  Model a(1);
+  ASSERT_TRUE(save(a, 10));
+  const std::string elsewhere = (dir_ / "copy").string();
+  fs::copy(step_dir(10), elsewhere);
+  EXPECT_TRUE(ckpt::verify_checkpoint(elsewhere, 10));
+  Status st = ckpt::verify_checkpoint(elsewhere, 11);
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.message(), "[ckpt] copy/manifest.json: records step 10, not 11");
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, CheckpointFaultTest,

@@ -4,7 +4,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/faults.h"
 
 namespace crucible::runtime {
 namespace {
@@ -115,16 +114,6 @@ TEST(Config, ErrorsAreOneLine) {
     ASSERT_FALSE(e.empty());
     EXPECT_EQ(e.find('\n'), std::string::npos) << e;
   }
-}
-
-TEST(Config, FaultInjectionEntriesAreChecked) {
-  FaultConfig f;
-  f.inject = {"disk_on_fire@3"};
-  Status s = apply_fault_injection(f);
-  EXPECT_FALSE(s.is_ok());
-  EXPECT_NE(s.message().find("fault.inject: 'disk_on_fire@3'"), std::string::npos);
-  f.inject = {"ckpt_write_error@x"};
-  EXPECT_FALSE(apply_fault_injection(f).is_ok());
 }
 
 }  // namespace

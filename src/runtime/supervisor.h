@@ -1,0 +1,54 @@
+// The supervisor behind `crucible launch -n N -- train ...` (DESIGN.md,
+// "Supervision"; docs/fault_tolerance.md). It owns the run directory for the
+// job's whole life and runs the ranks as attempts:
+//
+//   attempt k: mpirun (or srun) -n W crucible train ... --run-dir RUN [--resume]
+//
+// watching every rank's heartbeat (runtime/heartbeat.h) and process. A rank
+// that dies, exits with an error, or makes no progress for
+// fault.hang_timeout_s ends the attempt: the supervisor kills what is left,
+// names the culprit, and relaunches from the newest valid checkpoint after a
+// backoff, at most fault.max_restarts times; with min_ranks < ranks it falls
+// back to a smaller world after fault.shrink_after consecutive failures,
+// keeping the global batch through gradient accumulation. SIGTERM/SIGINT ask
+// the ranks to checkpoint at the next step boundary and exit (code 3);
+// running the same command again continues the run. Every event goes to
+// RUN/events.jsonl and to the terminal.
+//
+// Exit codes: 0 finished, 2 bad input (not retried), 3 stopped by a signal
+// after checkpointing, 4 gave up after fault.max_restarts relaunches.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/run_dir.h"
+
+namespace crucible::runtime {
+
+inline constexpr int kExitGaveUp = 4;
+
+// How to start N copies of this binary: mpirun on this machine or with a
+// hostfile, srun under Slurm (SLURM_JOB_ID set). Also sets OMP_NUM_THREADS in
+// this process's environment for the ranks to inherit.
+struct LaunchSpec {
+  int ranks = 2;
+  std::string hostfile;
+  int threads = 0;  // per rank; 0: cores / ranks on one machine
+  std::vector<std::string> env_to_forward;  // variables the ranks must see (mpirun -x)
+};
+std::vector<std::string> launcher_command(const LaunchSpec& spec, const std::string& self,
+                                          const std::vector<std::string>& command);
+
+struct SuperviseOptions {
+  LaunchSpec launch;
+  int min_ranks = 0;  // 0: = launch.ranks (no elastic fallback)
+  RunRequest request;  // the train command's config, overrides, --run-dir, --resume
+  int64_t stop_at = 0;
+};
+
+// Runs the job to its end; returns the exit code (see above). Bad options
+// (an unreadable config, a run directory in use) are an invalid Status.
+Result<int> supervise(const SuperviseOptions& opt);
+
+}  // namespace crucible::runtime
