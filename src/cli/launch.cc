@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/process.h"
 #include "runtime/supervisor.h"
 
 namespace crucible::cli {
@@ -28,16 +29,8 @@ struct LaunchOptions {
   std::vector<std::string> command;
 };
 
-std::string self_path() {
-  char buf[4096];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return "crucible";
-  buf[n] = '\0';
-  return buf;
-}
-
 [[noreturn]] void exec_unsupervised(const LaunchOptions& o) {
-  std::vector<std::string> argv = runtime::launcher_command(o.spec, self_path(), o.command);
+  std::vector<std::string> argv = runtime::launcher_command(o.spec, self_executable(), o.command);
   std::string line;
   for (const auto& a : argv) line += (line.empty() ? "" : " ") + a;
   std::fprintf(stderr, "[launch] %s\n", line.c_str());

@@ -25,6 +25,14 @@ bool process_alive(pid_t pid) {
   return state != 'Z' && state != 'X' && state != 'x';
 }
 
+std::string self_executable() {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "crucible";
+  buf[n] = '\0';
+  return buf;
+}
+
 std::string host_name() {
   char buf[256] = {};
   ::gethostname(buf, sizeof buf - 1);

@@ -11,6 +11,10 @@ namespace crucible {
 // does not depend on when the parent reaps.
 bool process_alive(pid_t pid);
 
+// The path of this program (/proc/self/exe), to start more copies of it;
+// "crucible" (looked up in PATH) if it cannot be read.
+std::string self_executable();
+
 // This machine's host name.
 std::string host_name();
 

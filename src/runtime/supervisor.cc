@@ -82,14 +82,6 @@ double mono_s() {
       .count();
 }
 
-std::string self_path() {
-  char buf[4096];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return "crucible";
-  buf[n] = '\0';
-  return buf;
-}
-
 std::string fmt_s(double s) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f s", s);
@@ -290,7 +282,7 @@ AttemptResult Supervisor::run_attempt(int attempt, int world, int accum, bool re
   LaunchSpec spec = opt_.launch;
   spec.ranks = world;
   spec.env_to_forward = {kSupervisorEnv, kSupervisorPidEnv, kSupervisorHostEnv, kAttemptEnv};
-  std::vector<std::string> argv = launcher_command(spec, self_path(), args);
+  std::vector<std::string> argv = launcher_command(spec, self_executable(), args);
   std::string line;
   for (const auto& a : argv) line += (line.empty() ? "" : " ") + a;
   std::fprintf(stderr, "[launch] %s\n", line.c_str());
@@ -321,6 +313,7 @@ AttemptResult Supervisor::run_attempt(int attempt, int world, int accum, bool re
   for (auto& r : ranks) r.last_change = start;
 
   int handled = g_signals;
+  bool announced = false;  // ranks_up emitted
   bool stopping = false;
   double stop_deadline = 0;
   const FaultConfig& fc = plan_.config.fault;
@@ -349,6 +342,20 @@ AttemptResult Supervisor::run_attempt(int attempt, int world, int accum, bool re
     const double now = mono_s();
     drain(ranks, now);
 
+    if (!announced && std::all_of(ranks.begin(), ranks.end(),
+                                  [](const RankState& r) { return r.seen; })) {
+      announced = true;
+      json pids = json::array(), hosts = json::array();
+      std::string list;
+      for (const RankState& r : ranks) {
+        pids.push_back(r.last.pid);
+        hosts.push_back(r.last.host);
+        list += (list.empty() ? "" : " ") + std::to_string(r.last.pid);
+      }
+      events_.emit("ranks_up", {{"attempt", attempt}, {"world", world}, {"pids", pids}, {"hosts", hosts}},
+                   "attempt " + std::to_string(attempt) + ": " + std::to_string(world) +
+                       " ranks up (pids " + list + ") after " + fmt_s(now - start));
+    }
     // Recovery after an earlier failure: back to training, then back to where it failed.
     if (recovery_) {
       const int64_t s = step_reached();
@@ -381,12 +388,11 @@ AttemptResult Supervisor::run_attempt(int attempt, int world, int accum, bool re
       }
       res.step_reached = step_reached();
       const int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-      bool all_ok = true, any3 = false, any2 = false, all3 = true;
+      bool all_ok = true, any3 = false, any2 = false;
       int msg_rank = -1;
       for (size_t i = 0; i < ranks.size(); ++i) {
         const RankState& r = ranks[i];
         all_ok &= r.exited && r.code == 0;
-        all3 &= r.exited && r.code == 3;
         any3 |= r.exited && r.code == 3;
         any2 |= r.exited && r.code == 2;
         if (r.exited && r.code != 0 && !r.message.empty() && msg_rank < 0) msg_rank = int(i);
@@ -396,8 +402,13 @@ AttemptResult Supervisor::run_attempt(int attempt, int world, int accum, bool re
         return res;
       }
       if (any3 || stopping) {
+        // Ranks exit only after agreeing that the checkpoint is on disk, and
+        // mpirun may kill the last ones before they report: clean unless a
+        // rank reported something other than "stopped".
         res.outcome = Outcome::kPreempted;
-        res.clean_stop = all3;
+        res.clean_stop = any3 && std::none_of(ranks.begin(), ranks.end(), [](const RankState& r) {
+                           return r.exited && r.code != 3;
+                         });
         return res;
       }
       if (any2 || (code == 2 && std::none_of(ranks.begin(), ranks.end(),

@@ -162,18 +162,29 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   std::unique_ptr<ckpt::AsyncCheckpointWriter> writer;
   if (rank == 0) writer = std::make_unique<ckpt::AsyncCheckpointWriter>(ckpt_dir, cfg.ckpt.keep);
   ckpt::Snapshot shard_snapshot;  // other ranks, when ZeRO needs them in the moments gather
-  // Waits for the save in flight; every rank learns how it ended.
+  if (writer || (dp && cfg.dist.zero > 0)) {
+    // Fault the snapshot's pages in now (zero-filled by resize), not in the
+    // first checkpoint's stall: ~14 us per fresh 4 KiB page on these VMs.
+    ckpt::Snapshot& snap = writer ? writer->buffer() : shard_snapshot;
+    for (auto* v : {&snap.params, &snap.exp_avg, &snap.exp_avg_sq}) v->resize(model.params().numel());
+  }
+  // Rank 0 reaps finished saves at every step boundary (block: wait for the
+  // one in flight); a failure waits in ckpt_error until the job agrees on it,
+  // so a failed background write stops the run within a step, not a
+  // checkpoint interval later.
+  Status ckpt_error;
+  auto reap = [&](bool block, StepMetrics* m) {
+    if (!writer || (!block && writer->busy())) return;
+    ckpt::AsyncCheckpointWriter::Outcome o = writer->wait();
+    if (m) m->ckpt_wait_ms += o.waited_s * 1e3;
+    if (!o.had_save) return;
+    if (m) m->ckpt_write_ms = o.write_s * 1e3;
+    if (!o.status && ckpt_error) ckpt_error = o.status;
+  };
+  // Every rank learns how the saves so far ended (a collective).
   auto collect = [&](StepMetrics* m) -> Status {
-    Status s;
-    if (writer) {
-      ckpt::AsyncCheckpointWriter::Outcome o = writer->wait();
-      if (m) m->ckpt_wait_ms += o.waited_s * 1e3;
-      if (o.had_save) {
-        s = o.status;
-        if (m) m->ckpt_write_ms = o.write_s * 1e3;
-      }
-    }
-    return agree(comm, s);
+    reap(true, m);
+    return agree(comm, ckpt_error);
   };
   auto save = [&](int64_t at, bool flush, StepMetrics& m) -> Status {
     Stopwatch sw;
@@ -314,8 +325,18 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
 
     const bool last = step == total;
     // Every rank stops at the same step: the signal may reach them apart.
-    const bool stop = (topt.stop_at > 0 && step >= topt.stop_at) ||
-                      all_sum(signals.pending() || heartbeat_stop_requested() ? 1 : 0) > 0;
+    // One allreduce carries both step-end questions: did any rank get a stop
+    // request, did a background save fail (rank 0).
+    reap(false, &m);
+    double flags[2] = {signals.pending() || heartbeat_stop_requested() ? 1.0 : 0.0,
+                       ckpt_error ? 0.0 : 1.0};
+    if (W > 1) CRUCIBLE_RETURN_IF_ERROR(comm.allreduce(flags, 2, dist::ReduceOp::kSum));
+    if (flags[1] > 0) {
+      Status failed = agree(comm, ckpt_error);
+      CRUCIBLE_CHECK(!failed.is_ok(), "[train] a failed save is agreed on by every rank");
+      return failed;
+    }
+    const bool stop = (topt.stop_at > 0 && step >= topt.stop_at) || flags[0] > 0;
     if (last || (cfg.train.eval_every > 0 && step % cfg.train.eval_every == 0)) {
       heartbeat_phase(step, Phase::kEval);
       Stopwatch sw;

@@ -355,6 +355,33 @@ TEST_F(Chaos, PreemptedJobResumesWhenTheSameCommandRunsAgain) {
   EXPECT_EQ(count_lines(run + "/metrics.jsonl"), 12u);
 }
 
+// A scheduler may signal the ranks rather than the launcher (Slurm sends
+// SIGTERM to every task): one rank's signal stops the whole job at the same
+// step boundary, after the checkpoint.
+TEST_F(Chaos, SigtermToOneRankStopsTheJobCleanly) {
+  TempDir dir("chaos_rank_sigterm");
+  const std::string run = dir / "run";
+  auto args = launch_args(2, make_config(dir), run,
+                          {"--", "--set", "fault.inject=[\"slow@1:ms=150:attempt=all\"]"});
+  Background job(args, dir.path(), dir / "first.log");
+  ASSERT_GT(job.pid, 0);
+  wait_for_steps(run, 3);
+  auto up = events_of(run, "ranks_up");
+  ASSERT_EQ(up.size(), 1u) << read_file(job.log);
+  ASSERT_EQ(up[0]["pids"].size(), 2u);
+  ASSERT_EQ(::kill(pid_t(up[0]["pids"][1].get<int64_t>()), SIGTERM), 0);
+  EXPECT_EQ(job.wait(), 3) << read_file(job.log);
+  auto p = events_of(run, "preempted");
+  ASSERT_EQ(p.size(), 1u) << read_file(job.log);
+  EXPECT_EQ(p[0]["clean"], true);
+  EXPECT_EQ(p[0]["checkpoint_step"], count_lines(run + "/metrics.jsonl"));
+  EXPECT_TRUE(events_of(run, "failure").empty()) << "a requested stop is not a failure";
+  expect_checkpoints_sound(run);
+  auto again = run_crucible(args, dir.path());
+  ASSERT_EQ(again.code, 0) << again.output;
+  EXPECT_TRUE(final_model(run) == *ref_) << "not bit-identical to the uninterrupted run";
+}
+
 TEST_F(Chaos, SupervisorKilledWithSigkillThenRerun) {
   TempDir dir("chaos_supervisor_kill");
   const std::string run = dir / "run";
