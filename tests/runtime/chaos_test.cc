@@ -312,6 +312,17 @@ void wait_for_steps(const std::string& run, size_t steps) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
 }
 
+// A supervised 2-rank job in the background whose steps are slowed (no
+// effect on the math) to leave time for signals mid-run; args re-run it.
+struct SlowJob {
+  std::vector<std::string> args;
+  Background job;
+  SlowJob(const TempDir& dir, const std::string& run)
+      : args(launch_args(2, make_config(dir), run,
+                         {"--", "--set", "fault.inject=[\"slow@1:ms=150:attempt=all\"]"})),
+        job(args, dir.path(), dir / "first.log") {}
+};
+
 // The newest runs/chaos-* under dir (the run a command without --run-dir used).
 std::string the_run(const std::string& dir) {
   std::string best;
@@ -323,11 +334,9 @@ std::string the_run(const std::string& dir) {
 
 TEST_F(Chaos, PreemptedJobResumesWhenTheSameCommandRunsAgain) {
   TempDir dir("chaos_preempt");
-  // Slow steps (no effect on the math) leave time to signal mid-run. No
-  // --run-dir: the rerun must find the run by itself.
-  auto args = launch_args(2, make_config(dir), "",
-                          {"--", "--set", "fault.inject=[\"slow@1:ms=150:attempt=all\"]"});
-  Background job(args, dir.path(), dir / "first.log");
+  // No --run-dir: the rerun must find the run by itself.
+  SlowJob slow(dir, "");
+  auto& [args, job] = slow;
   ASSERT_GT(job.pid, 0);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while ((!fs::exists(dir / "runs") || the_run(dir.path()).empty()) &&
@@ -361,9 +370,8 @@ TEST_F(Chaos, PreemptedJobResumesWhenTheSameCommandRunsAgain) {
 TEST_F(Chaos, SigtermToOneRankStopsTheJobCleanly) {
   TempDir dir("chaos_rank_sigterm");
   const std::string run = dir / "run";
-  auto args = launch_args(2, make_config(dir), run,
-                          {"--", "--set", "fault.inject=[\"slow@1:ms=150:attempt=all\"]"});
-  Background job(args, dir.path(), dir / "first.log");
+  SlowJob slow(dir, run);
+  auto& [args, job] = slow;
   ASSERT_GT(job.pid, 0);
   wait_for_steps(run, 3);
   auto up = events_of(run, "ranks_up");
@@ -385,9 +393,8 @@ TEST_F(Chaos, SigtermToOneRankStopsTheJobCleanly) {
 TEST_F(Chaos, SupervisorKilledWithSigkillThenRerun) {
   TempDir dir("chaos_supervisor_kill");
   const std::string run = dir / "run";
-  auto args = launch_args(2, make_config(dir), run,
-                          {"--", "--set", "fault.inject=[\"slow@1:ms=150:attempt=all\"]"});
-  Background job(args, dir.path(), dir / "first.log");
+  SlowJob slow(dir, run);
+  auto& [args, job] = slow;
   ASSERT_GT(job.pid, 0);
   wait_for_steps(run, 6);
   ASSERT_EQ(::kill(job.pid, SIGKILL), 0);
