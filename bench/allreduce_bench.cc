@@ -1,6 +1,6 @@
 // allreduce_bench: bus bandwidth of Comm::allreduce (f32 sum) next to plain
-// MPI_Allreduce on the same buffer (the peer) and one rank's memcpy of the same
-// size (the shared-memory ceiling), all measured in this run.
+// MPI_Allreduce on the same buffer (the peer, dist/mpi_peer.h) and one rank's
+// memcpy of the same size (the shared-memory ceiling), all measured in this run.
 //
 //   mpirun -n 2 --bind-to none --mca btl self,vader build/allreduce_bench [MiB ...]
 //   CRUCIBLE_MPI_MALLOPT=0 mpirun ...   # without crucible's malloc tuning
@@ -8,55 +8,34 @@
 // "flt/op" is minor page faults per call: Open MPI's per-call temporaries
 // above glibc's mmap threshold are fresh pages every call.
 // busbw = bytes / time * 2(n-1)/n (the traffic per rank of a ring allreduce,
-// as nccl-tests report it). Like the rest of dist, MPI is initialised by
-// dist::world(); this program includes <mpi.h> only to time the raw peer call.
-#define OMPI_SKIP_MPICXX 1
-#include <mpi.h>
-#include <sys/resource.h>
-
+// as nccl-tests report it). Times come from profile::time_collective_calls,
+// the timing `crucible probe` uses for its collectives (which also sweeps sizes
+// for allgather and reduce_scatter).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <vector>
 
-#include "core/clock.h"
 #include "dist/comm.h"
+#include "dist/mpi_peer.h"
+#include "profile/probe_interconnect.h"
 
 namespace {
 
-using crucible::Stopwatch;
+using crucible::Status;
 using crucible::dist::Comm;
+using crucible::profile::CallTiming;
 
-long minor_faults() {
-  rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_minflt;
-}
-
-struct Timing {
-  double seconds;  // per call: the slowest rank's mean over a timed loop, best of 3 loops
-  double faults;   // minor page faults per call, the most of any rank
-};
-
-// Best of three timed loops: the machine is shared, and the fastest loop is the
-// one least disturbed by others.
-template <typename F>
-Timing time_calls(Comm* comm, int iters, F&& call) {
-  call();  // warm-up: first-touch of buffers, MPI connections
-  call();
-  Timing best{1e30, 0};
-  for (int rep = 0; rep < 3; ++rep) {
-    (void)comm->barrier();
-    long f0 = minor_faults();
-    Stopwatch sw;
-    for (int i = 0; i < iters; ++i) call();
-    double r[2] = {sw.elapsed_s() / iters, double(minor_faults() - f0) / iters};
-    (void)comm->allreduce(r, 2, crucible::dist::ReduceOp::kMax);
-    best.seconds = std::min(best.seconds, r[0]);
-    best.faults = std::max(best.faults, r[1]);
+// Exits on error: a benchmark has nobody to return a Status to.
+CallTiming time_or_die(Comm* comm, int iters, const std::function<Status()>& call) {
+  auto t = crucible::profile::time_collective_calls(*comm, iters, call);
+  if (!t) {
+    std::fprintf(stderr, "%s\n", t.status().message().c_str());
+    comm->abort(1);
   }
-  return best;
+  return *t;
 }
 
 }  // namespace
@@ -85,14 +64,14 @@ int main(int argc, char** argv) {
     const double bytes = count * sizeof(float);
     std::vector<float> buf(count, 1e-3f), dst(count);
     const int iters = std::clamp(static_cast<int>(1e9 / std::max(bytes, 1.0)), 3, 100);
-    Timing t_comm = time_calls(comm, iters, [&] { (void)comm->allreduce(buf.data(), count); });
-    Timing t_mpi = time_calls(comm, iters, [&] {
-      MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
-                    MPI_COMM_WORLD);
-    });
-    Timing t_cpy = time_calls(comm, iters, [&] {
+    CallTiming t_comm =
+        time_or_die(comm, iters, [&] { return comm->allreduce(buf.data(), count); });
+    CallTiming t_mpi = time_or_die(
+        comm, iters, [&] { return crucible::dist::mpi_peer_allreduce_sum(buf.data(), count); });
+    CallTiming t_cpy = time_or_die(comm, iters, [&] {
       std::memcpy(dst.data(), buf.data(), count * sizeof(float));
       asm volatile("" : : "r"(dst.data()) : "memory");
+      return Status::ok();
     });
     const double factor = 2.0 * (n - 1) / n;
     const double bus_comm = bytes / t_comm.seconds * factor * 1e-9;
@@ -101,7 +80,7 @@ int main(int argc, char** argv) {
     if (comm->rank() == 0)
       std::printf("%7.1f %9.2f %11.2f %11.2f %12.2f %9.2f %9.2f %12.0f %11.0f\n", m,
                   t_comm.seconds * 1e3, bus_comm, bus_mpi, cpy, bus_comm / bus_mpi, bus_comm / cpy,
-                  t_comm.faults, t_mpi.faults);
+                  t_comm.faults_per_call, t_mpi.faults_per_call);
   }
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 namespace crucible::dist {
 
@@ -258,6 +259,13 @@ Result<Comm*> world() {
   }();
   if (!w.comm) return w.status;
   return w.comm.get();
+}
+
+Status quiet_barrier(Comm& comm, std::chrono::microseconds poll) {
+  float x = 0;
+  Request r = comm.iallreduce(&x, 1);
+  while (!r.test()) std::this_thread::sleep_for(poll);
+  return r.wait();
 }
 
 }  // namespace crucible::dist

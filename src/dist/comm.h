@@ -40,6 +40,7 @@
 // its Requests (MPI is initialised with MPI_THREAD_FUNNELED); other threads
 // (OpenMP workers) may compute meanwhile. The Comm must outlive its Requests.
 #pragma once
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -155,6 +156,11 @@ Result<Comm*> world();
 
 // A single-process Comm (rank 0 of 1), for tests and world size 1.
 std::unique_ptr<Comm> make_single_comm();
+
+// A barrier that sleeps between polls instead of spinning: for ranks that
+// wait while another rank of the same machine measures or works (a spinning
+// MPI wait takes a core from it). Costs up to `poll` of latency.
+Status quiet_barrier(Comm& comm, std::chrono::microseconds poll = std::chrono::microseconds(500));
 
 // The most elements (or bytes) one MPI call is given: 2^30 - 1.
 size_t max_count_per_call();

@@ -9,7 +9,6 @@
 #include "core/clock.h"
 
 namespace crucible::profile {
-namespace {
 
 // 10 dependent adds per iteration: 10 cycles per iteration on any x86 core.
 int64_t add_chain(int64_t iters) {
@@ -23,28 +22,45 @@ int64_t add_chain(int64_t iters) {
   return x;
 }
 
-// 12 independent FMA chains cover latency 4-6 on two pipes.
+namespace {
+
+// 12 independent FMA chains cover latency 4-6 on two pipes. Twelve named
+// accumulators, not an array: GCC kept an array in memory, and a
+// store-to-load round trip per FMA measured a fifth of the peak.
+#define CRUCIBLE_FMA12(FMA, acc, a, b)                                             \
+  acc##0 = FMA(acc##0, a, b), acc##1 = FMA(acc##1, a, b), acc##2 = FMA(acc##2, a, b), \
+  acc##3 = FMA(acc##3, a, b), acc##4 = FMA(acc##4, a, b), acc##5 = FMA(acc##5, a, b), \
+  acc##6 = FMA(acc##6, a, b), acc##7 = FMA(acc##7, a, b), acc##8 = FMA(acc##8, a, b), \
+  acc##9 = FMA(acc##9, a, b), acc##10 = FMA(acc##10, a, b), acc##11 = FMA(acc##11, a, b)
+
 __attribute__((target("avx2,fma"))) double fma_loop_avx2(int64_t iters) {
-  __m256 acc[12];
-  for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(float(i));
-  __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
-  for (int64_t it = 0; it < iters; ++it)
-    for (int i = 0; i < 12; ++i) acc[i] = _mm256_fmadd_ps(acc[i], a, b);
-  __m256 s = acc[0];
-  for (int i = 1; i < 12; ++i) s = _mm256_add_ps(s, acc[i]);
+  __m256 x0 = _mm256_set1_ps(0), x1 = _mm256_set1_ps(1), x2 = _mm256_set1_ps(2),
+         x3 = _mm256_set1_ps(3), x4 = _mm256_set1_ps(4), x5 = _mm256_set1_ps(5),
+         x6 = _mm256_set1_ps(6), x7 = _mm256_set1_ps(7), x8 = _mm256_set1_ps(8),
+         x9 = _mm256_set1_ps(9), x10 = _mm256_set1_ps(10), x11 = _mm256_set1_ps(11);
+  const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+  for (int64_t it = 0; it < iters; ++it) CRUCIBLE_FMA12(_mm256_fmadd_ps, x, a, b);
+  __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(x0, x1), _mm256_add_ps(x2, x3)),
+                           _mm256_add_ps(_mm256_add_ps(x4, x5), _mm256_add_ps(x6, x7)));
+  s = _mm256_add_ps(s, _mm256_add_ps(_mm256_add_ps(x8, x9), _mm256_add_ps(x10, x11)));
   float out[8];
   _mm256_storeu_ps(out, s);
   return out[0];
 }
 
 __attribute__((target("avx512f"))) double fma_loop_avx512(int64_t iters) {
-  __m512 acc[12];
-  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(float(i));
-  __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
-  for (int64_t it = 0; it < iters; ++it)
-    for (int i = 0; i < 12; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
-  return _mm512_reduce_add_ps(acc[0]) + _mm512_reduce_add_ps(acc[11]);
+  __m512 x0 = _mm512_set1_ps(0), x1 = _mm512_set1_ps(1), x2 = _mm512_set1_ps(2),
+         x3 = _mm512_set1_ps(3), x4 = _mm512_set1_ps(4), x5 = _mm512_set1_ps(5),
+         x6 = _mm512_set1_ps(6), x7 = _mm512_set1_ps(7), x8 = _mm512_set1_ps(8),
+         x9 = _mm512_set1_ps(9), x10 = _mm512_set1_ps(10), x11 = _mm512_set1_ps(11);
+  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+  for (int64_t it = 0; it < iters; ++it) CRUCIBLE_FMA12(_mm512_fmadd_ps, x, a, b);
+  __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(x0, x1), _mm512_add_ps(x2, x3)),
+                           _mm512_add_ps(_mm512_add_ps(x4, x5), _mm512_add_ps(x6, x7)));
+  s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(x8, x9), _mm512_add_ps(x10, x11)));
+  return _mm512_reduce_add_ps(s);
 }
+#undef CRUCIBLE_FMA12
 
 // Runs fn(iters) on every thread at once; returns seconds of the slowest thread.
 template <typename F>
@@ -63,6 +79,19 @@ double timed_parallel(int threads, int64_t iters, F fn) {
 }
 
 }  // namespace
+
+FmaLoop fma_loop() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return fma_loop_avx512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return fma_loop_avx2;
+  return nullptr;
+}
+
+double fma_loop_flops(int64_t iters) {
+  __builtin_cpu_init();
+  const int lanes = __builtin_cpu_supports("avx512f") ? 16 : 8;
+  return double(iters) * 12 * lanes * 2;
+}
 
 CpuPeak measure_cpu_peak(int threads, double seconds) {
   __builtin_cpu_init();

@@ -3,6 +3,7 @@
 // thread at once) x FMA pipes x vector lanes x 2 FLOPs x threads. An FMA
 // throughput loop measured the same way cross-checks the derivation.
 #pragma once
+#include <cstdint>
 #include <string>
 
 namespace crucible::profile {
@@ -19,5 +20,15 @@ struct CpuPeak {
 
 // Measures for about `seconds` in total with `threads` OpenMP threads.
 CpuPeak measure_cpu_peak(int threads, double seconds = 0.3);
+
+// The loops behind the measurement, for probes that sample them over time
+// (profile/probe_throttle.h). Run on the calling thread.
+// 10 dependent integer adds per iteration: 10 cycles per iteration.
+int64_t add_chain(int64_t iters);
+// The widest FMA loop this CPU has (AVX-512 or AVX2+FMA; nullptr without);
+// fma_loop_flops(iters) is the FLOPs one call performs.
+using FmaLoop = double (*)(int64_t iters);
+FmaLoop fma_loop();
+double fma_loop_flops(int64_t iters);
 
 }  // namespace crucible::profile

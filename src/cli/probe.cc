@@ -1,0 +1,84 @@
+// `crucible probe [--quick] [--json FILE] [--dir D]... [--sections a,b]`
+// and `crucible probe --compare A.json B.json` (profile/probe.h).
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "core/file_io.h"
+#include "dist/comm.h"
+#include "profile/probe.h"
+
+namespace crucible::cli {
+
+namespace {
+
+struct ProbeCli {
+  profile::ProbeOptions opt;
+  std::string json_path = "probe.json";
+  std::vector<std::string> compare;
+};
+
+nlohmann::json read_probe(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ExitError(2, "[probe] cannot read " + path);
+  auto j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded()) throw ExitError(2, "[probe] " + path + " is not JSON");
+  return j;
+}
+
+void run(const ProbeCli& c) {
+  if (!c.compare.empty()) {
+    if (c.compare.size() != 2) throw ExitError(2, "[probe] --compare takes two probe.json files");
+    auto table = profile::compare_probes(read_probe(c.compare[0]), read_probe(c.compare[1]),
+                                         std::filesystem::path(c.compare[0]).filename().string(),
+                                         std::filesystem::path(c.compare[1]).filename().string());
+    if (!table) throw ExitError(2, table.status().message());
+    std::printf("%s", table->c_str());
+    return;
+  }
+  for (const std::string& s : c.opt.sections)
+    if (s != "compute" && s != "memory" && s != "throttle" && s != "topology" && s != "storage" &&
+        s != "interconnect")
+      throw ExitError(2, "[probe] --sections: unknown section '" + s +
+                             "' (compute, memory, throttle, topology, storage, interconnect)");
+  profile::ProbeOptions opt = c.opt;
+  opt.log = [](const std::string& m) {
+    std::fprintf(stderr, "%s\n", m.c_str());
+    std::fflush(stderr);
+  };
+  auto doc = profile::run_probe(opt);
+  if (!doc) throw ExitError(exit_code(doc.status()), doc.status().message());
+  auto world = dist::world();
+  if (world && (*world)->rank() != 0) return;
+  std::printf("%s", profile::probe_table(*doc).c_str());
+  Status s = write_file_atomic(c.json_path, doc->dump(2) + "\n");
+  if (!s.is_ok()) throw ExitError(1, s.message());
+  std::printf("\nwritten: %s\n", c.json_path.c_str());
+}
+
+}  // namespace
+
+void add_probe_command(CLI::App& app) {
+  auto c = std::make_shared<ProbeCli>();
+  auto* cmd = app.add_subcommand(
+      "probe",
+      "Measure the hardware: GEMM per dtype vs FMA peak, memory bandwidth, throttling, "
+      "topology, storage, and (under launch -n N) the interconnect; writes probe.json");
+  cmd->add_flag("--quick", c->opt.quick, "Under 30 s: fewer shapes, smaller buffers, 3 s of load");
+  cmd->add_option("--json", c->json_path, "Where to write the results")->capture_default_str();
+  cmd->add_option("--dir", c->opt.storage_dirs,
+                  "Directory whose file system to measure (repeatable; default: runs/ and data/)");
+  cmd->add_option("--throttle-s", c->opt.throttle_s, "Seconds of sustained load (default 20, quick 3)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--sections", c->opt.sections,
+                  "Only these sections: compute,memory,throttle,topology,storage,interconnect")
+      ->delimiter(',');
+  cmd->add_option("--compare", c->compare, "Show two probe.json files side by side: A B")
+      ->expected(2);
+  cmd->callback([c] { run(*c); });
+}
+
+}  // namespace crucible::cli

@@ -1,0 +1,256 @@
+#include "profile/probe.h"
+
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "core/clock.h"
+#include "core/process.h"
+#include "core/threads.h"
+#include "dist/comm.h"
+#include "profile/probe_compute.h"
+#include "profile/probe_interconnect.h"
+#include "profile/probe_memory.h"
+#include "profile/probe_storage.h"
+#include "profile/probe_throttle.h"
+#include "profile/probe_topology.h"
+
+namespace crucible::profile {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("model name", 0) == 0) {
+      auto colon = line.find(':');
+      return colon == std::string::npos ? line : line.substr(colon + 2);
+    }
+  return "unknown";
+}
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// The directory itself if it exists, else its nearest existing parent.
+std::string existing(const std::string& dir) {
+  fs::path p = fs::absolute(dir);
+  std::error_code ec;
+  while (!p.empty() && !fs::is_directory(p, ec) && p != p.root_path()) p = p.parent_path();
+  return p.string();
+}
+
+bool wanted(const ProbeOptions& o, const std::string& s) {
+  return o.sections.empty() || std::find(o.sections.begin(), o.sections.end(), s) != o.sections.end();
+}
+
+}  // namespace
+
+Result<json> run_probe(const ProbeOptions& opt) {
+  auto world = dist::world();
+  if (!world) return world.status();
+  dist::Comm& comm = **world;
+  auto log = [&](const std::string& m) {
+    if (opt.log && comm.rank() == 0) opt.log(m);
+  };
+  utsname u{};
+  ::uname(&u);
+  json doc = {{"schema", kProbeSchema},
+              {"created", utc_now()},
+              {"host", host_name()},
+              {"kernel", std::string(u.sysname) + " " + u.release},
+              {"cpu", {{"model", cpu_model()}, {"hardware_threads", hardware_threads()}}},
+              {"quick", opt.quick}};
+  json durations = json::object();
+  auto timed = [&](const std::string& name, auto&& fn) {
+    if (!wanted(opt, name)) return;
+    log("[probe] " + name + " ...");
+    Stopwatch sw;
+    doc[name] = fn();
+    durations[name] = sw.elapsed_s();
+  };
+  // The interconnect first, with every rank; then rank 0 alone.
+  if (comm.size() > 1 && wanted(opt, "interconnect")) {
+    log("[probe] interconnect ...");
+    Stopwatch sw;
+    auto ic = probe_interconnect(comm, {opt.quick, 0});
+    if (!ic) return ic.status();
+    doc["interconnect"] = *ic;
+    durations["interconnect"] = sw.elapsed_s();
+  }
+  if (comm.rank() != 0) {
+    CRUCIBLE_RETURN_IF_ERROR(dist::quiet_barrier(comm));
+    return doc;
+  }
+  timed("compute", [&] { return probe_compute({opt.quick, {}, 0}); });
+  timed("memory", [&] {
+    MemoryOptions m;
+    m.quick = opt.quick;
+    return probe_memory(m);
+  });
+  timed("throttle", [&] {
+    ThrottleOptions t;
+    t.quick = opt.quick;
+    t.seconds = opt.throttle_s;
+    return probe_throttle(t);
+  });
+  timed("topology", [&]() -> json {
+    auto t = probe_topology();
+    return t ? *t : json{{"error", t.status().message()}};
+  });
+  timed("storage", [&] {
+    std::vector<std::string> dirs = opt.storage_dirs;
+    if (dirs.empty()) dirs = {"runs", "data"};
+    json out = json::array();
+    std::set<std::string> seen;
+    for (const std::string& d : dirs) {
+      const std::string dir = existing(d);
+      if (!seen.insert(filesystem_id(dir)).second) continue;  // same file system
+      StorageOptions s;
+      s.dir = dir;
+      s.quick = opt.quick;
+      json r = probe_storage(s);
+      r["for"] = d;
+      out.push_back(r);
+    }
+    return out;
+  });
+  if (comm.size() == 1 && wanted(opt, "interconnect"))
+    doc["interconnect"] = {{"ranks", 1},
+                           {"skipped", "one rank: run under crucible launch -n N -- probe"}};
+  doc["durations_s"] = durations;
+  if (comm.size() > 1) CRUCIBLE_RETURN_IF_ERROR(dist::quiet_barrier(comm));
+  return doc;
+}
+
+std::string probe_table(const json& p) {
+  std::string out = "crucible probe: " + p.value("host", "?") + ", " +
+                    p["cpu"].value("model", "?") + ", " + p.value("created", "") +
+                    (p.value("quick", false) ? " (quick)" : "") + "\n";
+  auto section = [&](const char* key, const char* title, auto&& table) {
+    if (!p.contains(key)) return;
+    out += std::string("\n") + title + "\n";
+    out += table(p[key]);
+  };
+  section("compute", "Compute", compute_table);
+  section("memory", "Memory", memory_table);
+  section("throttle", "Sustained load", throttle_table);
+  section("topology", "Topology", topology_table);
+  section("storage", "Storage", [](const json& arr) {
+    std::string s;
+    for (const auto& d : arr) s += storage_table(d);
+    return s;
+  });
+  section("interconnect", "Interconnect", interconnect_table);
+  return out;
+}
+
+namespace {
+
+// One comparable figure: a label and where it sits in a probe document.
+struct Figure {
+  std::string label;
+  double a = NAN, b = NAN;
+  bool higher_is_better = true;
+};
+
+double num(const json& j, const json::json_pointer& ptr) {
+  return j.contains(ptr) && j[ptr].is_number() ? j[ptr].get<double>() : NAN;
+}
+
+}  // namespace
+
+Result<std::string> compare_probes(const json& a, const json& b, const std::string& la,
+                                   const std::string& lb) {
+  for (const json* d : {&a, &b})
+    if (!d->is_object() || d->value("schema", "") != kProbeSchema)
+      return Status::invalid(std::string("[probe] --compare: ") + (d == &a ? la : lb) +
+                             " is not a crucible probe document (schema " + kProbeSchema + ")");
+  std::vector<Figure> rows;
+  auto add = [&](const std::string& label, const std::string& ptr, bool higher = true) {
+    json::json_pointer p(ptr);
+    rows.push_back({label, num(a, p), num(b, p), higher});
+  };
+  add("FMA peak, all threads (GFLOP/s)", "/compute/peak/derived_gflops_all");
+  add("sustained clock (GHz)", "/compute/peak/clock_ghz");
+  // GEMMs matched by (name, dtype, threads).
+  if (a.contains("compute") && b.contains("compute"))
+    for (const auto& ga : a["compute"]["gemm"])
+      for (const auto& gb : b["compute"]["gemm"])
+        if (ga["name"] == gb["name"] && ga["dtype"] == gb["dtype"] && ga["threads"] == gb["threads"])
+          rows.push_back({"GEMM " + ga["name"].get<std::string>() + " " +
+                              ga["dtype"].get<std::string>() + " x" +
+                              std::to_string(ga["threads"].get<int>()) + " (GFLOP/s)",
+                          ga["gflops"].get<double>(), gb["gflops"].get<double>(), true});
+  for (const char* k : {"copy", "triad"}) {
+    add(std::string("STREAM ") + k + ", 1 thread (GB/s)",
+        std::string("/memory/threads_1/") + k + "/best_gbs");
+    add(std::string("STREAM ") + k + ", all threads (GB/s)",
+        std::string("/memory/threads_all/") + k + "/best_gbs");
+  }
+  add("sustained-load drop (fraction)", "/throttle/drop", false);
+  add("storage[0] write+fsync (GB/s)", "/storage/0/seq_write_gbs");
+  add("storage[0] cold read (GB/s)", "/storage/0/seq_read_gbs");
+  add("storage[0] 4 KiB read p50 (us)", "/storage/0/rand_read_4k_us/p50", false);
+  add("ping-pong latency 0-1 (us)", "/interconnect/pingpong/0/latency_us", false);
+  add("ping-pong bandwidth 0-1 (GB/s)", "/interconnect/pingpong/0/bandwidth_gbs");
+  // The largest allreduce through Comm.
+  for (const json* d : {&a, &b}) {
+    json::json_pointer p("/interconnect/collectives/allreduce/comm");
+    double v = NAN;
+    if (d->contains(p) && (*d)[p].is_array() && !(*d)[p].empty())
+      v = (*d)[p].back().value("busbw_gbs", NAN);
+    if (d == &a)
+      rows.push_back({"allreduce busbw, largest size (GB/s)", v, NAN, true});
+    else
+      rows.back().b = v;
+  }
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-46s %14s %14s %9s\n", "", la.substr(0, 14).c_str(),
+                lb.substr(0, 14).c_str(), "B / A");
+  out += line;
+  std::snprintf(line, sizeof line, "%-46s %14s %14s\n", "", a.value("host", "").substr(0, 14).c_str(),
+                b.value("host", "").substr(0, 14).c_str());
+  out += line;
+  for (const Figure& f : rows) {
+    if (std::isnan(f.a) && std::isnan(f.b)) continue;
+    auto cell = [](double v) {
+      char c[32];
+      if (std::isnan(v)) return std::string("-");
+      std::snprintf(c, sizeof c, "%.3g", v);
+      return std::string(c);
+    };
+    std::string ratio = "-";
+    if (!std::isnan(f.a) && !std::isnan(f.b) && f.a != 0) {
+      char c[32];
+      std::snprintf(c, sizeof c, "%.2fx", f.b / f.a);
+      ratio = c;
+    }
+    std::snprintf(line, sizeof line, "%-46s %14s %14s %9s%s\n", f.label.substr(0, 46).c_str(),
+                  cell(f.a).c_str(), cell(f.b).c_str(), ratio.c_str(),
+                  f.higher_is_better ? "" : "  (lower is better)");
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace crucible::profile

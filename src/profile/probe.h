@@ -1,0 +1,47 @@
+// `crucible probe`: what decides training speed on this machine, measured and
+// written down (probe.json, schema in docs/probe.md) for the planner, the
+// reports and people: compute (GEMM per dtype and shape against the FMA
+// peak), memory (STREAM), throttling under sustained load, topology (hwloc:
+// caches, NUMA, PCI devices and their root ports), storage (the run and data
+// directories' file systems) and, under `crucible launch -n N -- probe`, the
+// interconnect between every pair of ranks and the collectives training uses.
+// Every measurement is validated (a wrong result is reported, not timed).
+#pragma once
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace crucible::profile {
+
+inline constexpr const char* kProbeSchema = "crucible-probe/1";
+
+struct ProbeOptions {
+  bool quick = false;  // under 30 s on a 2-core VM; the full probe takes a few minutes
+  // Directories whose file systems are measured (deduplicated by device);
+  // default: the run and data directories' (runs/, data/, or the nearest
+  // existing parent).
+  std::vector<std::string> storage_dirs;
+  double throttle_s = 0;  // 0: 20 s (quick: 3 s)
+  // Sections to run (empty: all): compute, memory, throttle, topology,
+  // storage, interconnect.
+  std::vector<std::string> sections;
+  std::function<void(const std::string&)> log;  // progress, one line per section
+};
+
+// Runs on every rank of the job (dist::world()); rank 0 measures the local
+// sections while the others wait without spinning, and returns the whole
+// document; other ranks return their part.
+Result<nlohmann::json> run_probe(const ProbeOptions& opt);
+
+// The readable table (what `crucible probe` prints).
+std::string probe_table(const nlohmann::json& probe);
+
+// Two probes side by side (two machines, or two dates): the key figures and
+// B / A. invalid when either is not a probe document.
+Result<std::string> compare_probes(const nlohmann::json& a, const nlohmann::json& b,
+                                   const std::string& label_a, const std::string& label_b);
+
+}  // namespace crucible::profile
