@@ -22,6 +22,7 @@
 
 #include "ckpt/safetensors.h"
 #include "core/check.h"
+#include "core/clock.h"
 #include "core/file_io.h"
 
 namespace crucible::ckpt {
@@ -184,14 +185,7 @@ std::vector<TensorView> tensor_views(const std::vector<nn::ParamSpec>& specs, co
   return views;
 }
 
-std::string utc_now() {
-  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
+std::string utc_now() { return wall_time("%Y-%m-%dT%H:%M:%SZ", true); }
 
 // manifest.json with its self-checksum: the xxh64 of the file's bytes with the
 // checksum's 16 digits written as zeros (see manifest_checksum_pos).

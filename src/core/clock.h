@@ -1,7 +1,9 @@
-// The one clock: monotonic nanoseconds, and a stopwatch built on it.
+// The one clock: monotonic nanoseconds, and a stopwatch built on it; and the
+// wall clock as text, for names and records.
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <string>
 
 namespace crucible {
 
@@ -22,5 +24,9 @@ class Stopwatch {
  private:
   int64_t start_;
 };
+
+// The current wall-clock time through strftime's `format`, in UTC or local
+// time: wall_time("%Y-%m-%dT%H:%M:%SZ", true) is ISO 8601 UTC.
+std::string wall_time(const char* format, bool utc);
 
 }  // namespace crucible

@@ -41,14 +41,7 @@ std::string cpu_model() {
   return "unknown";
 }
 
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
+std::string utc_now() { return wall_time("%Y-%m-%dT%H:%M:%SZ", true); }
 
 // The directory itself if it exists, else its nearest existing parent.
 std::string existing(const std::string& dir) {

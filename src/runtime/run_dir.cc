@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "core/clock.h"
 #include "core/file_io.h"
 
 namespace crucible::runtime {
@@ -20,14 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string timestamp() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
-  return buf;
-}
+std::string timestamp() { return wall_time("%Y%m%d-%H%M%S", false); }
 
 // The newest runs/<name>-* directory that holds a checkpoint ("" if none).
 std::string newest_run(const std::string& name) {

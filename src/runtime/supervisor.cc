@@ -27,6 +27,7 @@
 #include <thread>
 
 #include "ckpt/checkpoint.h"
+#include "core/clock.h"
 #include "core/file_io.h"
 #include "core/process.h"
 #include "core/threads.h"
@@ -103,10 +104,7 @@ class EventLog {
     if (fd_ >= 0) ::close(fd_);
   }
   void emit(const std::string& event, json fields, const std::string& line) {
-    std::time_t t = std::time(nullptr);
-    char iso[32];
-    std::strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%S", std::localtime(&t));
-    json j = {{"time", iso}, {"t_s", std::round((mono_s() - t0_) * 1000) / 1000}, {"event", event}};
+    json j = {{"time", wall_time("%Y-%m-%dT%H:%M:%S", false)}, {"t_s", std::round((mono_s() - t0_) * 1000) / 1000}, {"event", event}};
     j.update(fields);
     std::string text = j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
     if (fd_ >= 0 && (::write(fd_, text.data(), text.size()) != ssize_t(text.size()) ||
