@@ -29,6 +29,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libxxhash-dev libhwloc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   fortunes python3 python3-numpy python3-torch libopenblas0-pthread
+  chromium-headless-shell
 )
 
 missing=()

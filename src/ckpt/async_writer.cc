@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "core/clock.h"
+#include "core/trace.h"
 
 namespace crucible::ckpt {
 
@@ -74,6 +75,7 @@ bool AsyncCheckpointWriter::busy() const {
 }
 
 void AsyncCheckpointWriter::run() {
+  trace::set_thread_name("checkpoint writer");
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mu_);
@@ -82,7 +84,11 @@ void AsyncCheckpointWriter::run() {
     }
     // Unlocked: the owner does not touch buffer_ while kWriting.
     Stopwatch sw;
-    Status st = write_(ckpt_dir_, buffer_, keep_);
+    Status st;
+    {
+      trace::Scope scope("checkpoint write", "ckpt");  // inside the trace window only
+      st = write_(ckpt_dir_, buffer_, keep_);
+    }
     if (!st) {
       // The error alone does not say where a resume would start: name it.
       auto found = find_latest_valid(ckpt_dir_);

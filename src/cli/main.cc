@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   crucible::cli::add_launch_command(app);
   crucible::cli::add_bench_command(app);
   crucible::cli::add_probe_command(app);
+  crucible::cli::add_report_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

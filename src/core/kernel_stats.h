@@ -2,12 +2,15 @@
 // wrappers (kernels.h) and every GEMM adds its wall time, call count and FLOPs
 // to one global table, so benchmarks and the step breakdown can say where the
 // time went without an external profiler. Two clock reads per kernel call.
+// While the tracer is active (core/trace.h), each call is also a "kernel"
+// trace event named by its class, reusing the same two clock reads.
 // Recording is meant for the single training thread; reads are snapshots.
 #pragma once
 #include <array>
 #include <cstdint>
 
 #include "core/clock.h"
+#include "core/trace.h"
 
 namespace crucible {
 
@@ -40,10 +43,12 @@ class ScopedKernelTimer {
  public:
   explicit ScopedKernelTimer(KernelClass c, double flops = 0) : c_(c), flops_(flops), t0_(now_ns()) {}
   ~ScopedKernelTimer() {
+    const int64_t t1 = now_ns();
     auto& s = kernel_stats()[int(c_)];
-    s.ns += now_ns() - t0_;
+    s.ns += t1 - t0_;
     s.calls += 1;
     s.flops += flops_;
+    if (trace::active()) trace::record_complete(kernel_class_name(c_), "kernel", t0_, t1);
   }
 
  private:

@@ -61,6 +61,8 @@ std::vector<Field> fields(Config& c) {
       {"run.name", &c.run.name},
       {"run.log_every_s", &c.run.log_every_s},
       {"run.sample_tokens", &c.run.sample_tokens},
+      {"run.trace_from", &c.run.trace_from},
+      {"run.trace_steps", &c.run.trace_steps},
       {"dist.bucket_mb", &c.dist.bucket_mb},
       {"dist.zero", &c.dist.zero},
       {"dist.reproducible", &c.dist.reproducible},
@@ -273,6 +275,8 @@ Status validate(const Config& c) {
   if (c.fault.shrink_after < 1) return bad("fault.shrink_after", "must be >= 1");
   if (!(c.fault.stop_grace_s > 0)) return bad("fault.stop_grace_s", "must be > 0");
   if (c.run.sample_tokens < 0) return bad("run.sample_tokens", "must be >= 0");
+  if (c.run.trace_from < 1) return bad("run.trace_from", "must be >= 1 (a step number)");
+  if (c.run.trace_steps < 0) return bad("run.trace_steps", "must be >= 0 (0: no trace)");
   return Status::ok();
 }
 

@@ -59,6 +59,10 @@ struct RunConfig {
   std::string name = "tiny";
   double log_every_s = 5;  // plain progress lines when stderr is not a terminal
   int sample_tokens = 64;  // generated after training (0: none)
+  // Chrome trace (RUN/trace.json) of trace_steps steps from step trace_from
+  // on, every rank (0 steps: no trace).
+  int64_t trace_from = 3;
+  int64_t trace_steps = 3;
 };
 
 struct DistConfig {

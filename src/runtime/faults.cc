@@ -9,6 +9,7 @@
 #include <string>
 
 #include "ckpt/checkpoint.h"
+#include "core/allocator.h"
 
 namespace crucible::runtime {
 
@@ -33,6 +34,7 @@ Result<InjectedFault> parse_one(const std::string& e) {
   if (kind == "kill") f.kind = InjectedFault::Kind::kKill;
   else if (kind == "hang") f.kind = InjectedFault::Kind::kHang;
   else if (kind == "slow") f.kind = InjectedFault::Kind::kSlow;
+  else if (kind == "leak") f.kind = InjectedFault::Kind::kLeak;
   else if (kind == "ckpt_write_error") f.kind = InjectedFault::Kind::kCkptWriteError;
   else if (kind == "ckpt_corrupt") f.kind = InjectedFault::Kind::kCkptCorrupt;
   else return bad("unknown kind '" + kind + "'");
@@ -61,6 +63,9 @@ Result<InjectedFault> parse_one(const std::string& e) {
     } else if (key == "ms" && f.kind == InjectedFault::Kind::kSlow) {
       if (!parse_int(val, v) || v < 0) return bad("ms must be >= 0");
       f.ms = int(v);
+    } else if (key == "kb" && f.kind == InjectedFault::Kind::kLeak) {
+      if (!parse_int(val, v) || v < 1) return bad("kb must be >= 1");
+      f.kb = int(v);
     } else if (key == "file" && ckpt && !val.empty()) {
       f.file = val;
     } else if (key == "attempt") {
@@ -118,6 +123,8 @@ void FaultInjector::before_forward(int64_t step) const {
       for (;;) ::pause();  // no progress until killed
     if (f.kind == InjectedFault::Kind::kSlow && step >= f.step)
       std::this_thread::sleep_for(std::chrono::milliseconds(f.ms));
+    if (f.kind == InjectedFault::Kind::kLeak && step >= f.step)
+      leaked_.push_back(Allocator::global().allocate(size_t(f.kb) * 1024, "fault.leak"));
   }
 }
 

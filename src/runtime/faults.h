@@ -9,6 +9,10 @@
 //   slow@STEP[:rank=R][:ms=M]       from step STEP on, rank R sleeps M ms
 //                                   (default 100) before every forward pass:
 //                                   a straggler, or time to interrupt a run;
+//   leak@STEP[:rank=R][:kb=K]       from step STEP on, rank R allocates K KiB
+//                                   (default 64) from crucible's allocator in
+//                                   every step and never frees them (tag
+//                                   "fault.leak"): what the leak check must see;
 //   ckpt_write_error@STEP[:file=F]  the checkpoint of STEP fails while writing
 //                                   F (default optimizer.safetensors), as a
 //                                   full disk would;
@@ -29,13 +33,14 @@
 namespace crucible::runtime {
 
 struct InjectedFault {
-  enum class Kind { kKill, kHang, kSlow, kCkptWriteError, kCkptCorrupt };
+  enum class Kind { kKill, kHang, kSlow, kLeak, kCkptWriteError, kCkptCorrupt };
   Kind kind = Kind::kKill;
   int64_t step = 0;
   int rank = 0;
   std::string file;
   int attempt = 0;  // -1: every attempt
   int ms = 100;     // slow
+  int kb = 64;      // leak
 };
 
 Result<std::vector<InjectedFault>> parse_faults(const FaultConfig& cfg);
@@ -58,6 +63,7 @@ class FaultInjector {
 
  private:
   std::vector<InjectedFault> mine_;
+  mutable std::vector<void*> leaked_;  // leak: kept, never freed
 };
 
 }  // namespace crucible::runtime

@@ -47,7 +47,9 @@ Status MetricsWriter::write(const StepMetrics& m) {
       {"comm_ms", m.comm_ms},
       {"mem_in_use", m.mem_in_use},
       {"mem_peak", m.mem_peak},
+      {"mem_cached", m.mem_cached},
   };
+  if (m.mfu_of_gemm >= 0) j["mfu_of_gemm"] = m.mfu_of_gemm;
   if (m.val_loss >= 0) {
     j["val_loss"] = m.val_loss;
     j["eval_ms"] = m.eval_ms;

@@ -13,7 +13,11 @@ namespace crucible::runtime {
 struct StepMetrics {
   int64_t step = 0;  // optimizer steps completed, counting this one
   double loss = 0, lr = 0, grad_norm = 0;
-  double tokens_per_s = 0, mfu = 0;
+  double tokens_per_s = 0;
+  // Model FLOPs utilisation (PaLM: 6N + 12·L·C·T FLOPs per token) against the
+  // CPU's derived FMA peak, and against the probe's best measured f32 GEMM
+  // (probe.json; < 0 when there is none): what the step could reach here.
+  double mfu = 0, mfu_of_gemm = -1;
   // Wall time of the step and its parts (ms). The parts sum to slightly less
   // than step_ms; the rest is loop overhead.
   double step_ms = 0, data_wait_ms = 0, forward_ms = 0, backward_ms = 0, optimizer_ms = 0;
@@ -27,7 +31,7 @@ struct StepMetrics {
   // write of the save collected at this step, and the wait for the last save
   // of a run to reach the disk.
   double ckpt_stall_ms = 0, ckpt_wait_ms = 0, ckpt_write_ms = 0, ckpt_flush_ms = 0;
-  uint64_t mem_in_use = 0, mem_peak = 0;  // allocator bytes
+  uint64_t mem_in_use = 0, mem_peak = 0, mem_cached = 0;  // allocator bytes
 };
 
 class MetricsWriter {

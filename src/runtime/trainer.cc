@@ -15,7 +15,9 @@
 #include "core/allocator.h"
 #include "core/check.h"
 #include "core/clock.h"
+#include "core/process.h"
 #include "core/threads.h"
+#include "core/trace.h"
 #include "data/loader.h"
 #include "data/tokenizer.h"
 #include "dist/comm.h"
@@ -25,9 +27,13 @@
 #include "nn/gpt.h"
 #include "optim/adamw.h"
 #include "profile/cpu_peak.h"
+#include "profile/probe.h"
+#include "profile/report.h"
+#include "profile/trace_file.h"
 #include "runtime/faults.h"
 #include "runtime/heartbeat.h"
 #include "runtime/metrics.h"
+#include "runtime/run_health.h"
 #include "runtime/train_setup.h"
 #include "runtime/world.h"
 
@@ -65,6 +71,50 @@ class StopSignals {
   }, old_term_{};
 };
 
+// Where this rank is in the step, told once per phase change: the
+// supervisor hears it (heartbeat) and, inside the trace window, the phase
+// that ends becomes a trace event.
+class PhaseMarker {
+ public:
+  void enter(int64_t step, Phase p) {
+    const int64_t now = now_ns();
+    if (open_) trace::record_complete(name_, "phase", t0_, now);  // no-op when inactive
+    heartbeat_phase(step, p);
+    name_ = phase_name(p);
+    t0_ = now;
+    open_ = p != Phase::kSetup && p != Phase::kDone;
+  }
+
+ private:
+  const char* name_ = "";
+  int64_t t0_ = 0;
+  bool open_ = false;
+};
+
+// Each rank writes the events of its trace window to RUN/trace.rank{R}.json;
+// rank 0 merges them into RUN/trace.json (one process per rank) and removes
+// the pieces. Collective. Nothing when the window recorded nothing.
+Status write_trace(dist::Comm& comm, const std::string& run) {
+  const int rank = comm.rank();
+  std::vector<trace::Event> events = trace::take_events();
+  double any = events.empty() ? 0 : 1;
+  CRUCIBLE_RETURN_IF_ERROR(comm.allreduce(&any, 1, dist::ReduceOp::kMax));
+  if (any == 0) return Status::ok();
+  const std::string mine = run + "/trace.rank" + std::to_string(rank) + ".json";
+  CRUCIBLE_RETURN_IF_ERROR(
+      agree(comm, profile::write_rank_trace(mine, rank, host_name(), events)));
+  Status merged;
+  if (rank == 0) {
+    std::vector<std::string> parts;
+    for (int r = 0; r < comm.size(); ++r)
+      parts.push_back(run + "/trace.rank" + std::to_string(r) + ".json");
+    merged = profile::merge_traces(parts, run + "/trace.json");
+    if (merged)
+      for (const auto& part : parts) std::filesystem::remove(part);
+  }
+  return agree(comm, merged);
+}
+
 }  // namespace
 
 Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Console& console) {
@@ -73,9 +123,12 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   dist::Comm& comm = **world;
   const int rank = comm.rank(), W = comm.size();
   heartbeat_start(rank, W);  // under `crucible launch`: the supervisor watches from here
+  PhaseMarker phases;
   console.set_quiet(rank != 0);
   RunPlan plan = plan_in;
   CRUCIBLE_RETURN_IF_ERROR(agree_on_config(comm, plan.config, plan.run_dir));
+  // The ranks leave that agreement together: one time origin for their traces.
+  trace::set_origin_ns(now_ns());
   const Config& cfg = plan.config;
   const std::string& run = plan.run_dir;
   auto log = [&](const std::string& m) { console.info(m); };
@@ -140,7 +193,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
       if (!ls) return ls.status();
       CRUCIBLE_RETURN_IF_ERROR((*loader)->restore(*ls));
       step = state->step;
-      heartbeat_phase(step, Phase::kSetup);
+      phases.enter(step, Phase::kSetup);
       int saved_world = state->world.value("world_size", 1);
       log("[ckpt] resumed from " + found->dir + " at step " + std::to_string(step) +
           (saved_world != W ? " (written by " + std::to_string(saved_world) + " ranks, now " +
@@ -225,6 +278,10 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   const double tokens_per_step = double(B) * T * accum * W;
   const double flops_per_step = cfg.model.flops_per_token(T) * tokens_per_step;
   const profile::CpuPeak peak = profile::measure_cpu_peak(num_threads(), 0.2);
+  // The probe's best f32 GEMM at this thread count, when a probe.json is at
+  // hand (RUN/, else the working directory): the ceiling this machine showed.
+  const double gemm_ceiling_gflops = profile::probe_gemm_ceiling(
+      {run + "/probe.json", "probe.json"}, num_threads());
   // Validation: the same eval_batches batches for any world size, dealt out
   // over the ranks; the mean over all of them.
   auto evaluate = [&]() {
@@ -240,6 +297,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   };
 
   StopSignals signals;
+  RunHealth health;
   TrainResult result;
   result.run_dir = run;
   result.reporter = rank == 0;
@@ -255,7 +313,11 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
       (dp ? ", " + std::to_string(dp->num_buckets()) + " gradient buckets, ZeRO-" +
                 std::to_string(cfg.dist.zero)
           : ""));
+  // The trace window: steps [trace_from, trace_from + trace_steps).
+  const int64_t trace_end = cfg.run.trace_from + cfg.run.trace_steps;
+  auto in_trace_window = [&](int64_t s) { return s >= cfg.run.trace_from && s < trace_end; };
   while (step < total) {
+    trace::set_active(in_trace_window(step + 1));
     StepMetrics m;
     m.step = step + 1;
     m.lr = optim::lr_schedule(step, float(cfg.optim.lr), cfg.optim.warmup_steps, total,
@@ -269,16 +331,16 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
         at.micro = uint64_t(dist::bit_reversed(micro, accum));
         CRUCIBLE_CHECK((*loader)->restore(at).is_ok(), "[train] loader position in the step");
       }
-      heartbeat_phase(step + 1, Phase::kData);
+      phases.enter(step + 1, Phase::kData);
       m.data_wait_ms += 1e3 * (*loader)->next(tokens.data(), targets.data());
-      heartbeat_phase(step + 1, Phase::kForward);
+      phases.enter(step + 1, Phase::kForward);
       faults.before_forward(step + 1);
       int64_t t0 = now_ns();
       arena.reset();
       loss_sum += model.forward(arena, tokens.data(), targets.data(), B, T, grad_scale);
       int64_t t1 = now_ns();
       const bool last = micro == accum - 1;
-      heartbeat_phase(step + 1, Phase::kBackward);
+      phases.enter(step + 1, Phase::kBackward);
       faults.before_backward(step + 1);
       if (dp && last && cfg.dist.overlap) {
         dp->begin_reduction();
@@ -290,7 +352,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
       m.forward_ms += (t1 - t0) * 1e-6;
       m.backward_ms += (now_ns() - t1) * 1e-6;
     }
-    heartbeat_phase(step + 1, Phase::kReduce);
+    phases.enter(step + 1, Phase::kReduce);
     if (tree) {
       auto waited = tree->finish();
       if (!waited) return waited.status();
@@ -303,19 +365,19 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
       if (!waited) return waited.status();
       m.comm_ms += *waited * 1e3;
     }
-    heartbeat_phase(step + 1, Phase::kOptimizer);
+    phases.enter(step + 1, Phase::kOptimizer);
     int64_t t2 = now_ns();
     optim::StepInfo info = adam.step(m.lr, dp ? dp->norm_all_sum() : nullptr);
     m.optimizer_ms = (now_ns() - t2) * 1e-6;
     if (dp) {
-      heartbeat_phase(step + 1, Phase::kGather);
+      phases.enter(step + 1, Phase::kGather);
       auto gathered = dp->gather_parameters();
       if (!gathered) return gathered.status();
       m.comm_ms += *gathered * 1e3;
     }
     model.params().zero_grad();
     m.step_ms = step_clock.elapsed_ms();
-    heartbeat_phase(step + 1, Phase::kSync);
+    phases.enter(step + 1, Phase::kSync);
     m.loss = all_sum(loss_sum / accum) / W;
     m.grad_norm = info.grad_norm;
     ++step;
@@ -338,21 +400,23 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     }
     const bool stop = (topt.stop_at > 0 && step >= topt.stop_at) || flags[0] > 0;
     if (last || (cfg.train.eval_every > 0 && step % cfg.train.eval_every == 0)) {
-      heartbeat_phase(step, Phase::kEval);
+      phases.enter(step, Phase::kEval);
       Stopwatch sw;
       m.val_loss = evaluate();
       m.eval_ms = sw.elapsed_ms();
       result.val_loss = m.val_loss;
     }
     if (last || stop || (cfg.ckpt.every > 0 && step % cfg.ckpt.every == 0)) {
-      heartbeat_phase(step, Phase::kCheckpoint);
+      phases.enter(step, Phase::kCheckpoint);
       CRUCIBLE_RETURN_IF_ERROR(save(step, last || stop, m));
     }
-    heartbeat_phase(step, Phase::kSync);
+    phases.enter(step, Phase::kSync);
     AllocatorStats mem = Allocator::global().stats();
     m.mem_in_use = mem.in_use;
     m.mem_peak = mem.peak;
+    m.mem_cached = mem.cached;
     if (W > 1) CRUCIBLE_RETURN_IF_ERROR(rank_metrics.write(m));
+    health.record_step(m);
     StepMetrics agg = m;  // the job's view: the slowest rank's times
     if (W > 1) {
       double t[7] = {m.step_ms,      m.data_wait_ms, m.forward_ms,      m.backward_ms,
@@ -363,6 +427,8 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     }
     agg.tokens_per_s = tokens_per_step / (agg.step_ms * 1e-3);
     agg.mfu = flops_per_step / (agg.step_ms * 1e-3) / (W * peak.derived_gflops * 1e9);
+    if (gemm_ceiling_gflops > 0)
+      agg.mfu_of_gemm = flops_per_step / (agg.step_ms * 1e-3) / (W * gemm_ceiling_gflops * 1e9);
     if (rank == 0) CRUCIBLE_RETURN_IF_ERROR(metrics.write(agg));
     result.last_loss = m.loss;
 
@@ -388,9 +454,23 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     }
   }
   console.finish_progress();
-  heartbeat_phase(step, Phase::kDone);
+  phases.enter(step, Phase::kDone);
+  trace::set_active(false);
+  CRUCIBLE_RETURN_IF_ERROR(write_trace(comm, run));
   result.steps_done = step;
-  if (result.stopped_early || rank != 0) return result;
+  auto warnings = health.finish(comm);
+  if (!warnings) return warnings.status();
+  for (const std::string& w : *warnings) log(w);
+  // The HTML report, at the end of every run that ends well (stopped early too).
+  auto report = [&] {
+    Status s = profile::write_report(run);
+    log(s ? "[report] " + run + "/report.html" : "[report] warning: " + s.message());
+  };
+  if (rank != 0) return result;
+  if (result.stopped_early) {
+    report();
+    return result;
+  }
 
   result.unigram_entropy = unigram_entropy(*setup.val_shard, tok.vocab_size());
   const double gap = 100.0 * (1.0 - result.val_loss / result.unigram_entropy);
@@ -413,6 +493,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
       log("[sample " + std::to_string(i + 1) + "] " + tok.decode(ids));
     }
   }
+  report();
   return result;
 }
 
