@@ -9,6 +9,8 @@
 #include <cstring>
 #include <thread>
 
+#include "core/trace.h"
+
 namespace crucible::dist {
 
 // ---- Request ----
@@ -44,6 +46,7 @@ Request::~Request() {
 
 Status Request::wait() {
   if (impl_) {
+    trace::Scope scope("wait", "comm");
     status_ = impl_->wait();
     impl_.reset();
   }

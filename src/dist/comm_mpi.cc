@@ -21,6 +21,7 @@
 #include <malloc.h>
 #endif
 
+#include "core/trace.h"
 #include "dist/comm.h"
 
 namespace crucible::dist {
@@ -150,9 +151,11 @@ class MpiComm final : public Comm {
   std::string backend() const override { return "mpi"; }
 
   Status allreduce(float* data, size_t n, ReduceOp op) override {
+    trace::Scope scope("allreduce", "comm");
     return allreduce_chunked(data, n, MPI_FLOAT, op);
   }
   Status allreduce(double* data, size_t n, ReduceOp op) override {
+    trace::Scope scope("allreduce", "comm");
     return allreduce_chunked(data, n, MPI_DOUBLE, op);
   }
   Request iallreduce(float* data, size_t n, ReduceOp op) override;
@@ -168,6 +171,7 @@ class MpiComm final : public Comm {
   Status sendrecv(const void* send, size_t send_bytes, int dest, void* recv, size_t recv_bytes,
                   int src, int tag) override;
   Status barrier() override {
+    trace::Scope scope("barrier", "comm");
     CRUCIBLE_MPI("barrier", MPI_Barrier, comm_);
     return Status::ok();
   }
@@ -274,6 +278,7 @@ Request MpiComm::iallreduce(float* data, size_t n, ReduceOp op) {
 }
 
 Status MpiComm::reduce_scatter(const float* send, float* recv, const std::vector<size_t>& counts) {
+  trace::Scope scope("reduce_scatter", "comm");
   auto l = detail::check_pieces("reduce_scatter", send, recv, counts, rank(), size());
   if (!l) return l.status();
   if (l->total == 0) return Status::ok();
@@ -345,6 +350,7 @@ Request MpiComm::ireduce_scatter(const float* send, float* recv,
 }
 
 Status MpiComm::allgather(const float* send, float* recv, const std::vector<size_t>& counts) {
+  trace::Scope scope("allgather", "comm");
   auto l = detail::check_pieces("allgather", recv, send, counts, rank(), size());
   if (!l) return l.status();
   if (l->total == 0) return Status::ok();
@@ -394,6 +400,7 @@ Request MpiComm::iallgather(const float* send, float* recv, const std::vector<si
 }
 
 Status MpiComm::broadcast(void* data, size_t bytes, int root) {
+  trace::Scope scope("broadcast", "comm");
   CRUCIBLE_RETURN_IF_ERROR(detail::check_peer("broadcast", "root", root, size()));
   CRUCIBLE_RETURN_IF_ERROR(detail::check_buffer("broadcast", data, bytes));
   const size_t max = max_count_per_call();
@@ -405,6 +412,7 @@ Status MpiComm::broadcast(void* data, size_t bytes, int root) {
 }
 
 Status MpiComm::allgather_bytes(const void* send, size_t bytes, void* recv) {
+  trace::Scope scope("allgather_bytes", "comm");
   CRUCIBLE_RETURN_IF_ERROR(detail::check_buffer("allgather_bytes", send, bytes));
   CRUCIBLE_RETURN_IF_ERROR(detail::check_buffer("allgather_bytes", recv, bytes));
   if (bytes == 0) return Status::ok();
@@ -445,6 +453,7 @@ Status MpiComm::check_received(const char* op, const MPI_Status& st, int expecte
 }
 
 Status MpiComm::send(const void* data, size_t bytes, int dest, int tag) {
+  trace::Scope scope("send", "comm");
   CRUCIBLE_RETURN_IF_ERROR(detail::check_peer("send", "dest", dest, size()));
   CRUCIBLE_RETURN_IF_ERROR(detail::check_buffer("send", data, bytes));
   CRUCIBLE_RETURN_IF_ERROR(check_tag("send", tag));
@@ -457,6 +466,7 @@ Status MpiComm::send(const void* data, size_t bytes, int dest, int tag) {
 }
 
 Status MpiComm::recv(void* data, size_t bytes, int src, int tag) {
+  trace::Scope scope("recv", "comm");
   CRUCIBLE_RETURN_IF_ERROR(detail::check_peer("recv", "src", src, size()));
   CRUCIBLE_RETURN_IF_ERROR(detail::check_buffer("recv", data, bytes));
   CRUCIBLE_RETURN_IF_ERROR(check_tag("recv", tag));
@@ -472,6 +482,7 @@ Status MpiComm::recv(void* data, size_t bytes, int src, int tag) {
 
 Status MpiComm::sendrecv(const void* send, size_t send_bytes, int dest, void* recv,
                          size_t recv_bytes, int src, int tag) {
+  trace::Scope scope("sendrecv", "comm");
   CRUCIBLE_RETURN_IF_ERROR(detail::check_peer("sendrecv", "dest", dest, size()));
   CRUCIBLE_RETURN_IF_ERROR(detail::check_peer("sendrecv", "src", src, size()));
   CRUCIBLE_RETURN_IF_ERROR(detail::check_buffer("sendrecv", send, send_bytes));

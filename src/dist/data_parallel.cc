@@ -76,6 +76,8 @@ void DataParallel::begin_reduction() {
 
 void DataParallel::start(Bucket& b) {
   float* g = params_.grads();
+  const double n = comm_.size(), bytes = double(b.end - b.begin) * sizeof(float);
+  traffic_bytes_ += (cfg_.zero == 2 ? 1 : 2) * (n - 1) / n * bytes;
   if (cfg_.zero == 2) {
     size_t i = size_t(&b - buckets_.data());
     b.request = comm_.ireduce_scatter(g + b.begin, scatter_.f32() + scatter_off_[i], b.counts);
@@ -120,7 +122,11 @@ Result<double> DataParallel::gather_parameters() {
   Stopwatch sw;
   const size_t r = size_t(comm_.rank());
   float* p = params_.values();
-  for (Bucket& b : buckets_) b.request = comm_.iallgather(p + b.offsets[r], p + b.begin, b.counts);
+  const double n = comm_.size();
+  for (Bucket& b : buckets_) {
+    traffic_bytes_ += (n - 1) / n * double(b.end - b.begin) * sizeof(float);
+    b.request = comm_.iallgather(p + b.offsets[r], p + b.begin, b.counts);
+  }
   for (Bucket& b : buckets_) CRUCIBLE_RETURN_IF_ERROR(b.request.wait());
   return sw.elapsed_s();
 }

@@ -69,6 +69,15 @@ class DataParallel {
   Status gather_moments(float* m_full, float* v_full);
 
   size_t num_buckets() const { return buckets_.size(); }
+  // The bytes this rank put on the wire for the collectives it started since
+  // the last call, by the ring algorithm's count (nccl-tests' busbw
+  // convention: allreduce 2(n-1)/n x bytes, reduce-scatter and all-gather
+  // (n-1)/n x bytes): what the layout moved, to check against what it implies.
+  double take_traffic_bytes() {
+    double t = traffic_bytes_;
+    traffic_bytes_ = 0;
+    return t;
+  }
 
  private:
   struct Bucket {
@@ -87,6 +96,7 @@ class DataParallel {
   Tensor scatter_;                   // zero 2: receive buffer for this rank's pieces
   int64_t held_ns_ = 0;              // time inside communication calls this step
   std::vector<size_t> scatter_off_;  // per bucket, offset into scatter_
+  double traffic_bytes_ = 0;         // see take_traffic_bytes()
 };
 
 }  // namespace crucible::dist

@@ -118,7 +118,7 @@ std::vector<SiteLeak> detect_leaks_by_site(
 }
 
 StragglerReport detect_stragglers(const std::vector<std::vector<PhaseTimes>>& per_rank,
-                                  double threshold) {
+                                  double threshold, double min_excess_ms) {
   StragglerReport rep;
   const char* names[] = {"data_wait", "forward", "backward", "optimizer", "other"};
   constexpr int kPhases = 5;
@@ -149,7 +149,7 @@ StragglerReport detect_stragglers(const std::vector<std::vector<PhaseTimes>>& pe
   }
   for (int r = 0; r < R && rep.median_compute_ms > 0; ++r) {
     double excess = compute[r] / rep.median_compute_ms - 1;
-    if (!(excess > threshold)) continue;
+    if (!(excess > threshold) || compute[r] - rep.median_compute_ms <= min_excess_ms) continue;
     Straggler s;
     s.rank = r;
     s.compute_ms = compute[r];

@@ -95,9 +95,11 @@ struct StragglerReport {
 // waiters. A rank is a straggler when its median compute time exceeds the
 // median over ranks by more than `threshold` (a fraction). Its phase is the
 // one whose median exceeds the median over ranks the most ("other": step
-// time not in any phase, e.g. loop overhead).
+// time not in any phase, e.g. loop overhead). The excess must also exceed
+// min_excess_ms: steps of a few ms differ by that much from scheduling noise
+// alone, and a warning about it would be noise too.
 StragglerReport detect_stragglers(const std::vector<std::vector<PhaseTimes>>& per_rank,
-                                  double threshold = 0.10);
+                                  double threshold = 0.10, double min_excess_ms = 5.0);
 
 // ---- Communication volume ----
 // Bytes each rank sends per optimizer step for data parallelism over `world`

@@ -50,6 +50,7 @@ Status MetricsWriter::write(const StepMetrics& m) {
       {"mem_cached", m.mem_cached},
   };
   if (m.mfu_of_gemm >= 0) j["mfu_of_gemm"] = m.mfu_of_gemm;
+  if (m.comm_bytes > 0) j["comm_bytes"] = m.comm_bytes;
   if (m.val_loss >= 0) {
     j["val_loss"] = m.val_loss;
     j["eval_ms"] = m.eval_ms;

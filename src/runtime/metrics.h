@@ -24,6 +24,9 @@ struct StepMetrics {
   // Exposed communication: time the step waited for gradient reductions and
   // the parameter all-gather (data parallel only; overlapped time not counted).
   double comm_ms = 0;
+  // Bytes this rank moved for gradients and parameters by the ring
+  // algorithm's count (data parallel; 0 otherwise).
+  double comm_bytes = 0;
   double val_loss = -1;                   // < 0: not an evaluation step
   double eval_ms = 0;                     // outside step_ms
   // Checkpoints (outside step_ms): what the loop paid for a save (snapshot,

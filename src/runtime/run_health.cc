@@ -10,6 +10,7 @@ void RunHealth::record_step(const StepMetrics& m) {
   phases_.push_back(
       {m.step_ms, m.data_wait_ms, m.forward_ms, m.backward_ms, m.optimizer_ms, m.comm_ms});
   in_use_.push_back(double(m.mem_in_use));
+  comm_bytes_.push_back(m.comm_bytes);
   const size_t n = in_use_.size();
   for (auto& [site, bytes] : Allocator::global().live_by_tag()) {
     auto& series = by_site_[site];
@@ -19,8 +20,16 @@ void RunHealth::record_step(const StepMetrics& m) {
   for (auto& [site, series] : by_site_) series.resize(n, 0.0);  // sites gone this step
 }
 
-Result<std::vector<std::string>> RunHealth::finish(dist::Comm& comm) const {
+Result<std::vector<std::string>> RunHealth::finish(dist::Comm& comm,
+                                                  double expected_comm_bytes) const {
   std::vector<std::string> out;
+  if (expected_comm_bytes > 0 && !comm_bytes_.empty()) {
+    std::vector<double> sorted = comm_bytes_;
+    std::nth_element(sorted.begin(), sorted.begin() + long(sorted.size() / 2), sorted.end());
+    const profile::CommVolumeCheck c =
+        profile::check_comm_volume(sorted[sorted.size() / 2], expected_comm_bytes);
+    if (!c.ok) out.push_back("[dist] warning: " + c.warning);
+  }
   const profile::LeakVerdict leak = profile::detect_leak(in_use_);
   if (leak.leaking) {
     std::string sites;

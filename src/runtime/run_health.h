@@ -2,7 +2,9 @@
 //   - leaks: the allocator's in-use floor growing steadily across steps,
 //     overall and per allocation-site class (the allocator's tags);
 //   - stragglers: a rank whose compute time per step exceeds the median
-//     rank's by more than 10%, named with the phase the excess is in.
+//     rank's by more than 10%, named with the phase the excess is in;
+//   - distribution: communication per step far from what the parallel layout
+//     implies (training "not actually distributing").
 // record_step is called by every rank after each step; finish is collective.
 #pragma once
 #include <map>
@@ -22,12 +24,13 @@ class RunHealth {
   // and by tag).
   void record_step(const StepMetrics& m);
   // Gathers every rank's phase times and returns one warning line per
-  // finding (the same lines on every rank). Collective.
-  Result<std::vector<std::string>> finish(dist::Comm& comm) const;
+  // finding (the same lines on every rank). expected_comm_bytes: what the
+  // layout implies per step and rank (0: no check). Collective.
+  Result<std::vector<std::string>> finish(dist::Comm& comm, double expected_comm_bytes) const;
 
  private:
   std::vector<profile::PhaseTimes> phases_;
-  std::vector<double> in_use_;
+  std::vector<double> in_use_, comm_bytes_;
   std::map<std::string, std::vector<double>> by_site_;
 };
 

@@ -26,6 +26,7 @@
 #include "nn/generator.h"
 #include "nn/gpt.h"
 #include "optim/adamw.h"
+#include "profile/analysis.h"
 #include "profile/cpu_peak.h"
 #include "profile/probe.h"
 #include "profile/report.h"
@@ -376,6 +377,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
       m.comm_ms += *gathered * 1e3;
     }
     model.params().zero_grad();
+    if (dp) m.comm_bytes = dp->take_traffic_bytes();
     m.step_ms = step_clock.elapsed_ms();
     phases.enter(step + 1, Phase::kSync);
     m.loss = all_sum(loss_sum / accum) / W;
@@ -458,7 +460,12 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   trace::set_active(false);
   CRUCIBLE_RETURN_IF_ERROR(write_trace(comm, run));
   result.steps_done = step;
-  auto warnings = health.finish(comm);
+  // What the layout implies each rank moves per step (no dp: nothing to check).
+  const double expected_comm =
+      dp ? profile::expected_comm_bytes_per_step(int64_t(model.params().numel()), W, cfg.dist.zero,
+                                                 int(sizeof(float)))
+         : 0.0;
+  auto warnings = health.finish(comm, expected_comm);
   if (!warnings) return warnings.status();
   for (const std::string& w : *warnings) log(w);
   // The HTML report, at the end of every run that ends well (stopped early too).

@@ -168,6 +168,17 @@ TEST(DetectStragglers, ThresholdIsRespected) {
   EXPECT_TRUE(detect_stragglers(dp_steps(4, 0, 1.3), 0.20).stragglers.empty());
 }
 
+TEST(DetectStragglers, NoiseOnMillisecondStepsIsNotAStraggler) {
+  // 42% slower but only 2.2 ms: scheduling noise on a toy-sized step.
+  std::vector<std::vector<PhaseTimes>> r(2);
+  for (int i = 0; i < 20; ++i) {
+    r[0].push_back({7.4, 0.1, 2.0, 2.5, 0.6, 2.2});  // 5.2 ms compute, waits 2.2
+    r[1].push_back({7.4, 0.1, 3.0, 3.5, 0.8, 0.0});  // 7.4 ms compute, waits nothing
+  }
+  EXPECT_TRUE(detect_stragglers(r, 0.10).stragglers.empty());
+  EXPECT_EQ(detect_stragglers(r, 0.10, 1.0).stragglers.size(), 1u);
+}
+
 TEST(CommVolume, ExpectedBytesByZeroStage) {
   // P = 1e6 f32 parameters over 4 ranks: one ring pass moves 3/4 x 4 MB = 3 MB.
   EXPECT_DOUBLE_EQ(expected_comm_bytes_per_step(1000000, 4, 0, 4), 6e6);  // allreduce

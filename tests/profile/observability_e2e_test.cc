@@ -62,6 +62,18 @@ TEST(Observability, TwoRankRunWritesTraceReportAndNamesTheStraggler) {
   EXPECT_NE(html.find("data-series"), std::string::npos);
   EXPECT_NE(r.output.find("[dist] warning"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("rank 1"), std::string::npos) << r.output;
+  // Communication volume: ZeRO-0 on 2 ranks moves 2 (n-1)/n = 1 x the
+  // gradient bytes per step (ring count), and no warning says otherwise.
+  EXPECT_EQ(r.output.find("[profile] communication"), std::string::npos) << r.output;
+  const auto at = r.output.find(" parameters, ");
+  ASSERT_NE(at, std::string::npos);
+  const double params = std::stod(r.output.substr(r.output.rfind(' ', at - 1) + 1));
+  const std::string metrics = read_file(run + "/metrics.jsonl");
+  json first = json::parse(metrics.substr(0, metrics.find('\n')));
+  ASSERT_TRUE(first.contains("comm_bytes")) << first.dump();
+  const double ratio = first["comm_bytes"].get<double>() / (4 * params);
+  EXPECT_GE(ratio, 0.999);
+  EXPECT_LT(ratio, 1.1);  // the flat buffer's alignment padding travels too
 }
 
 TEST(Observability, LeakWarningFiresOnAnInjectedLeakOnly) {
