@@ -151,7 +151,7 @@ class Supervisor {
  private:
   Status open_socket();
   AttemptResult run_attempt(int attempt, int world, int accum, bool resume);
-  void drain(std::vector<RankState>& ranks, double now);
+  void drain(std::vector<RankState>& ranks, double now, int attempt);
   void stop_ranks(const std::vector<RankState>& ranks);
   void kill_job(pid_t child, std::vector<RankState>& ranks);
   void write_job_state(const std::string& state, int attempt, int world);
@@ -192,7 +192,10 @@ Status Supervisor::open_socket() {
   return Status::ok();
 }
 
-void Supervisor::drain(std::vector<RankState>& ranks, double now) {
+// Reads every datagram waiting. Beats of another attempt are dropped: the
+// ranks of a killed attempt may have sent some just before they died, and
+// they would read as this attempt's ranks (and then as dead ones).
+void Supervisor::drain(std::vector<RankState>& ranks, double now, int attempt) {
   char buf[1024];
   for (;;) {
     sockaddr_storage from{};
@@ -202,7 +205,7 @@ void Supervisor::drain(std::vector<RankState>& ranks, double now) {
     if (n <= 0) return;
     Beat b;
     if (!decode(std::string(buf, size_t(n)), b)) continue;
-    if (b.rank < 0 || b.rank >= int(ranks.size())) continue;
+    if (b.attempt != attempt || b.rank < 0 || b.rank >= int(ranks.size())) continue;
     RankState& r = ranks[size_t(b.rank)];
     if (!r.seen || b.seq != r.last.seq || b.step != r.last.step) r.last_change = now;
     r.seen = true;
@@ -338,7 +341,7 @@ AttemptResult Supervisor::run_attempt(int attempt, int world, int accum, bool re
     pollfd p{sock_, POLLIN, 0};
     ::poll(&p, 1, 20);
     const double now = mono_s();
-    drain(ranks, now);
+    drain(ranks, now, attempt);
 
     if (!announced && std::all_of(ranks.begin(), ranks.end(),
                                   [](const RankState& r) { return r.seen; })) {
@@ -381,7 +384,7 @@ AttemptResult Supervisor::run_attempt(int attempt, int world, int accum, bool re
     int st = 0;
     pid_t done = ::waitpid(child, &st, WNOHANG);
     if (done == child) {
-      drain(ranks, mono_s());
+      drain(ranks, mono_s(), attempt);
       while (::waitpid(-1, &st, WNOHANG) > 0) {
       }
       res.step_reached = step_reached();
@@ -446,7 +449,7 @@ AttemptResult Supervisor::run_attempt(int attempt, int world, int accum, bool re
     for (size_t i = 0; i < ranks.size(); ++i) {
       RankState& r = ranks[i];
       if (!r.seen || r.exited || r.last.host != host_ || process_alive(pid_t(r.last.pid))) continue;
-      drain(ranks, now);  // its exit report may have just arrived
+      drain(ranks, now, attempt);  // its exit report may have just arrived
       if (r.exited) continue;
       return fail("died", {int(i)},
                   "rank " + std::to_string(i) + " (pid " + std::to_string(r.last.pid) +

@@ -212,8 +212,16 @@ TEST(GradCheck, TwoLayerGPT) {
   std::vector<GradTarget> t;
   for (auto& s : P.specs())
     t.push_back({s.name, P.values() + s.offset, s.numel, P.grads() + s.offset});
+  // The whole model runs in f32: the loss carries ~1e-6 of rounding noise,
+  // which a central difference divides by 2h. At h = 1e-2 that noise reached
+  // 0.3% of the largest gradient in ~7% of seeds (the failures grew as h
+  // shrank: noise, not truncation); h = 2e-2 halves it, and the tolerance
+  // floor is 0.3% of the largest gradient. A wrong term in a gradient is far
+  // above that.
   testing::GradCheckOptions opt;
   opt.random_samples = 3;
+  opt.eps = 2e-2;
+  opt.atol_frac = 3e-3;
   grad_check(loss, t, rng, opt);
 }
 

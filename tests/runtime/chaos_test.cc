@@ -128,7 +128,7 @@ TEST_F(Chaos, KilledRankIsRestartedFromTheCheckpoint) {
   // steps do.
   auto r = run_crucible(launch_args(
       2, make_config(dir), run,
-      {"--", "--set", "fault.inject=[\"kill@7:rank=1\", \"slow@1:ms=80:attempt=all\"]"}));
+      {"--", "--set", "fault.inject=[\"kill@7:rank=1\", \"slow@1:ms=150:attempt=all\"]"}));
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(final_model(run) == *ref_) << "not bit-identical to the uninterrupted run";
   auto f = events_of(run, "failure");
@@ -193,7 +193,7 @@ TEST_F(Chaos, CorruptNewestCheckpointIsSkippedOnRestart) {
       launch_args(2, make_config(dir), run,
                   {"--", "--set",
                    "fault.inject=[\"ckpt_corrupt@8\", \"kill@11:rank=1\", "
-                   "\"slow@1:ms=80:attempt=all\"]"}));
+                   "\"slow@1:ms=150:attempt=all\"]"}));
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(final_model(run) == *ref_) << "not bit-identical to the uninterrupted run";
   auto f = events_of(run, "failure");
@@ -224,11 +224,12 @@ TEST_F(Chaos, ElasticFallbackContinuesOnFewerRanks) {
   const std::string run = dir / "run";
   // Rank 1 dies at step 6 in every attempt (a bad node): after two failures
   // at 2 ranks the job continues from step 4 on 1 rank with twice the
-  // accumulation.
+  // accumulation. Slowed steps give the background save of step 4 time to
+  // finish before the kill, as real steps would.
   auto r = run_crucible(launch_args(
       2, make_config(dir), run,
       {"--min-ranks", "1", "--", "--set", "dist.reproducible=true", "--set",
-       "fault.inject=[\"kill@6:rank=1:attempt=all\"]"}));
+       "fault.inject=[\"kill@6:rank=1:attempt=all\", \"slow@1:ms=150:attempt=all\"]"}));
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(final_model(run) == *ref_repro_) << "not bit-identical to the uninterrupted run";
   EXPECT_EQ(events_of(run, "failure").size(), 2u);
@@ -244,7 +245,9 @@ TEST_F(Chaos, RestartsAreBoundedWithASummary) {
   TempDir dir("chaos_give_up");
   const std::string run = dir / "run";
   auto r = run_crucible(launch_args(2, make_config(dir, "max_restarts = 1\n"), run,
-                                    {"--", "--set", "fault.inject=[\"kill@6:rank=1:attempt=all\"]"}));
+                                    {"--", "--set",
+                                     "fault.inject=[\"kill@6:rank=1:attempt=all\", "
+                                     "\"slow@1:ms=150:attempt=all\"]"}));
   EXPECT_EQ(r.code, 4) << r.output;  // runtime::kExitGaveUp
   EXPECT_EQ(events_of(run, "failure").size(), 2u);
   EXPECT_EQ(events_of(run, "restart").size(), 1u);
