@@ -27,7 +27,8 @@ void add_probe_command(CLI::App& app);
 void add_report_command(CLI::App& app);
 // The options of `crucible train`, shared with `launch`, which reads them to
 // supervise the run.
-void add_train_options(CLI::App& cmd, runtime::RunRequest& req, int64_t& stop_at);
+void add_train_options(CLI::App& cmd, runtime::RunRequest& req, int64_t& stop_at,
+                       int* metrics_port = nullptr);
 
 // The exit code for an error: 2 for bad input (config, data, checkpoint,
 // flags), 1 for everything else.

@@ -55,7 +55,7 @@ void run_launch(const LaunchOptions& o) {
   so.launch = o.spec;
   so.min_ranks = o.min_ranks;
   CLI::App parser{"crucible train"};
-  add_train_options(parser, so.request, so.stop_at);
+  add_train_options(parser, so.request, so.stop_at, &so.metrics_port);
   std::vector<std::string> rest(o.command.rbegin(), o.command.rend() - 1);  // CLI11: reversed
   try {
     parser.parse(rest);

@@ -23,7 +23,8 @@ int exit_code(const Status& s) {
   }
 }
 
-void add_train_options(CLI::App& cmd, runtime::RunRequest& req, int64_t& stop_at) {
+void add_train_options(CLI::App& cmd, runtime::RunRequest& req, int64_t& stop_at,
+                       int* metrics_port) {
   cmd.add_option("config", req.config_path, "TOML config file (see configs/)");
   cmd.add_option("--run-dir", req.run_dir, "Run directory (default: runs/<run.name>-<date>-<time>)");
   cmd.add_option("--set", req.overrides, "Override a config key: section.key=value (repeatable)")
@@ -35,17 +36,22 @@ void add_train_options(CLI::App& cmd, runtime::RunRequest& req, int64_t& stop_at
   cmd.add_option("--stop-at", stop_at,
                  "Checkpoint and stop after this many steps (continue later with --resume)")
       ->check(CLI::PositiveNumber);
+  if (metrics_port)
+    cmd.add_option("--metrics-port", *metrics_port,
+                   "Serve live metrics for Prometheus on this port (rank r: port + r)")
+        ->check(CLI::Range(1, 65535));
 }
 
 void add_train_command(CLI::App& app) {
   auto req = std::make_shared<runtime::RunRequest>();
   auto stop_at = std::make_shared<int64_t>(0);
+  auto metrics_port = std::make_shared<int>(0);
   auto* cmd = app.add_subcommand(
       "train",
       "Train a GPT. Without CONFIG: the embedded default (configs/tiny.toml) on the "
       "fortunes corpus");
-  add_train_options(*cmd, *req, *stop_at);
-  cmd->callback([req, stop_at] {
+  add_train_options(*cmd, *req, *stop_at, metrics_port.get());
+  cmd->callback([req, stop_at, metrics_port] {
     // Under `crucible launch` the supervisor hears how this rank ended.
     auto fail = [](int code, const std::string& msg) {
       runtime::heartbeat_exit(code, msg);
@@ -54,7 +60,7 @@ void add_train_command(CLI::App& app) {
     auto plan = runtime::plan_run(*req);
     if (!plan) fail(exit_code(plan.status()), plan.status().message());
     runtime::Console console(plan->config.run.log_every_s);
-    auto r = runtime::train(*plan, {*stop_at}, console);
+    auto r = runtime::train(*plan, {*stop_at, *metrics_port}, console);
     if (!r) fail(exit_code(r.status()), r.status().message());
     if (r->preempted)
       fail(runtime::kExitPreempted, r->reporter ? "[train] stopped by a signal" : "");

@@ -272,6 +272,8 @@ AttemptResult Supervisor::run_attempt(int attempt, int world, int accum, bool re
   args.insert(args.end(), {"--run-dir", plan_.run_dir});
   if (resume) args.push_back("--resume");
   if (opt_.stop_at > 0) args.insert(args.end(), {"--stop-at", std::to_string(opt_.stop_at)});
+  if (opt_.metrics_port > 0)
+    args.insert(args.end(), {"--metrics-port", std::to_string(opt_.metrics_port)});
 
   ::setenv(kSupervisorEnv, ((opt_.launch.hostfile.empty() ? std::string("127.0.0.1") : host_) +
                             ":" + std::to_string(port_))

@@ -45,6 +45,7 @@ struct SuperviseOptions {
   int min_ranks = 0;  // 0: = launch.ranks (no elastic fallback)
   RunRequest request;  // the train command's config, overrides, --run-dir, --resume
   int64_t stop_at = 0;
+  int metrics_port = 0;  // passed on to the ranks (train --metrics-port)
 };
 
 // Runs the job to its end; returns the exit code (see above). Bad options

@@ -34,6 +34,7 @@
 #include "runtime/faults.h"
 #include "runtime/heartbeat.h"
 #include "runtime/metrics.h"
+#include "runtime/metrics_server.h"
 #include "runtime/run_health.h"
 #include "runtime/train_setup.h"
 #include "runtime/world.h"
@@ -203,6 +204,14 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
       return Status::ok();
     };
     CRUCIBLE_RETURN_IF_ERROR(agree(comm, resume()));
+  }
+  std::unique_ptr<MetricsServer> live;
+  if (topt.metrics_port > 0) {
+    auto server = MetricsServer::start(topt.metrics_port + rank, cfg.run.name, rank);
+    CRUCIBLE_RETURN_IF_ERROR(agree(comm, server ? Status::ok() : server.status()));
+    live = std::move(*server);
+    log("[metrics] serving live metrics on http://" + host_name() + ":" +
+        std::to_string(live->port()) + "/metrics" + (W > 1 ? " (rank r on port + r)" : ""));
   }
   MetricsWriter metrics, rank_metrics;
   Status ms = rank == 0 ? metrics.open(run + "/metrics.jsonl", step) : Status::ok();
@@ -432,6 +441,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     if (gemm_ceiling_gflops > 0)
       agg.mfu_of_gemm = flops_per_step / (agg.step_ms * 1e-3) / (W * gemm_ceiling_gflops * 1e9);
     if (rank == 0) CRUCIBLE_RETURN_IF_ERROR(metrics.write(agg));
+    if (live) live->update(W > 1 ? m : agg);
     result.last_loss = m.loss;
 
     ema_step_s = ema_step_s == 0 ? agg.step_ms * 1e-3 : 0.9 * ema_step_s + 0.1 * agg.step_ms * 1e-3;

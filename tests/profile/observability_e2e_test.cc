@@ -2,7 +2,16 @@
 // rank, valid nesting), report.html, the straggler warning naming an
 // injected slow rank, and the leak warning firing on an injected leak and
 // staying quiet on a clean run.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
 
 #include <cstdlib>
 #include <filesystem>
@@ -87,6 +96,85 @@ TEST(Observability, LeakWarningFiresOnAnInjectedLeakOnly) {
   ASSERT_EQ(leaky.code, 0) << leaky.output;
   EXPECT_NE(leaky.output.find("[mem] warning"), std::string::npos) << leaky.output;
   EXPECT_NE(leaky.output.find("fault.leak"), std::string::npos) << leaky.output;
+}
+
+// GET http://127.0.0.1:port/metrics; "" when nothing answers.
+std::string http_get_metrics(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(uint16_t(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+    const std::string req = "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n";
+    if (::write(fd, req.data(), req.size()) == ssize_t(req.size())) {
+      char buf[4096];
+      for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.append(buf, size_t(n));
+    }
+  }
+  ::close(fd);
+  return out;
+}
+
+// A free TCP port on loopback (bound, read, released).
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+TEST(Observability, LiveMetricsForPrometheus) {
+  TempDir dir("obs_prometheus");
+  const int port = free_port();
+  // Slowed steps keep the run alive while the endpoint is read.
+  std::string cmd = "cd " + dir.path() + " && exec " + std::string(CRUCIBLE_BINARY_DIR) +
+                    "/crucible train " + config(dir, 30) + " --run-dir " + dir / "run" +
+                    " --metrics-port " + std::to_string(port) +
+                    " --set 'fault.inject=[\"slow@1:ms=100\"]' > " + dir / "log" + " 2>&1";
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+    ::_exit(127);
+  }
+  std::string text;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    text = http_get_metrics(port);
+    if (text.find("crucible_step{") != std::string::npos &&
+        text.find("crucible_step{rank=\"0\",run=\"obs\"} 0") == std::string::npos)
+      break;  // a step has been recorded
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << read_file(dir / "log");
+  EXPECT_NE(text.find("200 OK"), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE crucible_loss gauge"), std::string::npos) << text;
+  for (const char* s : {"crucible_step{", "crucible_tokens_per_second{", "phase=\"forward\"",
+                        "kind=\"in_use\"", "run=\"obs\""})
+    EXPECT_NE(text.find(s), std::string::npos) << s << "\n" << text;
+
+  // A port that is taken: one line naming it, exit 2.
+  int hold = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  ASSERT_EQ(::bind(hold, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(hold, 1), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(hold, reinterpret_cast<sockaddr*>(&a), &len);
+  auto taken = run_crucible({"train", config(dir, 2), "--run-dir", dir / "run2", "--metrics-port",
+                             std::to_string(ntohs(a.sin_port))});
+  ::close(hold);
+  EXPECT_EQ(taken.code, 2) << taken.output;
+  EXPECT_NE(taken.output.find("[metrics] cannot serve on port"), std::string::npos) << taken.output;
 }
 
 }  // namespace
