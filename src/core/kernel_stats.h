@@ -32,6 +32,7 @@ struct KernelClassStats {
   int64_t ns = 0;
   int64_t calls = 0;
   double flops = 0;
+  double bytes = 0;  // memory traffic by the kernels' cost models (kernels/cost.h)
 };
 
 using KernelStatsTable = std::array<KernelClassStats, int(KernelClass::count)>;
@@ -41,19 +42,21 @@ void reset_kernel_stats();
 
 class ScopedKernelTimer {
  public:
-  explicit ScopedKernelTimer(KernelClass c, double flops = 0) : c_(c), flops_(flops), t0_(now_ns()) {}
+  explicit ScopedKernelTimer(KernelClass c, double flops = 0, double bytes = 0)
+      : c_(c), flops_(flops), bytes_(bytes), t0_(now_ns()) {}
   ~ScopedKernelTimer() {
     const int64_t t1 = now_ns();
     auto& s = kernel_stats()[int(c_)];
     s.ns += t1 - t0_;
     s.calls += 1;
     s.flops += flops_;
+    s.bytes += bytes_;
     if (trace::active()) trace::record_complete(kernel_class_name(c_), "kernel", t0_, t1);
   }
 
  private:
   KernelClass c_;
-  double flops_;
+  double flops_, bytes_;
   int64_t t0_;
 };
 

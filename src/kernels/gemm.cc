@@ -76,7 +76,11 @@ Entry make_entry(Gemm& g, bool ta, bool tb, int M, int N, int K, int lda, int ld
 void run(bool ta, bool tb, int M, int N, int K, const void* A, int lda, const void* B, int ldb,
          float* C, int ldc, bool acc, const float* bias, bool bf) {
   CRUCIBLE_CHECK(M > 0 && N > 0 && K > 0, "[gemm] empty problem");
-  ScopedKernelTimer timer(KernelClass::gemm, 2.0 * M * N * K);
+  // Traffic: each operand once (oneDNN blocks for cache), C read too when
+  // accumulating. bf16 operands are half the bytes.
+  const double ab = bf ? 2.0 : 4.0;
+  ScopedKernelTimer timer(KernelClass::gemm, 2.0 * M * N * K,
+                          ab * (double(M) * K + double(K) * N) + 4.0 * M * N * (acc ? 2 : 1));
   Gemm& g = state();
   std::lock_guard<std::mutex> lock(g.mu);
   Key key{ta, tb, M, N, K, lda, ldb, ldc, acc, bias != nullptr, bf};

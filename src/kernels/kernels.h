@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/kernel_stats.h"
+#include "kernels/cost.h"
 #include "kernels/reference.h"
 
 namespace crucible::kernels {
@@ -47,12 +48,14 @@ std::vector<const KernelTable*> compiled_tables();
 bool select_isa(const std::string& name);
 
 // Call-site wrappers so code reads kernels::attention_forward(...); each call
-// is timed into its kernel class (core/kernel_stats.h).
-#define CRUCIBLE_FORWARD(fn, cls)                       \
-  template <typename... A>                              \
-  inline auto fn(A&&... a) {                            \
-    ScopedKernelTimer timer_(KernelClass::cls);         \
-    return active().fn(static_cast<A&&>(a)...);         \
+// is timed into its kernel class (core/kernel_stats.h) with its FLOPs and
+// bytes from the cost models (kernels/cost.h).
+#define CRUCIBLE_FORWARD(fn, cls)                                        \
+  template <typename... A>                                               \
+  inline auto fn(A&&... a) {                                             \
+    const cost::Cost c_ = cost::fn(a...);                                \
+    ScopedKernelTimer timer_(KernelClass::cls, c_.flops, c_.bytes);      \
+    return active().fn(static_cast<A&&>(a)...);                          \
   }
 CRUCIBLE_FORWARD(embedding_forward, embedding)
 CRUCIBLE_FORWARD(embedding_backward, embedding)

@@ -15,6 +15,8 @@
 #include "core/allocator.h"
 #include "core/check.h"
 #include "core/clock.h"
+#include "core/file_io.h"
+#include "core/kernel_stats.h"
 #include "core/process.h"
 #include "core/threads.h"
 #include "core/trace.h"
@@ -478,8 +480,21 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   auto warnings = health.finish(comm, expected_comm);
   if (!warnings) return warnings.status();
   for (const std::string& w : *warnings) log(w);
-  // The HTML report, at the end of every run that ends well (stopped early too).
+  // The HTML report, at the end of every run that ends well (stopped early too),
+  // after kernels.json: what each kernel class did in this process, for its
+  // roofline (FLOPs and bytes from the cost models, kernels/cost.h).
   auto report = [&] {
+    nlohmann::json kernels = nlohmann::json::array();
+    const KernelStatsTable& table = kernel_stats();
+    for (int c = 0; c < int(KernelClass::count); ++c)
+      if (table[size_t(c)].calls > 0)
+        kernels.push_back({{"class", kernel_class_name(KernelClass(c))},
+                           {"calls", table[size_t(c)].calls},
+                           {"flops", table[size_t(c)].flops},
+                           {"bytes", table[size_t(c)].bytes},
+                           {"seconds", table[size_t(c)].ns * 1e-9}});
+    Status k = write_file_atomic(run + "/kernels.json", kernels.dump(1) + "\n");
+    if (!k) log("[report] warning: " + k.message());
     Status s = profile::write_report(run);
     log(s ? "[report] " + run + "/report.html" : "[report] warning: " + s.message());
   };

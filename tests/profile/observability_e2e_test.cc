@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <set>
 
 #include "profile/trace_file.h"
@@ -66,6 +67,18 @@ TEST(Observability, TwoRankRunWritesTraceReportAndNamesTheStraggler) {
     EXPECT_TRUE(phases.count(p)) << p;
   EXPECT_TRUE(kernels.count("gemm"));
   EXPECT_FALSE(fs::exists(run + "/trace.rank0.json"));
+  // kernels.json: every kernel class with its FLOPs and bytes (the roofline's
+  // points); GEMM sits far right of the elementwise kernels.
+  json kernel_classes = json::parse(read_file(run + "/kernels.json"));
+  std::map<std::string, double> intensity;
+  for (const auto& k : kernel_classes) {
+    EXPECT_GT(k["flops"].get<double>(), 0) << k.dump();
+    EXPECT_GT(k["bytes"].get<double>(), 0) << k.dump();
+    EXPECT_GT(k["seconds"].get<double>(), 0) << k.dump();
+    intensity[k["class"].get<std::string>()] = k["flops"].get<double>() / k["bytes"].get<double>();
+  }
+  ASSERT_TRUE(intensity.count("gemm") && intensity.count("layernorm") && intensity.count("optimizer"));
+  EXPECT_GT(intensity["gemm"], 10 * intensity["layernorm"]);
   // The report, and the straggler.
   const std::string html = read_file(run + "/report.html");
   EXPECT_NE(html.find("data-series"), std::string::npos);

@@ -1,0 +1,75 @@
+// Cost models of the fused kernels: the FLOPs each call performs and the
+// bytes it moves to and from memory, at the level a roofline needs (which
+// side of the ridge a kernel sits on), counted from the shapes alone. Each
+// function takes the kernel's own arguments (signatures.inc) so the timing
+// wrappers in kernels.h can call it with the same pack. Counts, per element
+// of the (N, C) activations (f32, 4 bytes):
+//   embedding     fwd: 1 add, reads 2 rows, writes 1       bwd: 2 adds, 5 touches
+//   layernorm     fwd: ~8 FLOPs (residual add, mean, var, normalise, affine),
+//                 reads a, b, writes resid, out             bwd: ~10, 3 touches
+//   gelu (tanh)   fwd: ~10 FLOPs, reads x, writes pre, out  bwd: ~15, 3 touches
+//   attention     causal, per (B, head): QK^T and PV are T^2/2 x hs MACs each:
+//                 fwd 2 B T^2 C FLOPs; bwd recomputes QK^T and does 4 more
+//                 products: 5 B T^2 C. Traffic: qkv in, out (+lse) out; bwd
+//                 also dout, out in and dqkv out (tiles stay in cache).
+//   cross-entropy ~5 FLOPs per logit (max, exp, sum, normalise, gradient),
+//                 reads and writes the logits (gradient in place)
+//   adamw         ~15 FLOPs per parameter, reads p, g, m, v, writes p, m, v
+//   sum_squares   2 FLOPs per element, reads x
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace crucible::kernels::cost {
+
+struct Cost {
+  double flops = 0, bytes = 0;
+};
+
+inline Cost embedding_forward(float*, const int32_t*, const float*, const float*, int B, int T,
+                              int C) {
+  const double n = double(B) * T * C;
+  return {n, 3 * 4 * n};
+}
+inline Cost embedding_backward(float*, float*, const float*, const int32_t*, int B, int T, int C) {
+  const double n = double(B) * T * C;
+  return {2 * n, 5 * 4 * n};
+}
+inline Cost residual_layernorm_forward(float*, float*, float*, float*, const float*, const float*,
+                                       const float*, const float*, int N, int C) {
+  const double n = double(N) * C;
+  return {8 * n, 4 * 4 * n};
+}
+inline Cost layernorm_backward(float*, float*, float*, const float*, const float*, const float*,
+                               const float*, const float*, int N, int C) {
+  const double n = double(N) * C;
+  return {10 * n, 3 * 4 * n};
+}
+inline Cost bias_gelu_forward(float*, float*, const float*, int N, int C) {
+  const double n = double(N) * C;
+  return {10 * n, 3 * 4 * n};
+}
+inline Cost bias_gelu_backward(float*, float*, const float*, const float*, int N, int C) {
+  const double n = double(N) * C;
+  return {15 * n, 3 * 4 * n};
+}
+inline Cost attention_forward(float*, float*, const float*, int B, int T, int C, int) {
+  const double btc = double(B) * T * C;
+  return {2 * btc * T, 4 * 4 * btc};
+}
+inline Cost attention_backward(float*, const float*, const float*, const float*, const float*,
+                               int B, int T, int C, int) {
+  const double btc = double(B) * T * C;
+  return {5 * btc * T, 8 * 4 * btc};
+}
+inline Cost softmax_cross_entropy(float*, float*, const int32_t*, int N, int V, float) {
+  const double n = double(N) * V;
+  return {5 * n, 2 * 4 * n};
+}
+inline Cost adamw(float*, const float*, float*, float*, size_t n, float, float, float, float,
+                  float, float, int) {
+  return {15.0 * double(n), 7 * 4.0 * double(n)};
+}
+inline Cost sum_squares(const float*, size_t n) { return {2.0 * double(n), 4.0 * double(n)}; }
+
+}  // namespace crucible::kernels::cost
