@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "core/clock.h"
+#include "core/threads.h"
 #include "core/trace.h"
 
 namespace crucible::ckpt {
@@ -75,6 +76,7 @@ bool AsyncCheckpointWriter::busy() const {
 }
 
 void AsyncCheckpointWriter::run() {
+  block_stop_signals_in_this_thread();
   trace::set_thread_name("checkpoint writer");
   for (;;) {
     {

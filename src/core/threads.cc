@@ -1,5 +1,9 @@
 #include "core/threads.h"
 
+#include <pthread.h>
+
+#include <csignal>
+
 #include <omp.h>
 
 #include <cstdlib>
@@ -24,5 +28,13 @@ void set_num_threads(int n) {
 }
 
 int num_threads() { return omp_get_max_threads(); }
+
+void block_stop_signals_in_this_thread() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
 
 }  // namespace crucible

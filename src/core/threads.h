@@ -11,4 +11,10 @@ void set_num_threads(int n);
 int num_threads();
 int hardware_threads();
 
+// For background threads (checkpoint writer, data prefetch, heartbeat): blocks
+// SIGINT and SIGTERM on the calling thread, so those signals always reach a
+// thread that expects them (the training thread polls a flag at step
+// boundaries) and never interrupt a helper in the middle of a system call.
+void block_stop_signals_in_this_thread();
+
 }  // namespace crucible

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "core/threads.h"
 #include "core/check.h"
 #include "core/clock.h"
 #include "core/rng.h"
@@ -156,6 +157,7 @@ Status Loader::restore(const LoaderState& s) {
 }
 
 void Loader::prefetch_loop() {
+  block_stop_signals_in_this_thread();
   std::unique_lock<std::mutex> lk(mu_);
   for (;;) {
     wanted_cv_.wait(lk, [&] { return stop_ || !ready_; });

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "core/process.h"
+#include "core/threads.h"
 
 namespace crucible::runtime {
 
@@ -93,6 +94,7 @@ void send(State& s, const Beat& b) {
 }
 
 void run(State* s) {
+  block_stop_signals_in_this_thread();
   char buf[512];
   while (!s->quit.load()) {
     send(*s, current(*s, "hb"));
