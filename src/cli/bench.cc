@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/clock.h"
 #include "core/process.h"
 #include "profile/scaling.h"
 #include "profile/step_bench.h"
@@ -77,10 +78,8 @@ std::vector<std::string> run_scaling_trainings(const ScalingOptions& o) {
                            " leaves nothing after skipping " + std::to_string(o.skip));
   int lcm = 1;
   for (int n : o.ranks) lcm = std::lcm(lcm, n);
-  char stamp[32];
-  std::time_t now = std::time(nullptr);
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
-  const std::string root = o.run_root + "/scaling-" + o.workload + "-" + stamp;
+  const std::string root =
+      o.run_root + "/scaling-" + o.workload + "-" + wall_time("%Y%m%d-%H%M%S", false);
   std::fprintf(stderr,
                "[bench] scaling: %s, %lld steps, %d sequences x %d tokens per step on every "
                "world size, runs in %s\n",

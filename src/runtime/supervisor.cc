@@ -78,10 +78,7 @@ namespace {
 volatile std::sig_atomic_t g_signals = 0;
 extern "C" void on_supervisor_signal(int) { g_signals = g_signals + 1; }
 
-double mono_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+double mono_s() { return now_ns() * 1e-9; }  // the one monotonic clock (core/clock.h)
 
 std::string fmt_s(double s) {
   char buf[32];
