@@ -103,23 +103,7 @@ class DocumentSink {
 };
 
 void parse_fortunes(std::string_view content, DocumentSink* sink) {
-  size_t entry_begin = 0;
-  auto add_entry = [&](size_t entry_end) {
-    std::string_view entry = content.substr(entry_begin, entry_end - entry_begin);
-    // The line break before the `%` line, and any blank lines above it (a few fortunes
-    // have them; they are layout, not text).
-    while (entry.ends_with('\n') || entry.ends_with('\r')) entry.remove_suffix(1);
-    sink->add(entry);
-  };
-  for_each_line(content, [&](std::string_view line, size_t, size_t begin, size_t end) {
-    if (line == "%") {
-      add_entry(begin);
-      entry_begin = std::min(end + 1, content.size());
-    }
-    return true;
-  });
-  // The text after the last `%` is an entry too, unless there is none (files end in %).
-  if (entry_begin < content.size()) add_entry(content.size());
+  for_each_fortune(content, [&](size_t, std::string_view entry) { sink->add(entry); });
 }
 
 Status parse_jsonl(const fs::path& path, std::string_view content, DocumentSink* sink,
@@ -149,11 +133,16 @@ Status parse_jsonl(const fs::path& path, std::string_view content, DocumentSink*
   return status;
 }
 
-CorpusFormat detect_format(const fs::path& path, std::string_view content) {
-  std::string ext = lowercase(path.extension().string());
-  if (ext == ".jsonl" || ext == ".json") return CorpusFormat::kJsonl;
-  if (has_separator_line(content)) return CorpusFormat::kFortunes;
-  return CorpusFormat::kText;
+// A directory `crucible curate` wrote: its report lists the shards to read.
+bool curated_shards(const fs::path& dir, std::vector<fs::path>* files) {
+  std::ifstream in(dir / "report.json", std::ios::binary);
+  if (!in) return false;
+  nlohmann::json report = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!report.is_object() || report.value("schema", "") != "crucible-curate/1") return false;
+  for (const auto& shard : report.value("shards", nlohmann::json::array()))
+    if (shard.is_object() && shard.contains("file"))
+      files->push_back(dir / shard["file"].get<std::string>());
+  return true;
 }
 
 std::string join_paths(const std::vector<std::string>& paths) {
@@ -173,19 +162,59 @@ Result<CorpusFormat> parse_corpus_format(std::string_view name) {
                          "\" (expected auto, fortunes, text or jsonl)");
 }
 
-Result<std::vector<std::string>> read_corpus(const std::vector<std::string>& paths,
-                                             CorpusFormat format, CorpusStats* stats) {
+namespace detail {
+
+void for_each_fortune(std::string_view content,
+                      void (*fn)(void* ctx, size_t offset, std::string_view entry), void* ctx) {
+  size_t entry_begin = 0;
+  auto add_entry = [&](size_t entry_end) {
+    std::string_view entry = content.substr(entry_begin, entry_end - entry_begin);
+    // The line break before the `%` line, and any blank lines above it (a few fortunes
+    // have them; they are layout, not text).
+    while (entry.ends_with('\n') || entry.ends_with('\r')) entry.remove_suffix(1);
+    fn(ctx, entry_begin, entry);
+  };
+  for_each_line(content, [&](std::string_view line, size_t, size_t begin, size_t end) {
+    if (line == "%") {
+      add_entry(begin);
+      entry_begin = std::min(end + 1, content.size());
+    }
+    return true;
+  });
+  // The text after the last `%` is an entry too, unless there is none (files end in %).
+  if (entry_begin < content.size()) add_entry(content.size());
+}
+
+}  // namespace detail
+
+CorpusFormat detect_corpus_format(const std::string& path, std::string_view content) {
+  std::string ext = lowercase(fs::path(path).extension().string());
+  if (ext == ".jsonl" || ext == ".json") return CorpusFormat::kJsonl;
+  if (has_separator_line(content)) return CorpusFormat::kFortunes;
+  return CorpusFormat::kText;
+}
+
+Result<std::vector<std::string>> list_corpus_files(const std::vector<std::string>& paths) {
   std::vector<fs::path> files;
   for (const auto& p : paths) {
     std::error_code ec;
     fs::file_status st = fs::status(p, ec);  // follows symlinks the user named explicitly
     if (!fs::exists(st)) return Status::not_found("[data] corpus path " + p + " does not exist");
     if (fs::is_directory(st)) {
-      CRUCIBLE_RETURN_IF_ERROR(walk_directory(p, &files));
+      if (!curated_shards(p, &files)) CRUCIBLE_RETURN_IF_ERROR(walk_directory(p, &files));
     } else {
       files.emplace_back(p);
     }
   }
+  std::vector<std::string> out;
+  for (const auto& f : files) out.push_back(f.string());
+  return out;
+}
+
+Result<std::vector<std::string>> read_corpus(const std::vector<std::string>& paths,
+                                             CorpusFormat format, CorpusStats* stats) {
+  auto files = list_corpus_files(paths);
+  if (!files) return files.status();
 
   CorpusStats local;
   CorpusStats* s = stats ? stats : &local;
@@ -193,10 +222,10 @@ Result<std::vector<std::string>> read_corpus(const std::vector<std::string>& pat
   std::vector<std::string> docs;
   DocumentSink sink(&docs, s);
   std::string content;
-  for (const auto& file : files) {
+  for (const auto& file : *files) {
     CRUCIBLE_RETURN_IF_ERROR(read_whole_file(file, &content));
     ++s->files;
-    CorpusFormat f = format == CorpusFormat::kAuto ? detect_format(file, content) : format;
+    CorpusFormat f = format == CorpusFormat::kAuto ? detect_corpus_format(file, content) : format;
     switch (f) {
       case CorpusFormat::kFortunes:
         parse_fortunes(content, &sink);

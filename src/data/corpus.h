@@ -42,11 +42,40 @@ struct CorpusStats {
 Result<std::vector<std::string>> read_corpus(const std::vector<std::string>& paths,
                                              CorpusFormat format, CorpusStats* stats = nullptr);
 
+// The files read_corpus reads for `paths`, in corpus order (the walk rules above).
+// A directory written by `crucible curate` (it holds a report.json with schema
+// "crucible-curate/1") contributes exactly the shards that report lists.
+Result<std::vector<std::string>> list_corpus_files(const std::vector<std::string>& paths);
+
+// The format kAuto picks for a file, from its name and its content (or a prefix
+// of it: a fortunes file shows a `%` line within its first entries).
+CorpusFormat detect_corpus_format(const std::string& path, std::string_view content);
+
+// Calls fn(offset, entry) for each fortune of `content` (which starts at an
+// entry boundary), offset being where the entry starts in `content`. Entries are
+// as read_corpus returns them, before UTF-8 repair; blank ones are passed too.
+template <typename Fn>
+void for_each_fortune(std::string_view content, Fn&& fn);
+
 // Replaces each invalid UTF-8 sequence (bad lead byte, stray continuation byte,
 // truncated sequence, overlong form, surrogate, code point > U+10FFFF) by U+FFFD, one
 // U+FFFD per maximal invalid subpart (Unicode's recommended practice, also what Python's
 // errors="replace" and WHATWG decoders do). Sets *repaired, if given, to the number of
 // replacements. Valid input is returned unchanged.
 std::string sanitize_utf8(std::string_view s, size_t* repaired = nullptr);
+
+namespace detail {
+// for_each_fortune's implementation, not a template.
+void for_each_fortune(std::string_view content,
+                      void (*fn)(void* ctx, size_t offset, std::string_view entry), void* ctx);
+}  // namespace detail
+
+template <typename Fn>
+void for_each_fortune(std::string_view content, Fn&& fn) {
+  detail::for_each_fortune(
+      content,
+      [](void* ctx, size_t offset, std::string_view entry) { (*static_cast<Fn*>(ctx))(offset, entry); },
+      &fn);
+}
 
 }  // namespace crucible::data

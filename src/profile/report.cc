@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/file_io.h"
+#include "profile/report_sections.h"
 #include "profile/svg.h"
 
 // Charts are built with designated initializers (svg::Chart{.title = ...}); the
@@ -490,11 +491,36 @@ table.grid td,table.grid th{border:1px solid #ddd}table.kv th{color:#555;font-we
 tr.bad td{background:#fde8e8}.note{color:#666;font-size:12px}svg{display:block;margin:8px 0}
 pre{background:#f6f6f6;padding:8px;font-size:12px;overflow:auto})";
 
+// The curation report a directory holds: RUN/curation.json (a run whose data
+// was curated first) or the report.json of a `crucible curate` output.
+Result<json> read_curation(const std::string& dir, std::string* origin) {
+  *origin = dir + "/curation.json";
+  auto c = read_optional_json(*origin);
+  if (!c || !c->is_null()) return c;
+  *origin = dir + "/report.json";
+  auto r = read_optional_json(*origin);
+  if (r && r->is_object() && r->value("schema", "") == "crucible-curate/1") return r;
+  return json();
+}
+
+std::string page_head(const std::string& name) {
+  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>crucible report: " +
+         escape(name) + "</title><style>" + kCss + "</style></head><body>\n<h1>crucible report: " +
+         escape(name) + "</h1>\n";
+}
+
 }  // namespace
 
 Result<std::string> render_report(const std::string& run_dir) {
   const std::string mpath = run_dir + "/metrics.jsonl";
+  const std::string name = fs::path(run_dir).lexically_normal().filename().string();
   std::error_code ec;
+  std::string curation_origin;
+  auto curation = read_curation(run_dir, &curation_origin);
+  if (!curation) return curation.status();
+  // A `crucible curate` output directory: its page is the curation section.
+  if (!fs::exists(mpath, ec) && !curation->is_null())
+    return page_head(name) + curation_section(*curation, curation_origin) + "</body></html>\n";
   if (!fs::exists(mpath, ec))
     return Status::not_found("[report] " + mpath + ": missing (is " + run_dir +
                              " a run directory?)");
@@ -518,11 +544,7 @@ Result<std::string> render_report(const std::string& run_dir) {
   auto scaling = read_optional_json(run_dir + "/scaling.json");
   if (!scaling) return scaling.status();
 
-  const std::string name = fs::path(run_dir).lexically_normal().filename().string();
-  std::string html =
-      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>crucible report: " +
-      escape(name) + "</title><style>" + kCss +
-      "</style></head><body>\n<h1>crucible report: " + escape(name) + "</h1>\n";
+  std::string html = page_head(name);
   auto summary = summary_section(run_dir, m);
   if (!summary) return summary.status();
   html += *summary;
@@ -546,6 +568,7 @@ Result<std::string> render_report(const std::string& run_dir) {
     if (!s) return s.status();
     html += *s;
   }
+  if (!curation->is_null()) html += curation_section(*curation, curation_origin);
   return html + "</body></html>\n";
 }
 

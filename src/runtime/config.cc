@@ -2,6 +2,7 @@
 
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -17,6 +18,28 @@ namespace crucible::runtime {
 namespace {
 
 #include "default_config.inc"  // kDefaultConfigToml: configs/tiny.toml
+
+// Curation profile "short" (docs/curation.md, "Short documents"): Gopher's
+// rules were tuned on web pages of hundreds of words; for short documents
+// (fortunes, quotes, titles) the rules that measure "is this a page of prose"
+// are relaxed, the ones that catch junk (symbols, repetition) kept.
+constexpr const char* kShortProfileToml = R"(
+[quality]
+min_words = 3              # a fortune of 3 words is text; Gopher's 50 drops most of them
+min_stop_words = 0         # off: a one-line quote rarely holds two of the/be/to/of/...
+max_ellipsis_ratio = 0.3   # "Go ahead... make my day." is style, not a truncated page
+max_ellipsis_lines = -1    # off: one line ending in "..." is 100% of a one-line fortune
+min_mean_word_length = 2.5 # short texts have noisy means ("I am so")
+max_mean_word_length = 12
+[repetition]
+max_top_2gram = -1         # off: in 11 words, "with his" twice is 30% of the characters
+max_top_3gram = -1
+max_top_4gram = -1
+max_dup_line_frac = 0.5    # refrains in short poems; long runs of copies still go
+max_dup_line_char_frac = 0.4
+[near]
+threshold = 0.8            # 8 shingles: one changed word moves J to 0.75 and is a new joke
+)";
 
 using StringList = std::vector<std::string>;
 using Target = std::variant<int*, int64_t*, uint64_t*, double*, std::string*, StringList*, bool*>;
@@ -74,6 +97,57 @@ std::vector<Field> fields(Config& c) {
       {"fault.shrink_after", &c.fault.shrink_after},
       {"fault.stop_grace_s", &c.fault.stop_grace_s},
       {"fault.inject", &c.fault.inject},
+      {"curate.enabled", &c.curate.enabled},
+      {"curate.profile", &c.curate.profile},
+      {"curate.nfc", &c.curate.nfc},
+      {"curate.whitespace", &c.curate.whitespace},
+      {"curate.gopher_quality", &c.curate.gopher_quality},
+      {"curate.gopher_repetition", &c.curate.gopher_repetition},
+      {"curate.c4", &c.curate.c4},
+      {"curate.exact_dedup", &c.curate.exact_dedup},
+      {"curate.near_dedup", &c.curate.near_dedup},
+      {"curate.chunk_mb", &c.curate.chunk_mb},
+      {"curate.memory_mb", &c.curate.memory_mb},
+      {"curate.partitions", &c.curate.partitions},
+      {"curate.threads", &c.curate.threads},
+      {"curate.examples", &c.curate.examples},
+      {"curate.keep_work", &c.curate.keep_work},
+      {"quality.min_words", &c.quality.min_words},
+      {"quality.max_words", &c.quality.max_words},
+      {"quality.min_mean_word_length", &c.quality.min_mean_word_length},
+      {"quality.max_mean_word_length", &c.quality.max_mean_word_length},
+      {"quality.max_hash_ratio", &c.quality.max_hash_ratio},
+      {"quality.max_ellipsis_ratio", &c.quality.max_ellipsis_ratio},
+      {"quality.max_bullet_lines", &c.quality.max_bullet_lines},
+      {"quality.max_ellipsis_lines", &c.quality.max_ellipsis_lines},
+      {"quality.min_alpha_words", &c.quality.min_alpha_words},
+      {"quality.min_stop_words", &c.quality.min_stop_words},
+      {"repetition.max_dup_line_frac", &c.repetition.max_dup_line_frac},
+      {"repetition.max_dup_para_frac", &c.repetition.max_dup_para_frac},
+      {"repetition.max_dup_line_char_frac", &c.repetition.max_dup_line_char_frac},
+      {"repetition.max_dup_para_char_frac", &c.repetition.max_dup_para_char_frac},
+      {"repetition.max_top_2gram", &c.repetition.max_top_2gram},
+      {"repetition.max_top_3gram", &c.repetition.max_top_3gram},
+      {"repetition.max_top_4gram", &c.repetition.max_top_4gram},
+      {"repetition.max_dup_5gram", &c.repetition.max_dup_ngram[0]},
+      {"repetition.max_dup_6gram", &c.repetition.max_dup_ngram[1]},
+      {"repetition.max_dup_7gram", &c.repetition.max_dup_ngram[2]},
+      {"repetition.max_dup_8gram", &c.repetition.max_dup_ngram[3]},
+      {"repetition.max_dup_9gram", &c.repetition.max_dup_ngram[4]},
+      {"repetition.max_dup_10gram", &c.repetition.max_dup_ngram[5]},
+      {"c4.min_words_per_line", &c.c4.min_words_per_line},
+      {"c4.min_sentences", &c.c4.min_sentences},
+      {"c4.terminal_punct", &c.c4.terminal_punct},
+      {"c4.drop_javascript", &c.c4.drop_javascript},
+      {"c4.drop_policy", &c.c4.drop_policy},
+      {"c4.drop_lorem_ipsum", &c.c4.drop_lorem_ipsum},
+      {"c4.drop_curly_bracket", &c.c4.drop_curly_bracket},
+      {"near.ngram", &c.near.ngram},
+      {"near.bands", &c.near.bands},
+      {"near.rows", &c.near.rows},
+      {"near.hash_bits", &c.near.hash_bits},
+      {"near.threshold", &c.near.threshold},
+      {"near.seed", &c.near.seed},
   };
 }
 
@@ -177,6 +251,7 @@ Status apply_table(Config& cfg, const toml::table& root, const std::string& orig
         return bad(key, "unknown key" + did_you_mean(fs, std::string(name.str())) + " (in " +
                             origin + ")");
       CRUCIBLE_RETURN_IF_ERROR(assign(*f, value));
+      cfg.explicit_keys.push_back(key);
     }
   }
   return Status::ok();
@@ -196,6 +271,7 @@ Status apply_override(Config& cfg, const std::string& text) {
     std::string name = key.substr(key.find('.') + 1);
     return bad(key, "unknown key" + did_you_mean(fs, name) + " (in --set)");
   }
+  cfg.explicit_keys.push_back(key);
   toml::parse_result parsed;
   bool ok = true;
   try {
@@ -226,6 +302,38 @@ Status apply_override(Config& cfg, const std::string& text) {
 }  // namespace
 
 const char* default_config_toml() { return kDefaultConfigToml; }
+
+namespace {
+
+// Curation thresholds must be in range; a rule is switched off by its own
+// section's switch (curate.*) or, for a single rule, by a negative max / zero min.
+Status validate_curate(const Config& c) {
+  const std::string& p = c.curate.profile;
+  if (p != "auto" && p != "web" && p != "short")
+    return bad("curate.profile", "'" + p + "' is not one of auto, web, short");
+  if (!(c.curate.chunk_mb >= 0.01 && c.curate.chunk_mb <= 4096))
+    return bad("curate.chunk_mb", "must be in [0.01, 4096]");
+  if (!(c.curate.memory_mb >= 16)) return bad("curate.memory_mb", "must be >= 16");
+  if (c.curate.partitions < 0 || c.curate.partitions > 65536)
+    return bad("curate.partitions", "must be in [0, 65536] (0: from curate.memory_mb)");
+  if (c.curate.threads < 0) return bad("curate.threads", "must be >= 0 (0: all cores)");
+  if (c.curate.examples < 0 || c.curate.examples > 1000)
+    return bad("curate.examples", "must be in [0, 1000]");
+  if (c.quality.min_words < 0 || c.quality.max_words < 0)
+    return bad("quality.min_words", "word counts must be >= 0");
+  if (c.near.ngram < 1 || c.near.ngram > 64) return bad("near.ngram", "must be in [1, 64]");
+  if (c.near.bands < 1 || c.near.bands > 1024) return bad("near.bands", "must be in [1, 1024]");
+  if (c.near.rows < 1 || c.near.rows > 1024) return bad("near.rows", "must be in [1, 1024]");
+  if (c.near.bands * c.near.rows > 4096) return bad("near.rows", "bands * rows must be <= 4096");
+  if (c.near.hash_bits != 32 && c.near.hash_bits != 64) return bad("near.hash_bits", "must be 32 or 64");
+  if (!(c.near.threshold >= 0 && c.near.threshold <= 1))
+    return bad("near.threshold", "must be in [0, 1]");
+  if (c.c4.min_words_per_line < 0) return bad("c4.min_words_per_line", "must be >= 0");
+  if (c.c4.min_sentences < 0) return bad("c4.min_sentences", "must be >= 0");
+  return Status::ok();
+}
+
+}  // namespace
 
 Status validate(const Config& c) {
   CRUCIBLE_RETURN_IF_ERROR(c.model.validate());
@@ -277,7 +385,26 @@ Status validate(const Config& c) {
   if (c.run.sample_tokens < 0) return bad("run.sample_tokens", "must be >= 0");
   if (c.run.trace_from < 1) return bad("run.trace_from", "must be >= 1 (a step number)");
   if (c.run.trace_steps < 0) return bad("run.trace_steps", "must be >= 0 (0: no trace)");
-  return Status::ok();
+  return validate_curate(c);
+}
+
+Status apply_curate_profile(Config& cfg, const std::string& profile) {
+  if (profile == "web") return validate(cfg);
+  if (profile != "short")
+    return bad("curate.profile", "'" + profile + "' is not one of auto, web, short");
+  toml::table preset = toml::parse(std::string_view(kShortProfileToml), std::string_view("<curate profile short>"));
+  Config relaxed = cfg;
+  CRUCIBLE_RETURN_IF_ERROR(apply_table(relaxed, preset, "<curate profile short>"));
+  // Copy the relaxed value of every key the user did not set.
+  auto to = fields(cfg), from = fields(relaxed);
+  for (size_t i = 0; i < to.size(); ++i) {
+    if (std::find(cfg.explicit_keys.begin(), cfg.explicit_keys.end(), to[i].key) !=
+        cfg.explicit_keys.end())
+      continue;
+    std::visit([&](auto* dst) { *dst = *std::get<decltype(dst)>(from[i].target); }, to[i].target);
+  }
+  cfg.curate.profile = "short";
+  return validate(cfg);
 }
 
 Result<Config> parse_config(const std::string& toml_text, const std::string& origin,

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "data/curate.h"
 #include "nn/gpt.h"
 
 namespace crucible::runtime {
@@ -89,6 +90,17 @@ struct FaultConfig {
   std::vector<std::string> inject;
 };
 
+// Curation: `crucible curate`, and `crucible train` before it tokenizes
+// data.source when curate.enabled (docs/curation.md). The thresholds live in
+// the [quality] [repetition] [c4] [near] sections.
+struct CurateConfig : data::CurateSettings {
+  bool enabled = false;  // train: curate data.source first (the embedded default does)
+  // Threshold defaults: "web" (Gopher's, for web pages), "short" (relaxed for
+  // short documents such as fortunes), "auto" (short when the corpus is in
+  // fortunes format, else web). Keys set explicitly win over the profile.
+  std::string profile = "auto";
+};
+
 struct Config {
   nn::GPTConfig model;
   DataConfig data;
@@ -98,7 +110,19 @@ struct Config {
   RunConfig run;
   DistConfig dist;
   FaultConfig fault;
+  CurateConfig curate;
+  data::GopherQualityParams quality;
+  data::GopherRepetitionParams repetition;
+  data::C4Params c4;
+  data::MinHashParams near;
+  // Keys the file or --set gave explicitly (profiles leave these alone).
+  std::vector<std::string> explicit_keys;
 };
+
+// Applies a curation profile's threshold defaults ("web": none, the C++
+// defaults are Gopher's; "short": docs/curation.md) to every key not in
+// cfg.explicit_keys, then validates.
+Status apply_curate_profile(Config& cfg, const std::string& profile);
 
 // The built-in default (configs/tiny.toml, embedded at build time).
 const char* default_config_toml();

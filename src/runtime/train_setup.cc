@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "core/file_io.h"
+#include "runtime/console.h"
+#include "runtime/curate.h"
 #include "runtime/world.h"
 
 namespace crucible::runtime {
@@ -30,12 +32,39 @@ Result<std::shared_ptr<const data::TokenShard>> open_shard(const std::string& pa
 
 }  // namespace
 
+// curate.enabled: data.source is curated into cache_dir/curated-<plan
+// fingerprint> first (reused while the inputs and settings are the same), and
+// the dataset is built from the curated shards.
+Status curate_sources(const Config& cfg, const data::LogFn& log, data::DatasetSpec* spec,
+                      std::string* report_path) {
+  auto cs = curate_spec(cfg, cfg.data.source, cfg.data.format);
+  if (!cs) return cs.status();
+  auto plan = data::plan_curation(*cs);
+  if (!plan) return plan.status();
+  CurateRequest req;
+  req.inputs = cfg.data.source;
+  req.format = cfg.data.format;
+  req.out = cfg.data.cache_dir + "/curated-" + plan->fingerprint;
+  req.cfg = cfg;
+  Console console;
+  auto single = dist::make_single_comm();
+  auto r = run_curate(req, *single, console);
+  if (!r) return r.status();
+  for (const auto& line : data::report_summary(r->report)) log("[curate] " + line);
+  spec->sources = {req.out};
+  spec->format = "jsonl";
+  *report_path = req.out + "/report.json";
+  return Status::ok();
+}
+
 // Data preparation: rank 0 builds (or finds) the cached dataset first, the
 // other ranks then open it, so the tokenizer is trained once per job.
 Status prepare_data(const Config& cfg, dist::Comm& comm, const data::LogFn& log, Setup& out) {
   const int vocab = cfg.data.vocab_size > 0 ? cfg.data.vocab_size : cfg.model.vocab_size;
   data::DatasetSpec spec{cfg.data.source, cfg.data.format, vocab, cfg.data.val_fraction};
   auto open = [&]() -> Status {
+    if (cfg.data.dataset.empty() && cfg.curate.enabled)
+      CRUCIBLE_RETURN_IF_ERROR(curate_sources(cfg, log, &spec, &out.curation_report));
     auto ds = cfg.data.dataset.empty() ? data::cached_dataset(spec, cfg.data.cache_dir, log)
                                        : data::open_dataset(cfg.data.dataset);
     if (!ds) return ds.status();
@@ -74,7 +103,11 @@ Status prepare_run(const RunPlan& plan, const Setup& setup) {
   CRUCIBLE_RETURN_IF_ERROR(prepare_run_dir(plan));
   std::ifstream in(setup.ds->tokenizer_path(), std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), {});
-  return write_file_atomic(plan.run_dir + "/tokenizer.model", bytes);
+  CRUCIBLE_RETURN_IF_ERROR(write_file_atomic(plan.run_dir + "/tokenizer.model", bytes));
+  if (setup.curation_report.empty()) return Status::ok();
+  std::ifstream rep(setup.curation_report, std::ios::binary);
+  std::string report((std::istreambuf_iterator<char>(rep)), {});
+  return write_file_atomic(plan.run_dir + "/curation.json", report);
 }
 
 }  // namespace crucible::runtime

@@ -20,11 +20,14 @@ struct Setup {
   std::optional<data::Dataset> ds;
   std::optional<data::Tokenizer> tok;
   std::shared_ptr<const data::TokenShard> train_shard, val_shard;
+  // report.json of the curation that prepared the data (curate.enabled), for RUN/curation.json.
+  std::string curation_report;
 };
 
 // Collective over comm (see runtime/world.h): every rank calls it.
 Status prepare_data(const Config& cfg, dist::Comm& comm, const data::LogFn& log, Setup& out);
-// Rank 0 only: creates the run directory and copies the tokenizer into it.
+// Rank 0 only: creates the run directory and copies the tokenizer (and the
+// curation report) into it.
 Status prepare_run(const RunPlan& plan, const Setup& setup);
 // Entropy (nats) of the unigram distribution of a shard's tokens.
 double unigram_entropy(const data::TokenShard& shard, int vocab);

@@ -1,0 +1,312 @@
+#include "runtime/curate.h"
+
+#include <omp.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+
+#include "core/checked_file.h"
+#include "core/clock.h"
+#include "core/file_io.h"
+#include "core/threads.h"
+#include "runtime/world.h"
+
+namespace crucible::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string mb(double bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f MB", bytes / 1e6);
+  return b;
+}
+
+// Threads per rank: curate.threads, else the cores of the host shared by the
+// ranks on it (Open MPI tells each rank how many share its node).
+int threads_per_rank(const data::CurateSettings& s) {
+  if (s.threads > 0) return s.threads;
+  int local = 1;
+  if (const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) local = std::max(1, std::atoi(v));
+  return std::max(1, hardware_threads() / local);
+}
+
+struct KillAfter {
+  std::string pass;
+  long n = -1;
+};
+
+Result<KillAfter> parse_kill_after(const std::string& s) {
+  KillAfter k;
+  if (s.empty()) return k;
+  auto colon = s.find(':');
+  if (colon == std::string::npos) return Status::invalid("[curate] --kill-after " + s + ": expected PASS:N");
+  k.pass = s.substr(0, colon);
+  k.n = std::atol(s.c_str() + colon + 1);
+  if ((k.pass != "scan" && k.pass != "dedup" && k.pass != "output") || k.n < 0)
+    return Status::invalid("[curate] --kill-after " + s + ": PASS is scan, dedup or output, N >= 0");
+  return k;
+}
+
+// One pass over this rank's units: those already done (their files verify)
+// are skipped; the rest run on `threads` OpenMP threads. Returns the first error.
+struct PassResult {
+  Status status;
+  size_t done_before = 0, ran = 0;
+  double seconds = 0;
+};
+
+template <typename IsDone, typename Run>
+PassResult run_pass(const char* name, size_t units, dist::Comm& comm, int threads, const KillAfter& kill,
+                    Console& console, IsDone&& is_done, Run&& run) {
+  PassResult r;
+  Stopwatch watch;
+  std::vector<size_t> todo;
+  for (size_t u = size_t(comm.rank()); u < units; u += size_t(comm.size())) {
+    std::string problem;
+    if (is_done(u, &problem)) {
+      ++r.done_before;
+    } else {
+      if (!problem.empty()) console.info("[curate] " + problem + "; recomputing it");
+      todo.push_back(u);
+    }
+  }
+  if (r.done_before > 0)
+    console.info("[curate] " + std::string(name) + ": " + std::to_string(r.done_before) +
+                 " units already done (resumed), " + std::to_string(todo.size()) + " to go");
+  std::atomic<size_t> finished{0};
+  std::mutex mu;
+  Status first;
+  const size_t total = todo.size();
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (size_t i = 0; i < total; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!first.is_ok()) continue;
+    }
+    Status s = run(todo[i]);
+    if (!s.is_ok()) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (first.is_ok()) first = s;
+      continue;
+    }
+    size_t n = ++finished;
+    if (kill.pass == name && long(n) >= kill.n) {
+      std::lock_guard<std::mutex> lock(mu);
+      ::raise(SIGKILL);  // the test facility: die as a crash would
+    }
+    if (omp_get_thread_num() == 0 && comm.rank() == 0) {
+      double s_el = watch.elapsed_s();
+      double eta = n ? s_el / double(n) * double(total - n) : 0;
+      console.progress("[curate] " + std::string(name) + " " + std::to_string(n) + "/" +
+                       std::to_string(total) + " units, ETA " + std::to_string(int(eta + 0.5)) + "s");
+    }
+  }
+  if (comm.rank() == 0) console.finish_progress();
+  r.status = first;
+  r.ran = finished;
+  r.seconds = watch.elapsed_s();
+  return r;
+}
+
+// The state of OUT before a run: fresh (created now), resumable (an unfinished
+// run of the same plan) or complete (report.json of the same plan).
+enum class OutState { kFresh, kResume, kComplete };
+
+Result<OutState> prepare_out(const data::CurationPlan& plan, const data::CurateLayout& layout) {
+  std::error_code ec;
+  const std::string report = layout.out + "/report.json";
+  if (fs::exists(report, ec)) {
+    std::ifstream in(report);
+    json r = json::parse(in, nullptr, false);
+    if (!r.is_discarded() && r.value("schema", "") == "crucible-curate/1") {
+      if (r["plan"].value("fingerprint", "") == plan.fingerprint) return OutState::kComplete;
+      return Status::invalid("[curate] " + layout.out +
+                             " holds a finished curation of other inputs or settings; choose another -o");
+    }
+  }
+  if (fs::exists(layout.plan(), ec)) {
+    auto stored = read_checked(layout.plan());
+    if (!stored) return Status::corrupt("[curate] " + stored.status().message());
+    json j = json::parse(*stored, nullptr, false);
+    if (j.is_discarded() || j.value("fingerprint", "") != plan.fingerprint)
+      return Status::invalid("[curate] " + layout.out +
+                             " holds an unfinished curation of other inputs or settings (plan " +
+                             (j.is_discarded() ? std::string("unreadable") : j.value("fingerprint", "")) +
+                             ", this run's is " + plan.fingerprint +
+                             "); rerun it with the same inputs and config, or choose another -o");
+    return OutState::kResume;
+  }
+  if (fs::exists(layout.out, ec) && !fs::is_empty(layout.out, ec))
+    return Status::invalid("[curate] " + layout.out +
+                           " exists and is not a curation output directory; choose a new -o");
+  fs::create_directories(layout.work, ec);
+  if (ec) return Status::io("[curate] cannot create " + layout.work + ": " + ec.message());
+  CRUCIBLE_RETURN_IF_ERROR(write_checked(layout.plan(), plan.to_json().dump(1)));
+  return OutState::kFresh;
+}
+
+void print_estimate(const data::CurateSpec& spec, const data::CurationPlan& plan, int ranks, int threads,
+                    Console& console) {
+  auto e = data::estimate_curation(spec, plan, threads);
+  console.info("[curate] dry run: " + std::to_string(plan.files.size()) + " files, " +
+               mb(double(plan.input_bytes)) + ", ~" + std::to_string(e.documents) + " documents (mean " +
+               std::to_string(int(plan.sampled_doc_bytes)) + " bytes, sampled)");
+  console.info("[curate]   " + std::to_string(plan.chunks.size()) + " chunks, " +
+               std::to_string(plan.partitions) + " key partitions, " + std::to_string(ranks) +
+               " rank(s) x " + std::to_string(threads) + " thread(s), profile " + spec.profile);
+  console.info("[curate]   peak memory per rank ~" + mb(double(e.peak_memory)) + " (scan " +
+               mb(e.detail["memory_bytes"]["scan_per_thread"].get<double>()) + "/thread, dedup " +
+               mb(e.detail["memory_bytes"]["dedup_per_thread"].get<double>()) + "/thread, resolve " +
+               mb(e.detail["memory_bytes"]["resolve"].get<double>()) + ")");
+  console.info("[curate]   disk: work " + mb(double(e.work_disk)) + " (OUT/.work, removed at the end), output " +
+               mb(double(e.output_disk)));
+  std::printf("%s\n", json{{"plan", {{"files", plan.files.size()}, {"input_bytes", plan.input_bytes},
+                                     {"chunks", plan.chunks.size()}, {"partitions", plan.partitions}}},
+                           {"estimate", e.detail}}
+                          .dump(1)
+                          .c_str());
+}
+
+}  // namespace
+
+Result<data::CurateSpec> curate_spec(Config cfg, const std::vector<std::string>& inputs,
+                                     const std::string& format) {
+  auto build = [&](const Config& c) {
+    data::CurateSpec s;
+    s.inputs = inputs;
+    s.format = format;
+    s.settings = c.curate;
+    s.quality = c.quality;
+    s.repetition = c.repetition;
+    s.c4 = c.c4;
+    s.near = c.near;
+    s.profile = c.curate.profile;
+    return s;
+  };
+  std::string profile = cfg.curate.profile;
+  if (profile == "auto") {
+    profile = "web";
+    if (format == "fortunes") {
+      profile = "short";
+    } else if (format == "auto") {
+      auto files = data::list_corpus_files(inputs);
+      if (!files) return files.status();
+      for (const auto& f : *files) {
+        std::ifstream in(f, std::ios::binary);
+        std::string head(1 << 16, '\0');
+        in.read(head.data(), std::streamsize(head.size()));
+        head.resize(size_t(in.gcount()));
+        if (data::detect_corpus_format(f, head) == data::CorpusFormat::kFortunes) profile = "short";
+      }
+    }
+  }
+  CRUCIBLE_RETURN_IF_ERROR(apply_curate_profile(cfg, profile));
+  return build(cfg);
+}
+
+Result<CurateResult> run_curate(const CurateRequest& req, dist::Comm& comm, Console& console) {
+  Stopwatch total;
+  auto kill = parse_kill_after(req.kill_after);
+  if (!kill) return kill.status();
+  auto spec = curate_spec(req.cfg, req.inputs, req.format);
+  if (!spec) return spec.status();
+  auto plan = data::plan_curation(*spec);
+  if (!plan) return plan.status();
+  const int threads = threads_per_rank(spec->settings);
+  if (req.dry_run) {
+    if (comm.rank() == 0) print_estimate(*spec, *plan, comm.size(), threads, console);
+    return CurateResult{};
+  }
+  const data::CurateLayout layout(req.out);
+  OutState state = OutState::kFresh;
+  {
+    Status s;
+    if (comm.rank() == 0) {
+      auto st = prepare_out(*plan, layout);
+      if (st) state = *st;
+      s = st.status();
+    }
+    CRUCIBLE_RETURN_IF_ERROR(agree(comm, s));
+    double st = double(int(state));
+    CRUCIBLE_RETURN_IF_ERROR(comm.broadcast(&st, sizeof st, 0));
+    state = OutState(int(st));
+  }
+  CurateResult result;
+  if (state == OutState::kComplete) {
+    result.already_done = true;
+    if (comm.rank() == 0) {
+      std::ifstream in(layout.out + "/report.json");
+      result.report = json::parse(in, nullptr, false);
+      console.info("[curate] " + layout.out + " is already complete (same inputs and settings)");
+    }
+    return result;
+  }
+  if (comm.rank() == 0)
+    console.info("[curate] " + std::to_string(plan->files.size()) + " files, " + mb(double(plan->input_bytes)) +
+                 " in " + std::to_string(plan->chunks.size()) + " chunks; " + std::to_string(comm.size()) +
+                 " rank(s) x " + std::to_string(threads) + " thread(s); profile " + spec->profile +
+                 (state == OutState::kResume ? "; resuming" : ""));
+  const data::MinHasher hasher(spec->near);
+  json seconds, resumed;
+
+  auto scan = run_pass(
+      "scan", plan->chunks.size(), comm, threads, *kill, console,
+      [&](size_t c, std::string* p) { return data::scan_done(*plan, c, layout, p); },
+      [&](size_t c) { return data::scan_chunk(*spec, *plan, hasher, c, layout); });
+  CRUCIBLE_RETURN_IF_ERROR(agree(comm, scan.status));
+  seconds["scan"] = scan.seconds;
+  resumed["scan"] = scan.done_before;
+
+  auto dedup = run_pass(
+      "dedup", size_t(plan->partitions), comm, threads, *kill, console,
+      [&](size_t p, std::string* pr) { return data::dedup_done(int(p), layout, pr); },
+      [&](size_t p) { return data::dedup_partition(*spec, *plan, int(p), layout); });
+  CRUCIBLE_RETURN_IF_ERROR(agree(comm, dedup.status));
+  seconds["dedup"] = dedup.seconds;
+  resumed["dedup"] = dedup.done_before;
+
+  Stopwatch resolve_watch;
+  auto removed = data::resolve_duplicates(*plan, layout);
+  CRUCIBLE_RETURN_IF_ERROR(agree(comm, removed.status()));
+  seconds["resolve"] = resolve_watch.elapsed_s();
+
+  auto output = run_pass(
+      "output", plan->chunks.size(), comm, threads, *kill, console,
+      [&](size_t c, std::string* p) { return data::output_done(c, layout, p); },
+      [&](size_t c) { return data::write_output(*spec, *plan, c, *removed, layout); });
+  CRUCIBLE_RETURN_IF_ERROR(agree(comm, output.status));
+  seconds["output"] = output.seconds;
+  resumed["output"] = output.done_before;
+
+  Status s;
+  if (comm.rank() == 0) {
+    seconds["total"] = total.elapsed_s();
+    json run = {{"ranks", comm.size()},
+                {"threads_per_rank", threads},
+                {"seconds", seconds},
+                {"resumed_units", resumed},
+                {"finished", wall_time("%Y-%m-%dT%H:%M:%SZ", true)}};
+    auto report = data::build_report(*spec, *plan, layout, run);
+    if (report) {
+      result.report = *report;
+      s = write_file_atomic(layout.out + "/report.json", report->dump(1) + "\n");
+    } else {
+      s = report.status();
+    }
+  }
+  CRUCIBLE_RETURN_IF_ERROR(agree(comm, s));
+  if (comm.rank() == 0 && !spec->settings.keep_work) {
+    std::error_code ec;
+    fs::remove_all(layout.work, ec);
+  }
+  return result;
+}
+
+}  // namespace crucible::runtime

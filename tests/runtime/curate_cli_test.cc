@@ -1,0 +1,342 @@
+// `crucible curate` end to end, as a user runs it: real files, real processes,
+// SIGKILLed runs resumed, corrupted intermediates, 2 MPI ranks against 1.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+
+#include "support/cli_runner.h"
+
+namespace crucible::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// English-like prose that passes Gopher's web rules: ~120 words of sentences
+// over stop words and a random vocabulary (so unrelated documents share no
+// 5-gram shingles).
+class Prose {
+ public:
+  explicit Prose(uint64_t seed) : rng_(seed) {
+    const char* letters = "abcdefghijklmnopqrstuvwxyz";
+    std::uniform_int_distribution<int> len(3, 9), ch(0, 25);
+    for (int i = 0; i < 3000; ++i) {
+      std::string w;
+      for (int n = len(rng_); n > 0; --n) w += letters[ch(rng_)];
+      vocab_.push_back(w);
+    }
+  }
+  std::vector<std::string> words(int n) {
+    static const char* stop[] = {"the", "of", "and", "to", "with", "that"};
+    std::uniform_int_distribution<size_t> pick(0, vocab_.size() - 1);
+    std::uniform_int_distribution<int> coin(0, 3), s(0, 5);
+    std::vector<std::string> out;
+    for (int i = 0; i < n; ++i) out.push_back(coin(rng_) == 0 ? stop[s(rng_)] : vocab_[pick(rng_)]);
+    return out;
+  }
+  static std::string join(const std::vector<std::string>& w) {
+    std::string t;
+    for (size_t i = 0; i < w.size(); ++i) {
+      t += (i == 0 ? "" : (i % 12 == 0 ? ". " : " ")) + w[i];
+      if (i % 12 == 0 && i > 0) t[t.size() - w[i].size()] = char(std::toupper(w[i][0]));
+    }
+    return t + ".";
+  }
+  std::string replace_some(std::vector<std::string> w, int n) {
+    std::uniform_int_distribution<size_t> at(0, w.size() - 1), pick(0, vocab_.size() - 1);
+    for (int i = 0; i < n; ++i) w[at(rng_)] = vocab_[pick(rng_)];
+    return join(w);
+  }
+  std::mt19937_64& rng() { return rng_; }
+
+ private:
+  std::mt19937_64 rng_;
+  std::vector<std::string> vocab_;
+};
+
+struct Corpus {
+  std::vector<std::string> lines;            // JSONL lines in file order
+  std::set<int> unique_ids;                  // ids of the documents that must survive
+  std::map<int, std::string> expected_kind;  // removed id -> "exact" | "near"
+};
+
+// 120 originals, then 15 exact copies, 15 near copies (1-2 words replaced, J ~ 0.85-0.92),
+// 4 junk documents (too short, symbol soup), interleaved deterministically.
+Corpus make_corpus(uint64_t seed, int originals = 120) {
+  Prose p(seed);
+  Corpus c;
+  std::vector<std::vector<std::string>> docs;
+  int id = 0;
+  auto add = [&](const std::string& text, const std::string& kind) {
+    json j = {{"id", id}, {"text", text}, {"meta", {{"lang", "en"}, {"n", id * 7}}}};
+    c.lines.push_back(j.dump());
+    if (kind.empty()) c.unique_ids.insert(id);
+    else if (kind != "junk") c.expected_kind[id] = kind;
+    ++id;
+  };
+  std::uniform_int_distribution<int> words(110, 140);
+  for (int i = 0; i < originals; ++i) {
+    docs.push_back(p.words(words(p.rng())));
+    add(Prose::join(docs.back()), "");
+    if (i % 8 == 7) add(Prose::join(docs[size_t(i) / 2]), "exact");
+    if (i % 8 == 3) add(p.replace_some(docs[size_t(i) / 3], 1 + i % 2), "near");
+  }
+  add("Too short.", "junk");
+  add("# # # ### ## # #### ## # # ### # ## #", "junk");
+  return c;
+}
+
+std::string write_corpus(const TempDir& dir, const Corpus& c, const std::string& name = "in.jsonl") {
+  std::string text;
+  for (const auto& l : c.lines) text += l + "\n";
+  write_file(dir / name, text);
+  return dir / name;
+}
+
+// Every output document, shards in order.
+std::vector<json> read_output(const std::string& out) {
+  std::vector<std::string> shards;
+  for (const auto& e : fs::directory_iterator(out))
+    if (e.path().extension() == ".jsonl") shards.push_back(e.path().string());
+  std::sort(shards.begin(), shards.end());
+  std::vector<json> docs;
+  for (const auto& s : shards) {
+    std::string text = read_file(s);
+    size_t pos = 0;
+    while (pos < text.size()) {
+      size_t nl = text.find('\n', pos);
+      docs.push_back(json::parse(text.substr(pos, nl - pos)));
+      pos = nl + 1;
+    }
+  }
+  return docs;
+}
+
+json read_report(const std::string& out) {
+  json r = json::parse(read_file(out + "/report.json"));
+  r.erase("run");  // timings, ranks, threads: the rest must not depend on how it ran
+  return r;
+}
+
+// Shard bytes and report (minus run) of a finished output directory.
+std::map<std::string, std::string> snapshot(const std::string& out) {
+  std::map<std::string, std::string> s;
+  for (const auto& e : fs::directory_iterator(out))
+    if (e.path().extension() == ".jsonl") s[e.path().filename().string()] = read_file(e.path().string());
+  json r = read_report(out);
+  r.erase("inputs");
+  s["report"] = r.dump();
+  return s;
+}
+
+const json& stage(const json& report, const std::string& name) {
+  for (const auto& s : report["stages"])
+    if (s["name"] == name) return s;
+  static json none;
+  ADD_FAILURE() << "no stage " << name;
+  return none;
+}
+
+TEST(CurateCli, RemovesExactAndNearDuplicatesKeepsFirstAndFields) {
+  TempDir dir("curate_dups");
+  Corpus c = make_corpus(11);
+  std::string in = write_corpus(dir, c);
+  auto r = run_crucible({"curate", in, "-o", dir / "out", "--set", "curate.chunk_mb=0.02"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  auto docs = read_output(dir / "out");
+  std::set<int> kept;
+  for (const auto& d : docs) {
+    int id = d["id"].get<int>();
+    kept.insert(id);
+    // other fields kept, in order, text cleaned but present
+    EXPECT_EQ(d["meta"]["n"].get<int>(), id * 7);
+    EXPECT_EQ(d.begin().key(), "id");
+    EXPECT_EQ(json::parse(c.lines[size_t(id)])["text"], d["text"]);
+  }
+  EXPECT_EQ(kept, c.unique_ids) << r.output;
+  json report = read_report(dir / "out");
+  const json& exact = stage(report, "exact_dedup");
+  const json& near = stage(report, "near_dedup");
+  int n_exact = 0, n_near = 0;
+  for (const auto& [id, kind] : c.expected_kind) (kind == "exact" ? n_exact : n_near)++;
+  EXPECT_EQ(exact["docs_in"].get<int>() - exact["docs_out"].get<int>(), n_exact);
+  EXPECT_EQ(near["docs_in"].get<int>() - near["docs_out"].get<int>(), n_near);
+  EXPECT_EQ(stage(report, "gopher_quality")["docs_in"].get<int>() -
+                stage(report, "gopher_quality")["docs_out"].get<int>(),
+            2);
+  // examples: a near duplicate names the document kept in its place
+  ASSERT_FALSE(near["examples"]["near_dedup.duplicate"].empty());
+  const json& ex = near["examples"]["near_dedup.duplicate"][0];
+  EXPECT_TRUE(ex["duplicate_of"].is_object()) << ex.dump();
+  EXPECT_GT(ex["similarity"].get<double>(), 0.7);
+  EXPECT_EQ(report["output"]["docs"].get<size_t>(), c.unique_ids.size());
+  EXPECT_TRUE(fs::exists(dir / "out/report.html"));
+  EXPECT_FALSE(fs::exists(dir / "out/.work")) << "intermediates are removed after success";
+  // The summary on the terminal names the stages.
+  EXPECT_NE(r.output.find("near_dedup: -" + std::to_string(n_near)), std::string::npos) << r.output;
+  // Running it again finds it complete.
+  auto again = run_crucible({"curate", in, "-o", dir / "out", "--set", "curate.chunk_mb=0.02"});
+  EXPECT_EQ(again.code, 0);
+  EXPECT_NE(again.output.find("already complete"), std::string::npos) << again.output;
+}
+
+TEST(CurateCli, KilledRunsResumeToIdenticalOutput) {
+  TempDir dir("curate_resume");
+  Corpus c = make_corpus(12);
+  std::string in = write_corpus(dir, c);
+  const std::vector<std::string> opts = {"--set", "curate.chunk_mb=0.01", "--set", "curate.partitions=8",
+                                         "--threads", "2"};
+  auto args = [&](const std::string& out, std::vector<std::string> more) {
+    std::vector<std::string> a = {"curate", in, "-o", out};
+    a.insert(a.end(), opts.begin(), opts.end());
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  };
+  auto ref = run_crucible(args(dir / "ref", {}));
+  ASSERT_EQ(ref.code, 0) << ref.output;
+  auto want = snapshot(dir / "ref");
+  ASSERT_GT(json::parse(want["report"])["plan"]["chunks"].get<int>(), 5);
+  for (std::string kill : {"scan:3", "dedup:2", "output:2"}) {
+    SCOPED_TRACE(kill);
+    std::string out = dir / ("out-" + kill.substr(0, kill.find(':')));
+    auto killed = run_crucible(args(out, {"--kill-after", kill}));
+    ASSERT_EQ(killed.code, 128 + 9) << killed.output;
+    EXPECT_FALSE(fs::exists(out + "/report.json"));
+    auto resumed = run_crucible(args(out, {}));
+    ASSERT_EQ(resumed.code, 0) << resumed.output;
+    EXPECT_NE(resumed.output.find("already done (resumed)"), std::string::npos) << resumed.output;
+    EXPECT_EQ(snapshot(out), want);
+  }
+}
+
+TEST(CurateCli, CorruptIntermediateIsDetectedAndRecomputed) {
+  TempDir dir("curate_corrupt");
+  Corpus c = make_corpus(13);
+  std::string in = write_corpus(dir, c);
+  std::vector<std::string> a = {"curate", in, "-o", dir / "out", "--set", "curate.chunk_mb=0.01",
+                                "--threads", "1"};
+  auto ref = run_crucible({"curate", in, "-o", dir / "ref", "--set", "curate.chunk_mb=0.01"});
+  ASSERT_EQ(ref.code, 0) << ref.output;
+  auto killed_args = a;
+  killed_args.insert(killed_args.end(), {"--kill-after", "scan:4"});
+  ASSERT_EQ(run_crucible(killed_args).code, 128 + 9);
+  // Flip one byte in the middle of a finished chunk's documents.
+  std::string victim = dir / "out/.work/chunk-00001.docs";
+  ASSERT_TRUE(fs::exists(victim));
+  std::string bytes = read_file(victim);
+  bytes[bytes.size() / 3] ^= 0x20;
+  write_file(victim, bytes);
+  auto resumed = run_crucible(a);
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("chunk-00001.docs: checksum mismatch"), std::string::npos) << resumed.output;
+  EXPECT_NE(resumed.output.find("recomputing"), std::string::npos) << resumed.output;
+  EXPECT_EQ(snapshot(dir / "out"), snapshot(dir / "ref"));
+}
+
+TEST(CurateCli, TwoRanksWriteWhatOneRankWrites) {
+  TempDir dir("curate_ranks");
+  Corpus c = make_corpus(14);
+  std::string in = write_corpus(dir, c);
+  auto one = run_crucible({"curate", in, "-o", dir / "one", "--set", "curate.chunk_mb=0.01", "--threads", "1"});
+  ASSERT_EQ(one.code, 0) << one.output;
+  auto two = run_crucible({"launch", "-n", "2", "--threads", "1", "--", "curate", in, "-o", dir / "two",
+                           "--set", "curate.chunk_mb=0.01"});
+  ASSERT_EQ(two.code, 0) << two.output;
+  EXPECT_EQ(json::parse(read_file(dir / "two/report.json"))["run"]["ranks"].get<int>(), 2);
+  EXPECT_EQ(snapshot(dir / "two"), snapshot(dir / "one"));
+}
+
+TEST(CurateCli, DryRunEstimatesAndWritesNothing) {
+  TempDir dir("curate_dry");
+  Corpus c = make_corpus(15, 300);
+  std::string in = write_corpus(dir, c);
+  auto dry = run_crucible({"curate", in, "-o", dir / "out", "--dry-run", "--set", "curate.chunk_mb=0.05"});
+  ASSERT_EQ(dry.code, 0) << dry.output;
+  EXPECT_FALSE(fs::exists(dir / "out"));
+  auto brace = dry.output.find("{\n");
+  ASSERT_NE(brace, std::string::npos) << dry.output;
+  json est = json::parse(dry.output.substr(brace, dry.output.rfind('}') - brace + 1));
+  uint64_t work_est = est["estimate"]["disk_bytes"]["work"].get<uint64_t>();
+  EXPECT_NE(dry.output.find("peak memory per rank"), std::string::npos);
+  // The real run's intermediates fit in what was estimated.
+  auto r = run_crucible({"curate", in, "-o", dir / "out", "--set", "curate.chunk_mb=0.05", "--set",
+                         "curate.keep_work=true"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  uint64_t work = 0;
+  for (const auto& e : fs::directory_iterator(dir / "out/.work")) work += e.file_size();
+  EXPECT_LE(work, work_est);
+  EXPECT_GE(work, work_est / 4) << "estimate far too loose";
+  size_t est_docs = est["estimate"]["documents"].get<size_t>();
+  EXPECT_NEAR(double(est_docs), double(c.lines.size()), 0.3 * double(c.lines.size()));
+}
+
+TEST(CurateCli, BadInputGetsOneClearMessage) {
+  TempDir dir("curate_bad");
+  Corpus c = make_corpus(16, 20);
+  std::string in = write_corpus(dir, c);
+  auto key = run_crucible({"curate", in, "-o", dir / "o1", "--set", "quality.min_wrods=3"});
+  EXPECT_EQ(key.code, 2);
+  EXPECT_NE(key.output.find("quality.min_wrods: unknown key"), std::string::npos) << key.output;
+  auto missing = run_crucible({"curate", dir / "nope.jsonl", "-o", dir / "o2"});
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.output.find("nope.jsonl does not exist"), std::string::npos) << missing.output;
+  write_file(dir / "bad.jsonl", "{\"text\": \"fine\"}\n{\"txt\": 3}\n");
+  auto badline = run_crucible({"curate", dir / "bad.jsonl", "-o", dir / "o3"});
+  EXPECT_EQ(badline.code, 2);
+  EXPECT_NE(badline.output.find("expected a JSON object with a string field \"text\""), std::string::npos)
+      << badline.output;
+  fs::create_directories(dir / "busy");
+  write_file(dir / "busy/notes.txt", "mine");
+  auto busy = run_crucible({"curate", in, "-o", dir / "busy"});
+  EXPECT_EQ(busy.code, 2);
+  EXPECT_NE(busy.output.find("is not a curation output directory"), std::string::npos) << busy.output;
+  EXPECT_EQ(read_file(dir / "busy/notes.txt"), "mine");
+  // An unfinished run resumed with other settings is refused, not mixed.
+  ASSERT_EQ(run_crucible({"curate", in, "-o", dir / "o4", "--kill-after", "scan:1"}).code, 128 + 9);
+  auto other = run_crucible({"curate", in, "-o", dir / "o4", "--set", "near.threshold=0.9"});
+  EXPECT_EQ(other.code, 2);
+  EXPECT_NE(other.output.find("unfinished curation of other inputs or settings"), std::string::npos)
+      << other.output;
+}
+
+TEST(CurateCli, FortunesUseTheShortProfileAndTokenizeStraightToShards) {
+  TempDir dir("curate_fortunes");
+  std::string text;
+  const char* lucky[] = {"amber", "brisk", "copper", "dune", "ember", "fjord", "glade", "harbor",
+                         "island", "juniper", "kettle", "lantern", "meadow"};
+  std::vector<std::string> fortunes;
+  for (int i = 0; i < 200; ++i) {
+    std::string f = "Fortune number " + std::to_string(i) + " says the future holds " +
+                    std::string(size_t(i % 7 + 1), 'x') + " surprises and little else.\nLucky words:";
+    for (int w = 0; w < 6; ++w) f += std::string(" ") + lucky[(i * 7 + w * 5 + i / 13) % 13];
+    fortunes.push_back(f + ".");
+    text += fortunes.back() + "\n%\n";
+  }
+  text += fortunes[3] + "\n%\n";  // an exact duplicate
+  text += "ok\n%\n";                                                                      // too short
+  write_file(dir / "fort", text);
+  auto r = run_crucible({"curate", dir / "fort", "-o", dir / "out", "--tokenize", "--vocab-size", "300",
+                         "--val-fraction", "0.5"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  json report = read_report(dir / "out");
+  EXPECT_EQ(report["config"]["profile"], "short");
+  EXPECT_EQ(report["output"]["docs"].get<int>(), 200);
+  EXPECT_EQ(stage(report, "exact_dedup")["removed"]["exact_dedup.duplicate"]["docs"].get<int>(), 1);
+  EXPECT_EQ(stage(report, "gopher_quality")["removed"]["gopher_quality.min_words"]["docs"].get<int>(), 1);
+  EXPECT_TRUE(fs::exists(dir / "out/tokens/train.tok"));
+  // `crucible tokenize OUT` reads the shards only (not report.json).
+  auto tok = run_crucible({"tokenize", dir / "out", "-o", dir / "tok", "--vocab-size", "300",
+                           "--val-fraction", "0.5"});
+  ASSERT_EQ(tok.code, 0) << tok.output;
+  json info = json::parse(read_file(dir / "tok/dataset.json"));
+  EXPECT_EQ(info["files"].get<int>(), 1) << info.dump();  // the shard; not report.json/.html
+  EXPECT_EQ(info["documents"].get<int>(), 200) << info.dump();
+}
+
+}  // namespace
+}  // namespace crucible::e2e
