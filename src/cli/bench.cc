@@ -1,6 +1,7 @@
 // `crucible bench step`: the training-step benchmark (profile/step_bench.h).
 // `crucible bench scaling`: strong scaling over world sizes (profile/scaling.h),
 // from fresh training runs or existing run directories.
+// `crucible bench curate`: curation throughput (bench_curate.cc).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -154,6 +155,7 @@ void add_scaling_command(CLI::App& bench) {
 void add_bench_command(CLI::App& app) {
   auto* bench = app.add_subcommand("bench", "Benchmarks");
   bench->require_subcommand(1);
+  add_bench_curate_command(*bench);
   auto opt = std::make_shared<profile::StepBenchOptions>();
   auto json = std::make_shared<bool>(false);
   auto* step = bench->add_subcommand(

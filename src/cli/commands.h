@@ -26,6 +26,8 @@ void add_launch_command(CLI::App& app);
 void add_probe_command(CLI::App& app);
 void add_report_command(CLI::App& app);
 void add_curate_command(CLI::App& app);
+// `crucible bench curate` (bench_curate.cc), registered by add_bench_command.
+void add_bench_curate_command(CLI::App& bench);
 // The options of `crucible train`, shared with `launch`, which reads them to
 // supervise the run.
 void add_train_options(CLI::App& cmd, runtime::RunRequest& req, int64_t& stop_at,

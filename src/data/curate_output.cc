@@ -22,8 +22,35 @@ std::string hex64(uint64_t v) {
   return b;
 }
 
-// The JSON string literal of a text (escaped as JSON requires).
-std::string json_string(std::string_view s) { return json(std::string(s)).dump(); }
+// Appends the JSON string literal of valid UTF-8 text: quotes, backslashes and
+// control characters escaped, everything else copied (what nlohmann's dump
+// writes, without building a json value: this runs over every output byte).
+void append_json_string(std::string* out, std::string_view s) {
+  static const char* hex = "0123456789abcdef";
+  out->push_back('"');
+  size_t start = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const unsigned char c = uint8_t(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out->append(s.data() + start, i - start);
+    start = i + 1;
+    switch (c) {
+      case '"': out->append("\\\""); break;
+      case '\\': out->append("\\\\"); break;
+      case '\n': out->append("\\n"); break;
+      case '\t': out->append("\\t"); break;
+      case '\r': out->append("\\r"); break;
+      case '\b': out->append("\\b"); break;
+      case '\f': out->append("\\f"); break;
+      default: {
+        const char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+        out->append(u, 6);
+      }
+    }
+  }
+  out->append(s.data() + start, s.size() - start);
+  out->push_back('"');
+}
 
 }  // namespace
 
@@ -109,10 +136,15 @@ Status write_output(const CurateSpec& spec, const CurationPlan&, size_t chunk,
     if (exact_on) exact.pass(d.text.size(), d.text.size());
     if (near_on) near.pass(d.text.size(), d.text.size());
     if (d.prefix.empty()) {
-      shard += "{\"text\":" + json_string(d.text) + ",\"source\":" + json_string(d.source) + "}\n";
+      shard += "{\"text\":";
+      append_json_string(&shard, d.text);
+      shard += ",\"source\":";
+      append_json_string(&shard, d.source);
+      shard += "}\n";
     } else {
       shard.append(d.prefix);
-      shard += "\"text\":" + json_string(d.text);
+      shard += "\"text\":";
+      append_json_string(&shard, d.text);
       shard.append(d.suffix);
       shard += '\n';
     }

@@ -93,7 +93,8 @@ inline bool starts_with(std::string_view s, std::string_view p) {
   return s.size() >= p.size() && std::memcmp(s.data(), p.data(), p.size()) == 0;
 }
 inline bool ends_with(std::string_view s, std::string_view p) {
-  return s.size() >= p.size() && std::memcmp(s.data() + s.size() - p.size(), p.data(), p.size()) == 0;
+  return s.size() >= p.size() &&
+         std::memcmp(s.data() + s.size() - p.size(), p.data(), p.size()) == 0;
 }
 
 constexpr std::string_view kEllipsis = "\xE2\x80\xA6";  // U+2026 "…"
@@ -135,10 +136,12 @@ std::string_view strip_punct(std::string_view w) {
     if (!w.empty() && byte_class(w.front()) == kPunct) {
       w.remove_prefix(1);
     } else if (w.size() >= 3 && static_cast<unsigned char>(w[0]) == 0xE2 &&
-               static_cast<unsigned char>(w[1]) == 0x80 && static_cast<unsigned char>(w[2]) >= 0x90) {
+               static_cast<unsigned char>(w[1]) == 0x80 &&
+               static_cast<unsigned char>(w[2]) >= 0x90) {
       w.remove_prefix(3);
     } else if (w.size() >= 2 && static_cast<unsigned char>(w[0]) == 0xC2 &&
-               (static_cast<unsigned char>(w[1]) == 0xAB || static_cast<unsigned char>(w[1]) == 0xBB)) {
+               (static_cast<unsigned char>(w[1]) == 0xAB ||
+                static_cast<unsigned char>(w[1]) == 0xBB)) {
       w.remove_prefix(2);
     } else {
       break;
@@ -426,13 +429,13 @@ size_t count_sentences(std::string_view line) {
 // ---- Gopher quality ----
 
 Verdict gopher_quality(std::string_view text, const GopherQualityParams& p) {
-  size_t words = 0;            // all words
-  size_t content_words = 0;    // non-symbol words
-  size_t content_bytes = 0;    // their bytes
-  size_t alpha_words = 0;      // words with a letter
+  size_t words = 0;          // all words
+  size_t content_words = 0;  // non-symbol words
+  size_t content_bytes = 0;  // their bytes
+  size_t alpha_words = 0;    // words with a letter
   size_t stop_words = 0;
-  size_t hashes = 0;           // '#' bytes
-  size_t ellipses = 0;         // non-overlapping "..." plus "…"
+  size_t hashes = 0;    // '#' bytes
+  size_t ellipses = 0;  // non-overlapping "..." plus "…"
 
   const size_t n = text.size();
   size_t i = 0;
@@ -594,8 +597,8 @@ Verdict gopher_repetition(std::string_view text, const GopherRepetitionParams& p
 // clean_page, which checks "lorem ipsum" and '{' on lines that survived the
 // punctuation and length rules). Kept lines are copied verbatim.
 Verdict c4_filter(std::string& text, const C4Params& p, size_t* lines_removed) {
-  static constexpr std::string_view kPolicy[] = {"terms of use",   "privacy policy", "cookie policy",
-                                                 "uses cookies",   "use of cookies", "use cookies"};
+  static constexpr std::string_view kPolicy[] = {"terms of use", "privacy policy", "cookie policy",
+                                                 "uses cookies", "use of cookies", "use cookies"};
   size_t removed_lines = 0;
   size_t sentences = 0;
   bool has_content = false;

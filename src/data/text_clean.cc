@@ -41,9 +41,12 @@ inline Kind classify(const unsigned char* s, size_t n, size_t i, size_t* len) {
   const unsigned char c1 = s[i + 1], c2 = s[i + 2];
   Kind k = Kind::kContent;
   if (c == 0xE2 && c1 == 0x80) {
-    if (c2 >= 0x80 && c2 <= 0x8A) k = Kind::kBlank;  // U+2000..U+200A
-    else if (c2 == 0x8B) k = Kind::kDrop;            // U+200B zero-width space
-    else if (c2 == 0xAF) k = Kind::kBlank;           // U+202F narrow no-break space
+    if (c2 >= 0x80 && c2 <= 0x8A)
+      k = Kind::kBlank;  // U+2000..U+200A
+    else if (c2 == 0x8B)
+      k = Kind::kDrop;  // U+200B zero-width space
+    else if (c2 == 0xAF)
+      k = Kind::kBlank;  // U+202F narrow no-break space
   } else if (c == 0xE2 && c1 == 0x81 && c2 == 0x9F) {
     k = Kind::kBlank;  // U+205F medium mathematical space
   } else if (c == 0xE1 && c1 == 0x9A && c2 == 0x80) {

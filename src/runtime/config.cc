@@ -389,7 +389,10 @@ Status validate(const Config& c) {
 }
 
 Status apply_curate_profile(Config& cfg, const std::string& profile) {
-  if (profile == "web") return validate(cfg);
+  if (profile == "web") {
+    cfg.curate.profile = "web";
+    return validate(cfg);
+  }
   if (profile != "short")
     return bad("curate.profile", "'" + profile + "' is not one of auto, web, short");
   toml::table preset = toml::parse(std::string_view(kShortProfileToml), std::string_view("<curate profile short>"));

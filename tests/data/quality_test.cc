@@ -13,8 +13,8 @@ namespace {
 
 // ---- document builders ----
 
-const std::vector<std::string> kVocab = {"the",  "river",  "flows", "past",  "old",  "mill",
-                                         "and",  "into",   "valley", "of",   "green", "hills"};
+const std::vector<std::string> kVocab = {"the", "river", "flows",  "past", "old",   "mill",
+                                         "and", "into",  "valley", "of",   "green", "hills"};
 
 std::vector<std::string> prose_words(int n) {
   std::vector<std::string> w;
@@ -155,7 +155,8 @@ TEST(GopherQuality, EllipsisRatio) {
 }
 
 // Ten lines of prose (60 words), each line optionally prefixed.
-std::string lines_doc(const std::vector<std::string>& prefix, const std::vector<std::string>& suffix) {
+std::string lines_doc(const std::vector<std::string>& prefix,
+                      const std::vector<std::string>& suffix) {
   std::vector<std::string> lines;
   for (size_t i = 0; i < 10; ++i) {
     std::string line = prose(6);
@@ -167,8 +168,8 @@ std::string lines_doc(const std::vector<std::string>& prefix, const std::vector<
 }
 
 TEST(GopherQuality, BulletLines) {
-  const std::vector<std::string> bullets = {"\u2022 ", "\u2023 ", "\u2043 ", "\u25E6 ",
-                                            "\u25AA ", "\u25AB ", "\u2013 ", "- ",
+  const std::vector<std::string> bullets = {"\u2022 ", "\u2023 ",    "\u2043 ", "\u25E6 ",
+                                            "\u25AA ", "\u25AB ",    "\u2013 ", "- ",
                                             "*",       "  \t\u00B7 "};
   std::vector<std::string> nine(bullets.begin(), bullets.begin() + 9);
   expect_kept(gopher_quality(lines_doc(nine, {}), {}));  // 9 / 10 = 0.9
@@ -205,8 +206,7 @@ TEST(GopherQuality, EllipsisLines) {
   expect_kept(gopher_quality(lines_doc({"... ", "... ", "... ", "\u2026 "}, {}), {}));
   GopherQualityParams off;
   off.max_ellipsis_lines = -1;
-  expect_kept(
-      gopher_quality(lines_doc({}, {" ...", "...", "\u2026  ", "....\t"}), off));
+  expect_kept(gopher_quality(lines_doc({}, {" ...", "...", "\u2026  ", "....\t"}), off));
 }
 
 TEST(GopherQuality, AlphaWords) {
@@ -230,7 +230,7 @@ TEST(GopherQuality, AlphaWords) {
 }
 
 TEST(GopherQuality, StopWords) {
-  const std::vector<std::string> plain = {"river", "flows", "past", "old",  "mill",
+  const std::vector<std::string> plain = {"river", "flows",  "past",  "old",   "mill",
                                           "into",  "valley", "green", "hills", "quiet"};
   std::vector<std::string> w;
   for (int i = 0; i < 60; ++i) w.push_back(plain[i % plain.size()]);
@@ -365,9 +365,10 @@ double measured_dup(const std::string& text, int n) {
 std::string random_words_doc(std::mt19937& rng) {
   // Small vocabularies repeat everything; larger ones leave most n-grams unique (the
   // pruned path of the implementation).
-  static const std::vector<std::string> kWords = {
-      "a", "bb", "ccc", "a", "dd", "e", "\u00e9t\u00e9", "f", "g", "h", "i", "j", "k", "l",
-      "m", "n", "o", "p", "q", "r", "s", "t", "u", "v", "w", "x", "y", "z"};
+  static const std::vector<std::string> kWords = {"a", "bb", "ccc", "a", "dd", "e", "\u00e9t\u00e9",
+                                                  "f", "g",  "h",   "i", "j",  "k", "l",
+                                                  "m", "n",  "o",   "p", "q",  "r", "s",
+                                                  "t", "u",  "v",   "w", "x",  "y", "z"};
   const size_t vocab = std::uniform_int_distribution<int>(0, 2)(rng) == 0 ? 3 : rng() % 2 ? 7 : 28;
   std::uniform_int_distribution<size_t> pick(0, vocab - 1);
   std::uniform_int_distribution<int> len(0, 80);
@@ -405,8 +406,7 @@ TEST(GopherRepetition, TopNgramNeedsARepeat) {
   // All 2-grams distinct: never fires, even with threshold 0.
   EXPECT_EQ(measured("one two three four five six", &GopherRepetitionParams::max_top_2gram), 0);
   // "ab cd" twice: 2 * 5 / 17.
-  EXPECT_DOUBLE_EQ(measured("ab cd ab cd xy zw",
-                            &GopherRepetitionParams::max_top_2gram),
+  EXPECT_DOUBLE_EQ(measured("ab cd ab cd xy zw", &GopherRepetitionParams::max_top_2gram),
                    10.0 / 17.0);
 }
 
@@ -509,7 +509,8 @@ TEST(GopherRepetition, DupParaCharFrac) {
 
 TEST(GopherRepetition, TopNgramThresholds) {
   // "of the" 4 times in 100 bytes: 6 * 4 / 100 = 0.24 > 0.20.
-  const std::string doc4 = "of the aaaa of the bbbb of the cccc of the dddd " + std::string(52, 'x');
+  const std::string doc4 =
+      "of the aaaa of the bbbb of the cccc of the dddd " + std::string(52, 'x');
   ASSERT_EQ(doc4.size(), 100u);
   GopherRepetitionParams p = all_off();
   p.max_top_2gram = 0.20;
@@ -561,17 +562,17 @@ TEST(GopherRepetition, DefaultsOrderAndRepeatedText) {
 
 TEST(C4, LineRules) {
   std::string text =
-      "The river flows past the old mill.\n"         // kept
-      "Too short.\n"                                 // < 5 words
-      "This line has no terminal punctuation\n"      // no end mark
-      "This line trails off into an ellipsis...\n"   // "..." is not an end mark
-      "Please enable JavaScript in your browser.\n"  // javascript
-      "Read our Privacy Policy before you start.\n"  // policy
-      "This site uses cookies to improve things.\n"  // policy
-      "She asked whether they would come back?\n"    // kept
+      "The river flows past the old mill.\n"             // kept
+      "Too short.\n"                                     // < 5 words
+      "This line has no terminal punctuation\n"          // no end mark
+      "This line trails off into an ellipsis...\n"       // "..." is not an end mark
+      "Please enable JavaScript in your browser.\n"      // javascript
+      "Read our Privacy Policy before you start.\n"      // policy
+      "This site uses cookies to improve things.\n"      // policy
+      "She asked whether they would come back?\n"        // kept
       "He said it was \u201Cthe best day ever.\u201D\n"  // kept (closing quote)
-      "It was called \u2018the old road\u2019\n"     // kept (’)
-      "They shouted that the flood was coming!";     // kept
+      "It was called \u2018the old road\u2019\n"         // kept (’)
+      "They shouted that the flood was coming!";         // kept
   size_t removed = 0;
   const Verdict v = c4_filter(text, {}, &removed);
   expect_kept(v);
@@ -622,7 +623,8 @@ TEST(C4, EmptyPage) {
 }
 
 TEST(C4, MinSentences) {
-  std::string three = "The river rose in spring. The mill wheel turned faster. Children watched it.";
+  std::string three =
+      "The river rose in spring. The mill wheel turned faster. Children watched it.";
   expect_kept(c4_filter(three, {}));
   std::string two = "The river rose in spring. The mill wheel turned faster and faster.";
   const Verdict v = c4_filter(two, {});

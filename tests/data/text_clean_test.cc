@@ -26,9 +26,9 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
 std::string naive_whitespace(std::string s) {
   s = replace_all(s, "\r\n", "\n");
   s = replace_all(s, "\r", "\n");
-  for (const char* sp : {"\u00A0", "\u1680", "\u2000", "\u2001", "\u2002", "\u2003", "\u2004",
-                         "\u2005", "\u2006", "\u2007", "\u2008", "\u2009", "\u200A", "\u202F",
-                         "\u205F", "\u3000"})
+  for (const char* sp :
+       {"\u00A0", "\u1680", "\u2000", "\u2001", "\u2002", "\u2003", "\u2004", "\u2005", "\u2006",
+        "\u2007", "\u2008", "\u2009", "\u200A", "\u202F", "\u205F", "\u3000"})
     s = replace_all(s, sp, " ");
   s = replace_all(s, "\u200B", "");
   s = replace_all(s, "\uFEFF", "");
@@ -59,7 +59,10 @@ std::string naive_whitespace(std::string s) {
 
 TEST(TextClean, NfcComposesCombiningMarks) {
   EXPECT_EQ(clean_text("e\u0301", kNfcOnly), "\u00e9");
-  EXPECT_EQ(clean_text("caf" "e\u0301 au lait", kNfcOnly), "caf\u00e9 au lait");
+  EXPECT_EQ(clean_text("caf"
+                       "e\u0301 au lait",
+                       kNfcOnly),
+            "caf\u00e9 au lait");
   // A + ring above, and the Angstrom sign (a canonical singleton) both become U+00C5.
   EXPECT_EQ(clean_text("A\u030A \u212B", kNfcOnly), "\u00C5 \u00C5");
   // Canonical reordering: dot below (ccc 220) before dot above (ccc 230), then compose.
@@ -105,9 +108,9 @@ TEST(TextClean, LineEndings) {
 }
 
 TEST(TextClean, UnicodeSpacesBecomeAsciiSpace) {
-  for (const char* sp : {"\u00A0", "\u1680", "\u2000", "\u2001", "\u2002", "\u2003", "\u2004",
-                         "\u2005", "\u2006", "\u2007", "\u2008", "\u2009", "\u200A", "\u202F",
-                         "\u205F", "\u3000"}) {
+  for (const char* sp :
+       {"\u00A0", "\u1680", "\u2000", "\u2001", "\u2002", "\u2003", "\u2004", "\u2005", "\u2006",
+        "\u2007", "\u2008", "\u2009", "\u200A", "\u202F", "\u205F", "\u3000"}) {
     EXPECT_EQ(clean_text(std::string("a") + sp + "b"), "a b") << sp;
     // As trailing or leading whitespace they go away like ASCII spaces.
     EXPECT_EQ(clean_text(std::string(sp) + "a" + sp + "\nb" + sp), "a\nb") << sp;
@@ -118,7 +121,14 @@ TEST(TextClean, UnicodeSpacesBecomeAsciiSpace) {
 
 TEST(TextClean, ZeroWidthAndControlsRemoved) {
   EXPECT_EQ(clean_text("\uFEFFhello\u200Bworld"), "helloworld");
-  EXPECT_EQ(clean_text("a\x01" "b\x07" "c\x1B" "d\x7F" "e\x0B" "f\x0C" "g"), "abcdefg");
+  EXPECT_EQ(clean_text("a\x01"
+                       "b\x07"
+                       "c\x1B"
+                       "d\x7F"
+                       "e\x0B"
+                       "f\x0C"
+                       "g"),
+            "abcdefg");
   EXPECT_EQ(clean_text(std::string("a\0b", 3)), "ab");
   EXPECT_EQ(clean_text("a\tb"), "a\tb");  // tab is kept inside a line
   // Removing a zero-width space between a letter and a combining mark still yields NFC.
@@ -155,10 +165,11 @@ TEST(TextClean, WhitespaceOffKeepsWhitespace) {
 // Random documents from pieces that exercise every rule and NFC together.
 std::string random_doc(std::mt19937& rng) {
   static const std::vector<std::string> kPieces = {
-      "a", "word", "E", "\u00e9", "e", "\u0301", "\u0323", "\u0307", "\u1100", "\u1161",
-      "\u11A8", "\uAC00", "\u212B", "A", "\u030A", "\u65E5", " ", " ", "  ", "\t", "\n", "\n",
-      "\n\n\n", "\r", "\r\n", "\u00A0", "\u2000", "\u2001", "\u3000", "\u202F", "\u200B",
-      "\uFEFF", "\x01", "\x7F", "\x0C", ".", ",", "\U0001F600"};
+      "a",      "word",   "E",      "\u00e9", "e",      "\u0301",    "\u0323", "\u0307",
+      "\u1100", "\u1161", "\u11A8", "\uAC00", "\u212B", "A",         "\u030A", "\u65E5",
+      " ",      " ",      "  ",     "\t",     "\n",     "\n",        "\n\n\n", "\r",
+      "\r\n",   "\u00A0", "\u2000", "\u2001", "\u3000", "\u202F",    "\u200B", "\uFEFF",
+      "\x01",   "\x7F",   "\x0C",   ".",      ",",      "\U0001F600"};
   std::uniform_int_distribution<size_t> pick(0, kPieces.size() - 1);
   std::uniform_int_distribution<int> len(0, 40);
   std::string s;
