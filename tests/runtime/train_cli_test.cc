@@ -20,6 +20,7 @@ namespace crucible::e2e {
 namespace {
 
 namespace fs = std::filesystem;
+using nlohmann::json;
 
 // A tiny model over one fortunes file; `dir` holds corpus/, data/ and cfg.toml.
 std::string make_config(const TempDir& dir) { return testutil::write_small_config(dir, {}); }
@@ -260,6 +261,35 @@ TEST(TrainCli, TokenizeThenTrainOnTheDataset) {
   expect_bad_input(run_crucible({"train", cfg, "--run-dir", dir / "run2", "--set",
                                  "data.dataset=" + dir / "ds"}),
                    "was made by another tokenizer");
+}
+
+// The embedded default's path: curate.enabled curates data.source before the
+// tokenizer sees it, says what it removed, and the run keeps the report.
+TEST(TrainCli, CuratesTheCorpusFirstAndReportsWhatItRemoved) {
+  TempDir dir("train_curate");
+  testutil::SmallRun run;
+  run.extra = "[curate]\nenabled = true\n";
+  // A duplicated fortune and a junk one, added to the corpus.
+  std::string cfg = write_small_config(dir, run);
+  std::string junk = "Sell! Sell! Sell!\n%\n";
+  std::string corpus = read_file(dir / "corpus/computers");
+  std::string first = corpus.substr(0, corpus.find("\n%\n"));
+  write_file(dir / "corpus/extra", first + "\n%\n" + "\t\t# # # # # # #\n%\n");
+  auto r = run_crucible({"train", cfg, "--run-dir", dir / "run", "--set", "train.steps=2"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("[curate]   exact_dedup: -1 docs"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[curate]   gopher_quality: -"), std::string::npos) << r.output;
+  json cur = json::parse(read_file(dir / "run/curation.json"));
+  EXPECT_EQ(cur["config"]["profile"], "short");
+  EXPECT_LT(cur["output"]["docs"].get<int>(), cur["input"]["docs"].get<int>());
+  // The dataset was built from the curated shards, and the report shows the section.
+  bool curated = false;
+  for (const auto& e : fs::directory_iterator(dir / "data"))
+    curated |= e.path().filename().string().rfind("curated-", 0) == 0;
+  EXPECT_TRUE(curated);
+  std::string html = read_file(dir / "run/report.html");
+  EXPECT_NE(html.find("<section id=\"curation\">"), std::string::npos);
+  EXPECT_NE(html.find("exact_dedup.duplicate"), std::string::npos);
 }
 
 }  // namespace
