@@ -5,6 +5,8 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <simdjson.h>
+
 #include <algorithm>
 #include <filesystem>
 
@@ -24,6 +26,9 @@ constexpr uint64_t kExactSeed = 0xE7AC7D0C5EEDull;
 Status read_segment(const InputFile& f, const Segment& s, std::string* out) {
   int fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::io("[curate] cannot read " + f.path + ": " + errno_str());
+  // simdjson reads up to SIMDJSON_PADDING bytes past a line's end: the
+  // buffer has that much room after the segment (see JsonlLine).
+  out->reserve(s.end - s.begin + simdjson::SIMDJSON_PADDING);
   out->resize(s.end - s.begin);
   size_t got = 0;
   Status status;
@@ -54,12 +59,21 @@ class Scanner {
     keys_near_.resize(plan.partitions);
   }
 
-  // A raw document from the input; `fields` is the JSONL object (null otherwise).
-  void add(std::string_view raw, const std::string& source, const ordered_json* fields) {
+  // A raw document from the input; for JSONL, prefix and suffix are the other
+  // members of its object (see curate_internal.h, DocView).
+  // `repaired`: bad UTF-8 sequences the JSONL reader already replaced in this line.
+  void add(std::string_view raw, const std::string& source, std::string_view prefix = {},
+           std::string_view suffix = {}, size_t repaired_before = 0) {
     const int k = spec_.settings.examples;
-    size_t repaired = 0;
-    std::string text = sanitize_utf8(raw, &repaired);
-    invalid_utf8_ += repaired;
+    invalid_utf8_ += repaired_before;
+    std::string text;
+    if (simdjson::validate_utf8(raw.data(), raw.size())) {
+      text = raw;  // the common case: valid already, no byte-by-byte repair
+    } else {
+      size_t repaired = 0;
+      text = sanitize_utf8(raw, &repaired);
+      invalid_utf8_ += repaired;
+    }
     if (is_blank(text)) {
       ++empty_;
       return;
@@ -110,8 +124,6 @@ class Scanner {
       for (uint64_t key : bands_) keys_near_[key_partition(key, plan_.partitions)].push_back({key, id});
       for (uint64_t v : sig_) fingerprints_.push_back(sig_fingerprint(v));
     }
-    std::string prefix, suffix;
-    if (fields) split_fields(*fields, &prefix, &suffix);
     append_doc(&docs_, {text, source, prefix, suffix});
     out_bytes_ += text.size();
   }
@@ -159,26 +171,6 @@ class Scanner {
   void set_chunk(size_t c) { chunk_ = c; }
 
  private:
-  // The JSONL object around "text": members before it go to prefix, after it to
-  // suffix, so the output keeps every other field, in order, byte for byte as JSON.
-  static void split_fields(const ordered_json& obj, std::string* prefix, std::string* suffix) {
-    bool after = false;
-    *prefix = "{";
-    for (auto it = obj.begin(); it != obj.end(); ++it) {
-      if (it.key() == "text") {
-        after = true;
-        continue;
-      }
-      std::string member = ordered_json(it.key()).dump() + ":" + it.value().dump();
-      if (!after) {
-        *prefix += member + ",";
-      } else {
-        *suffix += "," + member;
-      }
-    }
-    *suffix += "}";
-  }
-
   const CurateSpec& spec_;
   const CurationPlan& plan_;
   const MinHasher& hasher_;
@@ -194,37 +186,117 @@ class Scanner {
   std::string docs_;
 };
 
+// One JSONL line: its "text" (unescaped) and the other members, kept as
+// their JSON text, byte for byte, around where "text" was. simdjson's
+// On-Demand parser, reused from line to line.
+class JsonlLine {
+ public:
+  std::string text, prefix, suffix, error;
+  size_t repaired = 0;  // bad UTF-8 sequences replaced before parsing
+
+  // `room`: readable bytes from line.data() on (>= line.size()).
+  bool parse(std::string_view line, size_t room) {
+    text.clear(), prefix = "{", suffix.clear(), error.clear();
+    repaired = 0;
+    std::string copy;
+    if (room < line.size() + simdjson::SIMDJSON_PADDING) {
+      copy.reserve(line.size() + simdjson::SIMDJSON_PADDING);
+      copy.assign(line);
+      line = copy;
+      room = copy.capacity();
+    }
+    if (!simdjson::validate_utf8(line.data(), line.size())) {
+      // Repair first, as read_corpus does: a few bad bytes should not fail a corpus.
+      copy = sanitize_utf8(line, &repaired);
+      copy.reserve(copy.size() + simdjson::SIMDJSON_PADDING);
+      line = copy;
+      room = copy.capacity();
+    }
+    simdjson::ondemand::document doc;
+    simdjson::ondemand::object obj;
+    std::string_view whole;
+    if (parser_.iterate(simdjson::padded_string_view(line.data(), line.size(), room)).get(doc) ||
+        doc.get_object().get(obj) || obj.raw_json().get(whole))
+      return fail();
+    // Nothing but spaces may follow the object on its line.
+    const size_t after = size_t(whole.data() - line.data()) + whole.size();
+    if (line.find_first_not_of(" \t\r", after) != std::string_view::npos) return fail();
+    bool rewound = false;
+    if (obj.reset().get(rewound)) return fail();
+    bool seen_text = false;
+    for (auto field : obj) {
+      std::string_view key;
+      simdjson::ondemand::value value;
+      if (field.unescaped_key().get(key) || field.value().get(value)) return fail();
+      if (key == "text" && !seen_text) {
+        std::string_view t;
+        if (value.get_string().get(t)) return fail();
+        text = t;
+        seen_text = true;
+        continue;
+      }
+      std::string_view raw;
+      simdjson::ondemand::json_type type;
+      if (value.type().get(type)) return fail();
+      if (type == simdjson::ondemand::json_type::object) {
+        simdjson::ondemand::object o;
+        if (value.get_object().get(o) || o.raw_json().get(raw)) return fail();
+      } else if (type == simdjson::ondemand::json_type::array) {
+        simdjson::ondemand::array a;
+        if (value.get_array().get(a) || a.raw_json().get(raw)) return fail();
+      } else {
+        raw = value.raw_json_token();
+      }
+      while (!raw.empty() && (raw.back() == ' ' || raw.back() == '\t' || raw.back() == '\r')) raw.remove_suffix(1);
+      std::string& out = seen_text ? suffix : prefix;
+      if (seen_text) out += ',';
+      out += ordered_json(std::string(key)).dump();
+      out += ':';
+      out += raw;
+      if (!seen_text) out += ',';
+    }
+    if (!seen_text) return fail();
+    suffix += '}';
+    return true;
+  }
+
+ private:
+  bool fail() {
+    error = "expected a JSON object with a string field \"text\"";
+    return false;
+  }
+  simdjson::ondemand::parser parser_;
+};
+
 Status scan_segment(const InputFile& f, const Segment& seg, Scanner* sc) {
   std::string content;
   CRUCIBLE_RETURN_IF_ERROR(read_segment(f, seg, &content));
   auto source = [&](size_t offset) { return f.path + "@" + std::to_string(seg.begin + offset); };
   switch (f.format) {
     case CorpusFormat::kFortunes:
-      for_each_fortune(content, [&](size_t off, std::string_view entry) { sc->add(entry, source(off), nullptr); });
+      for_each_fortune(content, [&](size_t off, std::string_view entry) { sc->add(entry, source(off)); });
       return Status::ok();
     case CorpusFormat::kJsonl: {
-      size_t pos = 0, line_no = 0;
+      JsonlLine parser;
+      size_t pos = 0;
       while (pos < content.size()) {
         size_t nl = content.find('\n', pos);
         size_t end = nl == std::string::npos ? content.size() : nl;
         std::string_view line(content.data() + pos, end - pos);
-        ++line_no;
         if (!is_blank(line)) {
-          std::string clean = sanitize_utf8(line);
-          ordered_json obj = ordered_json::parse(clean, nullptr, /*allow_exceptions=*/false);
-          auto text = obj.is_object() ? obj.find("text") : obj.end();
-          if (obj.is_discarded() || !obj.is_object() || text == obj.end() || !text->is_string())
+          // Room after the line for simdjson's padding: the rest of the buffer.
+          const size_t room = content.capacity() - pos;
+          if (!parser.parse(line, room))
             return Status::invalid("[curate] " + f.path + " at byte " + std::to_string(seg.begin + pos) +
-                                   ": expected a JSON object with a string field \"text\"");
-          std::string t = text->get<std::string>();
-          sc->add(t, source(pos), &obj);
+                                   ": " + parser.error);
+          sc->add(parser.text, source(pos), parser.prefix, parser.suffix, parser.repaired);
         }
         pos = end + 1;
       }
       return Status::ok();
     }
     default:
-      sc->add(content, source(0), nullptr);
+      sc->add(content, source(0));
       return Status::ok();
   }
 }

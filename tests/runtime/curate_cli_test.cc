@@ -188,6 +188,34 @@ TEST(CurateCli, RemovesExactAndNearDuplicatesKeepsFirstAndFields) {
   EXPECT_NE(again.output.find("already complete"), std::string::npos) << again.output;
 }
 
+TEST(CurateCli, JsonlFieldsAreKeptByteForByte) {
+  TempDir dir("curate_fields");
+  Prose p(21);
+  std::string body = Prose::join(p.words(120));
+  // Members before and after "text", nested values, number spellings, escapes.
+  std::string line = R"({"a\"b":1.50e+3, "arr":[1, {"x":null}],"text":")" + body +
+                     R"( caf\u00e9 \"q\"","z":{"k":[true,false]},"n":-0.0})";
+  std::string bad_utf8 = json{{"text", Prose::join(p.words(120))}}.dump();
+  bad_utf8.insert(bad_utf8.size() - 3, "\xff");  // an invalid byte inside the text
+  write_file(dir / "in.jsonl", line + "\n\n" + bad_utf8 + "\n");
+  auto r = run_crucible({"curate", dir / "in.jsonl", "-o", dir / "out"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::string shard = read_file(dir / "out/shard-00000.jsonl");
+  std::string first = shard.substr(0, shard.find('\n'));
+  EXPECT_EQ(first.substr(0, first.find(R"("text":)")), R"({"a\"b":1.50e+3,"arr":[1, {"x":null}],)");
+  EXPECT_EQ(first.substr(first.rfind(R"(","z)") + 1), R"(,"z":{"k":[true,false]},"n":-0.0})");
+  EXPECT_EQ(json::parse(first)["text"], body + " caf\u00e9 \"q\"");
+  auto docs = read_output(dir / "out");
+  ASSERT_EQ(docs.size(), 2u);
+  EXPECT_NE(docs[1]["text"].get<std::string>().find("\ufffd"), std::string::npos);
+  EXPECT_EQ(json::parse(read_file(dir / "out/report.json"))["input"]["invalid_utf8_repaired"], 1);
+  // Trailing bytes after the object are an error naming the place.
+  write_file(dir / "trail.jsonl", R"({"text":"x"} junk)" "\n");
+  auto t = run_crucible({"curate", dir / "trail.jsonl", "-o", dir / "o2"});
+  EXPECT_EQ(t.code, 2);
+  EXPECT_NE(t.output.find("trail.jsonl at byte 0"), std::string::npos) << t.output;
+}
+
 TEST(CurateCli, KilledRunsResumeToIdenticalOutput) {
   TempDir dir("curate_resume");
   Corpus c = make_corpus(12);
