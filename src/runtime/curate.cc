@@ -255,12 +255,23 @@ Result<CurateResult> run_curate(const CurateRequest& req, dist::Comm& comm, Cons
                  (state == OutState::kResume ? "; resuming" : ""));
   const data::MinHasher hasher(spec->near);
   json seconds, resumed;
+  // A fresh run stopped by bad input (a malformed line, a file that changed
+  // under it) leaves nothing behind: OUT was made by this run and holds no
+  // finished work worth resuming from.
+  auto fail = [&](Status s) -> Status {
+    if (state == OutState::kFresh && comm.rank() == 0 &&
+        (s.code() == Code::kInvalidArgument || s.code() == Code::kNotFound)) {
+      std::error_code ec;
+      fs::remove_all(layout.out, ec);
+    }
+    return s;
+  };
 
   auto scan = run_pass(
       "scan", plan->chunks.size(), comm, threads, *kill, console,
       [&](size_t c, std::string* p) { return data::scan_done(*plan, c, layout, p); },
       [&](size_t c) { return data::scan_chunk(*spec, *plan, hasher, c, layout); });
-  CRUCIBLE_RETURN_IF_ERROR(agree(comm, scan.status));
+  if (Status s = agree(comm, scan.status); !s.is_ok()) return fail(s);
   seconds["scan"] = scan.seconds;
   resumed["scan"] = scan.done_before;
 
@@ -268,20 +279,20 @@ Result<CurateResult> run_curate(const CurateRequest& req, dist::Comm& comm, Cons
       "dedup", size_t(plan->partitions), comm, threads, *kill, console,
       [&](size_t p, std::string* pr) { return data::dedup_done(int(p), layout, pr); },
       [&](size_t p) { return data::dedup_partition(*spec, *plan, int(p), layout); });
-  CRUCIBLE_RETURN_IF_ERROR(agree(comm, dedup.status));
+  if (Status s = agree(comm, dedup.status); !s.is_ok()) return fail(s);
   seconds["dedup"] = dedup.seconds;
   resumed["dedup"] = dedup.done_before;
 
   Stopwatch resolve_watch;
   auto removed = data::resolve_duplicates(*plan, layout);
-  CRUCIBLE_RETURN_IF_ERROR(agree(comm, removed.status()));
+  if (Status s = agree(comm, removed.status()); !s.is_ok()) return fail(s);
   seconds["resolve"] = resolve_watch.elapsed_s();
 
   auto output = run_pass(
       "output", plan->chunks.size(), comm, threads, *kill, console,
       [&](size_t c, std::string* p) { return data::output_done(c, layout, p); },
       [&](size_t c) { return data::write_output(*spec, *plan, c, *removed, layout); });
-  CRUCIBLE_RETURN_IF_ERROR(agree(comm, output.status));
+  if (Status s = agree(comm, output.status); !s.is_ok()) return fail(s);
   seconds["output"] = output.seconds;
   resumed["output"] = output.done_before;
 

@@ -321,6 +321,7 @@ TEST(CurateCli, BadInputGetsOneClearMessage) {
   EXPECT_EQ(badline.code, 2);
   EXPECT_NE(badline.output.find("expected a JSON object with a string field \"text\""), std::string::npos)
       << badline.output;
+  EXPECT_FALSE(fs::exists(dir / "o3")) << "a fresh run stopped by bad input leaves nothing behind";
   fs::create_directories(dir / "busy");
   write_file(dir / "busy/notes.txt", "mine");
   auto busy = run_crucible({"curate", in, "-o", dir / "busy"});
