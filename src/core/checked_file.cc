@@ -20,16 +20,9 @@ std::string hex(uint64_t v) {
 }
 
 Status pread_all(int fd, void* dst, size_t n, uint64_t offset, const std::string& path) {
-  char* p = static_cast<char*>(dst);
-  while (n > 0) {
-    ssize_t r = ::pread(fd, p, n, off_t(offset));
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return Status::io("cannot read " + path + ": " + errno_str());
-    if (r == 0) return Status::corrupt(path + ": truncated (unexpected end of file)");
-    p += r;
-    n -= size_t(r);
-    offset += uint64_t(r);
-  }
+  auto got = pread_full(fd, dst, n, offset, path);
+  if (!got) return got.status();
+  if (*got < n) return Status::corrupt(path + ": truncated (unexpected end of file)");
   return Status::ok();
 }
 

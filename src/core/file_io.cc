@@ -11,6 +11,19 @@ namespace crucible {
 
 std::string errno_str() { return std::strerror(errno); }
 
+Result<size_t> pread_full(int fd, void* dst, size_t n, uint64_t offset, const std::string& path) {
+  char* p = static_cast<char*>(dst);
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = ::pread(fd, p + got, n - got, off_t(offset + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return Status::io("cannot read " + path + ": " + errno_str());
+    if (r == 0) break;
+    got += size_t(r);
+  }
+  return got;
+}
+
 std::string dir_of(const std::string& path) {
   auto slash = path.rfind('/');
   return slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));

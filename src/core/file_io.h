@@ -45,5 +45,8 @@ Status fsync_dir(const std::string& dir);
 std::string dir_of(const std::string& path);
 // strerror(errno), for messages.
 std::string errno_str();
+// Reads up to n bytes at `offset` (retrying short reads and EINTR); the count
+// read, less than n only at end of file. Errors: Status::io naming `path`.
+Result<size_t> pread_full(int fd, void* dst, size_t n, uint64_t offset, const std::string& path);
 
 }  // namespace crucible

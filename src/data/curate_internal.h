@@ -13,6 +13,14 @@
 
 namespace crucible::data {
 
+// 16 hex digits, for fingerprints and checksums in JSON.
+inline std::string hex64(uint64_t v) {
+  static const char* digits = "0123456789abcdef";
+  std::string s(16, '0');
+  for (int i = 15; i >= 0; --i, v >>= 4) s[size_t(i)] = digits[v & 15];
+  return s;
+}
+
 inline uint64_t doc_id(size_t chunk, size_t index) { return uint64_t(chunk) << 32 | index; }
 inline size_t id_chunk(uint64_t id) { return size_t(id >> 32); }
 inline size_t id_index(uint64_t id) { return size_t(id & 0xffffffffu); }

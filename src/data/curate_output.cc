@@ -16,11 +16,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string hex64(uint64_t v) {
-  char b[20];
-  std::snprintf(b, sizeof b, "%016llx", (unsigned long long)v);
-  return b;
-}
 
 // Appends the JSON string literal of valid UTF-8 text: quotes, backslashes and
 // control characters escaped, everything else copied (what nlohmann's dump

@@ -31,15 +31,9 @@ const char* format_name(CorpusFormat f) {
 
 Status pread_some(int fd, std::string* buf, size_t n, uint64_t offset, const std::string& path) {
   buf->resize(n);
-  size_t got = 0;
-  while (got < n) {
-    ssize_t r = ::pread(fd, buf->data() + got, n - got, off_t(offset + got));
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return Status::io("[curate] cannot read " + path + ": " + errno_str());
-    if (r == 0) break;
-    got += size_t(r);
-  }
-  buf->resize(got);
+  auto got = pread_full(fd, buf->data(), n, offset, path);
+  if (!got) return Status::io("[curate] " + got.status().message());
+  buf->resize(*got);
   return Status::ok();
 }
 
@@ -101,11 +95,6 @@ uint64_t pow2_at_least(uint64_t v) {
   return p;
 }
 
-std::string hex64(uint64_t v) {
-  char b[20];
-  std::snprintf(b, sizeof b, "%016llx", (unsigned long long)v);
-  return b;
-}
 
 }  // namespace
 

@@ -30,20 +30,12 @@ Status read_segment(const InputFile& f, const Segment& s, std::string* out) {
   // buffer has that much room after the segment (see JsonlLine).
   out->reserve(s.end - s.begin + simdjson::SIMDJSON_PADDING);
   out->resize(s.end - s.begin);
-  size_t got = 0;
-  Status status;
-  while (got < out->size()) {
-    ssize_t r = ::pread(fd, out->data() + got, out->size() - got, off_t(s.begin + got));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      status = Status::io("[curate] cannot read " + f.path + ": " +
-                          (r == 0 ? std::string("file shrank since the run was planned") : errno_str()));
-      break;
-    }
-    got += size_t(r);
-  }
+  auto got = pread_full(fd, out->data(), out->size(), s.begin, f.path);
   ::close(fd);
-  return status;
+  if (!got) return Status::io("[curate] " + got.status().message());
+  if (*got < out->size())
+    return Status::invalid("[curate] " + f.path + " changed while being curated (shorter than planned)");
+  return Status::ok();
 }
 
 bool is_blank(std::string_view s) {
