@@ -284,6 +284,12 @@ std::vector<std::string> report_summary(const json& r) {
     for (const auto& [rule, v] : st["removed"].items())
       rules += (rules.empty() ? "" : ", ") + rule.substr(rule.find('.') + 1) + " " +
                std::to_string(v.value("docs", uint64_t(0)));
+    if (st.contains("changed_docs"))
+      rules += (rules.empty() ? "" : ", ") + std::string("text changed in ") +
+               std::to_string(st.value("changed_docs", uint64_t(0)));
+    if (st.contains("lines_removed"))
+      rules += (rules.empty() ? "" : ", ") + std::to_string(st.value("lines_removed", uint64_t(0))) +
+               " lines dropped";
     if (!rules.empty()) line += " (" + rules + ")";
     lines.push_back(line);
   }
