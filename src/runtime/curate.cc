@@ -62,9 +62,10 @@ struct PassResult {
   double seconds = 0;
 };
 
-template <typename IsDone, typename Run>
+// unit_bytes: input bytes of a unit, for the progress line's MB/s (0 if not meaningful).
+template <typename IsDone, typename Run, typename Bytes>
 PassResult run_pass(const char* name, size_t units, dist::Comm& comm, int threads, const KillAfter& kill,
-                    Console& console, IsDone&& is_done, Run&& run) {
+                    Console& console, IsDone&& is_done, Run&& run, Bytes&& unit_bytes) {
   PassResult r;
   Stopwatch watch;
   std::vector<size_t> todo;
@@ -81,6 +82,7 @@ PassResult run_pass(const char* name, size_t units, dist::Comm& comm, int thread
     console.info("[curate] " + std::string(name) + ": " + std::to_string(r.done_before) +
                  " units already done (resumed), " + std::to_string(todo.size()) + " to go");
   std::atomic<size_t> finished{0};
+  std::atomic<uint64_t> bytes{0};
   std::mutex mu;
   Status first;
   const size_t total = todo.size();
@@ -97,6 +99,7 @@ PassResult run_pass(const char* name, size_t units, dist::Comm& comm, int thread
       continue;
     }
     size_t n = ++finished;
+    bytes += unit_bytes(todo[i]);
     if (kill.pass == name && long(n) >= kill.n) {
       std::lock_guard<std::mutex> lock(mu);
       ::raise(SIGKILL);  // the test facility: die as a crash would
@@ -104,8 +107,13 @@ PassResult run_pass(const char* name, size_t units, dist::Comm& comm, int thread
     if (omp_get_thread_num() == 0 && comm.rank() == 0) {
       double s_el = watch.elapsed_s();
       double eta = n ? s_el / double(n) * double(total - n) : 0;
+      std::string rate;
+      if (uint64_t b = bytes.load(); b > 0)
+        rate = ", " + mb(double(b)) + " at " + mb(double(b) / std::max(s_el, 1e-9)) + "/s" +
+               (comm.size() > 1 ? " (rank 0)" : "");
       console.progress("[curate] " + std::string(name) + " " + std::to_string(n) + "/" +
-                       std::to_string(total) + " units, ETA " + std::to_string(int(eta + 0.5)) + "s");
+                       std::to_string(total) + " units" + rate + ", ETA " +
+                       std::to_string(int(eta + 0.5)) + "s");
     }
   }
   if (comm.rank() == 0) console.finish_progress();
@@ -270,7 +278,8 @@ Result<CurateResult> run_curate(const CurateRequest& req, dist::Comm& comm, Cons
   auto scan = run_pass(
       "scan", plan->chunks.size(), comm, threads, *kill, console,
       [&](size_t c, std::string* p) { return data::scan_done(*plan, c, layout, p); },
-      [&](size_t c) { return data::scan_chunk(*spec, *plan, hasher, c, layout); });
+      [&](size_t c) { return data::scan_chunk(*spec, *plan, hasher, c, layout); },
+      [&](size_t c) { return plan->chunks[c].bytes; });
   if (Status s = agree(comm, scan.status); !s.is_ok()) return fail(s);
   seconds["scan"] = scan.seconds;
   resumed["scan"] = scan.done_before;
@@ -278,7 +287,8 @@ Result<CurateResult> run_curate(const CurateRequest& req, dist::Comm& comm, Cons
   auto dedup = run_pass(
       "dedup", size_t(plan->partitions), comm, threads, *kill, console,
       [&](size_t p, std::string* pr) { return data::dedup_done(int(p), layout, pr); },
-      [&](size_t p) { return data::dedup_partition(*spec, *plan, int(p), layout); });
+      [&](size_t p) { return data::dedup_partition(*spec, *plan, int(p), layout); },
+      [](size_t) { return uint64_t(0); });
   if (Status s = agree(comm, dedup.status); !s.is_ok()) return fail(s);
   seconds["dedup"] = dedup.seconds;
   resumed["dedup"] = dedup.done_before;
@@ -291,7 +301,8 @@ Result<CurateResult> run_curate(const CurateRequest& req, dist::Comm& comm, Cons
   auto output = run_pass(
       "output", plan->chunks.size(), comm, threads, *kill, console,
       [&](size_t c, std::string* p) { return data::output_done(c, layout, p); },
-      [&](size_t c) { return data::write_output(*spec, *plan, c, *removed, layout); });
+      [&](size_t c) { return data::write_output(*spec, *plan, c, *removed, layout); },
+      [&](size_t c) { return plan->chunks[c].bytes; });
   if (Status s = agree(comm, output.status); !s.is_ok()) return fail(s);
   seconds["output"] = output.seconds;
   resumed["output"] = output.done_before;
