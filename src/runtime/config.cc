@@ -311,8 +311,8 @@ Status validate_curate(const Config& c) {
   const std::string& p = c.curate.profile;
   if (p != "auto" && p != "web" && p != "short")
     return bad("curate.profile", "'" + p + "' is not one of auto, web, short");
-  if (!(c.curate.chunk_mb >= 0.01 && c.curate.chunk_mb <= 4096))
-    return bad("curate.chunk_mb", "must be in [0.01, 4096]");
+  if (!(c.curate.chunk_mb >= 0.001 && c.curate.chunk_mb <= 4096))
+    return bad("curate.chunk_mb", "must be in [0.001, 4096]");
   if (!(c.curate.memory_mb >= 16)) return bad("curate.memory_mb", "must be >= 16");
   if (c.curate.partitions < 0 || c.curate.partitions > 65536)
     return bad("curate.partitions", "must be in [0, 65536] (0: from curate.memory_mb)");
