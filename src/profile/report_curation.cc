@@ -27,14 +27,20 @@ std::string curation_section(const json& report, const std::string& origin) {
                      std::to_string(in.value("docs", uint64_t(0))) + " documents (" +
                      mb(in.value("text_bytes", uint64_t(0))) + ") in, " +
                      std::to_string(out.value("docs", uint64_t(0))) + " (" +
-                     mb(out.value("text_bytes", uint64_t(0))) + ") kept.</p>\n";
+                     mb(out.value("text_bytes", uint64_t(0))) + ") kept.";
+  for (const auto& st : report["stages"])
+    if (st.contains("changed_docs"))
+      body += " Clean-up changed the text of " + std::to_string(st.value("changed_docs", uint64_t(0))) +
+              " documents.";
+  body += "</p>\n";
   // Stage table, in pipeline order.
   body += "<table class=\"grid\"><tr><th>stage</th><th>docs in</th><th>docs out</th><th>removed</th>"
           "<th>bytes in</th><th>bytes out</th></tr>";
   svg::BarChart bars;
   bars.title = "Documents removed per rule";
   bars.y_label = "documents";
-  svg::Series docs{"documents removed"};
+  svg::Series docs;
+  docs.name = "documents removed";
   json rules_table = json::array();
   for (const auto& st : report["stages"]) {
     const std::string name = st.value("name", std::string());
@@ -47,14 +53,18 @@ std::string curation_section(const json& report, const std::string& origin) {
             td(std::to_string(din - dout)) + td(mb(st.value("bytes_in", uint64_t(0)))) +
             td(mb(st.value("bytes_out", uint64_t(0)))) + "</tr>";
     for (const auto& [rule, v] : st["removed"].items()) {
-      bars.categories.push_back(rule);
+      // Short labels under the bars: the rule without its stage ("min_words"),
+      // the stage itself for the dedup stages' single rule.
+      std::string label = rule.substr(rule.find('.') + 1);
+      if (label == "duplicate") label = name;
+      bars.categories.push_back(label);
       docs.y.push_back(double(v.value("docs", uint64_t(0))));
       docs.x.push_back(double(docs.x.size()));
     }
   }
   body += "</table>\n";
   bars.series.push_back(docs);
-  bars.width = std::max(760, int(bars.categories.size()) * 40);
+  bars.width = std::max(760, int(bars.categories.size()) * 95);
   if (!bars.categories.empty()) body += svg::render(bars);
   // Examples, per rule.
   for (const auto& st : report["stages"]) {
