@@ -20,6 +20,7 @@ Status read_keys(const std::string& path, size_t section, std::vector<KeyRecord>
   if (buf.size() % sizeof(KeyRecord) != 0)
     return Status::corrupt("[curate] " + path + ": key section of " + std::to_string(buf.size()) + " bytes");
   size_t n = buf.size() / sizeof(KeyRecord);
+  if (n == 0) return Status::ok();  // (memcpy from an empty buffer: a null pointer)
   size_t at = out->size();
   out->resize(at + n);
   std::memcpy(out->data() + at, buf.data(), buf.size());
@@ -116,6 +117,7 @@ Result<std::vector<Removal>> resolve_duplicates(const CurationPlan& plan, const 
     if (!buf) return buf.status();
     if (buf->size() % sizeof(EdgeRecord) != 0)
       return Status::corrupt("[curate] " + layout.edges(p) + ": truncated edge records");
+    if (buf->empty()) continue;
     size_t at = edges.size();
     edges.resize(at + buf->size() / sizeof(EdgeRecord));
     std::memcpy(edges.data() + at, buf->data(), buf->size());
