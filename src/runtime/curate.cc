@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -224,9 +225,22 @@ Result<CurateResult> run_curate(const CurateRequest& req, dist::Comm& comm, Cons
   auto kill = parse_kill_after(req.kill_after);
   if (!kill) return kill.status();
   auto spec = curate_spec(req.cfg, req.inputs, req.format);
-  if (!spec) return spec.status();
-  auto plan = data::plan_curation(*spec);
-  if (!plan) return plan.status();
+  Result<data::CurationPlan> plan = spec ? data::plan_curation(*spec) : Result<data::CurationPlan>(spec.status());
+  // Every rank plans on its own; they must all succeed and agree on the plan
+  // (same files, sizes and mtimes as rank 0 sees them), or none proceeds.
+  {
+    Status local = plan.status();
+    char fp[17] = {};
+    if (plan) std::snprintf(fp, sizeof fp, "%s", plan->fingerprint.c_str());
+    char root[17];
+    std::memcpy(root, fp, sizeof fp);
+    if (comm.size() > 1) CRUCIBLE_RETURN_IF_ERROR(comm.broadcast(root, sizeof root, 0));
+    if (local.is_ok() && std::strncmp(root, fp, sizeof fp) != 0)
+      local = Status::invalid("[curate] rank " + std::to_string(comm.rank()) +
+                              " sees other inputs than rank 0 (plan " + fp + ", rank 0's " + root +
+                              "); OUT and the inputs must be on a file system all ranks share");
+    CRUCIBLE_RETURN_IF_ERROR(agree(comm, local));
+  }
   const int threads = threads_per_rank(spec->settings);
   if (req.dry_run) {
     if (comm.rank() == 0) print_estimate(*spec, *plan, comm.size(), threads, console);
