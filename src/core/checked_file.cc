@@ -7,17 +7,13 @@
 
 #include <cstring>
 
+#include "core/hash.h"
+
 namespace crucible {
 namespace {
 
 constexpr char kMagic[8] = {'C', 'R', 'U', 'C', 'H', 'K', '0', '1'};
 constexpr size_t kTrailer = 8 + 8 + 8;  // n, table hash, magic
-
-std::string hex(uint64_t v) {
-  char buf[20];
-  std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)v);
-  return buf;
-}
 
 Status pread_all(int fd, void* dst, size_t n, uint64_t offset, const std::string& path) {
   auto got = pread_full(fd, dst, n, offset, path);
@@ -114,8 +110,8 @@ Result<CheckedReader> CheckedReader::open(const std::string& path) {
   words[n * 3] = n;
   uint64_t got = XXH3_64bits(words.data(), words.size() * 8);
   if (got != table_hash)
-    return Status::corrupt(path + ": section table checksum mismatch (stored " + hex(table_hash) +
-                           ", computed " + hex(got) + ")");
+    return Status::corrupt(path + ": section table checksum mismatch (stored " + hex64(table_hash) +
+                           ", computed " + hex64(got) + ")");
   for (uint64_t i = 0; i < n; ++i) {
     Entry e{words[3 * i], words[3 * i + 1], words[3 * i + 2]};
     if (e.offset > table_at || e.length > table_at - e.offset)
@@ -135,7 +131,7 @@ Status CheckedReader::read(size_t i, std::string* out) const {
   uint64_t got = XXH3_64bits(out->data(), out->size());
   if (got != e.hash)
     return Status::corrupt(path_ + ": checksum mismatch in section " + std::to_string(i) +
-                           " (stored " + hex(e.hash) + ", computed " + hex(got) + ")");
+                           " (stored " + hex64(e.hash) + ", computed " + hex64(got) + ")");
   return Status::ok();
 }
 

@@ -106,6 +106,11 @@ struct CurationPlan {
   nlohmann::json to_json() const;
 };
 
+// The input files `inputs` name (the walk of list_corpus_files), each with its
+// size, mtime and format ("auto": detected from its name and first 64 KiB).
+Result<std::vector<InputFile>> list_inputs(const std::vector<std::string>& inputs,
+                                           const std::string& format);
+
 // Lists and sizes the inputs, cuts them into chunks, picks the partition count.
 Result<CurationPlan> plan_curation(const CurateSpec& spec);
 

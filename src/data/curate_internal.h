@@ -9,17 +9,10 @@
 #include <string>
 #include <string_view>
 
+#include "core/hash.h"
 #include "core/status.h"
 
 namespace crucible::data {
-
-// 16 hex digits, for fingerprints and checksums in JSON.
-inline std::string hex64(uint64_t v) {
-  static const char* digits = "0123456789abcdef";
-  std::string s(16, '0');
-  for (int i = 15; i >= 0; --i, v >>= 4) s[size_t(i)] = digits[v & 15];
-  return s;
-}
 
 inline uint64_t doc_id(size_t chunk, size_t index) { return uint64_t(chunk) << 32 | index; }
 inline size_t id_chunk(uint64_t id) { return size_t(id >> 32); }
@@ -52,6 +45,10 @@ struct DocView {
   std::string_view text, source, prefix, suffix;
 };
 void append_doc(std::string* out, const DocView& d);
+// Appends the JSON string literal of valid UTF-8 text (curate_output.cc):
+// the one escaper of the curation hot path (shard text, JSONL member names).
+void append_json_string(std::string* out, std::string_view s);
+
 // Reads the record at *pos and advances it; corrupt if it runs past the end.
 Status next_doc(std::string_view buf, size_t* pos, DocView* d, const std::string& path);
 

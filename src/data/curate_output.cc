@@ -12,14 +12,12 @@
 #include "data/curate_internal.h"
 
 namespace crucible::data {
-namespace {
 
 using nlohmann::json;
 
-
-// Appends the JSON string literal of valid UTF-8 text: quotes, backslashes and
-// control characters escaped, everything else copied (what nlohmann's dump
-// writes, without building a json value: this runs over every output byte).
+// Quotes, backslashes and control characters escaped, everything else copied
+// (what nlohmann's dump writes, without building a json value: this runs over
+// every output byte).
 void append_json_string(std::string* out, std::string_view s) {
   static const char* hex = "0123456789abcdef";
   out->push_back('"');
@@ -46,8 +44,6 @@ void append_json_string(std::string* out, std::string_view s) {
   out->append(s.data() + start, s.size() - start);
   out->push_back('"');
 }
-
-}  // namespace
 
 void StageStats::remove(std::string_view rule, uint64_t bytes, int max_examples, json example) {
   ++docs_in, bytes_in += bytes;

@@ -163,12 +163,13 @@ json CurationPlan::to_json() const {
   return j;
 }
 
-Result<CurationPlan> plan_curation(const CurateSpec& spec) {
-  auto fmt = parse_corpus_format(spec.format);
+Result<std::vector<InputFile>> list_inputs(const std::vector<std::string>& inputs,
+                                           const std::string& format) {
+  auto fmt = parse_corpus_format(format);
   if (!fmt) return fmt.status();
-  auto paths = list_corpus_files(spec.inputs);
+  auto paths = list_corpus_files(inputs);
   if (!paths) return paths.status();
-  CurationPlan plan;
+  std::vector<InputFile> files;
   for (const auto& p : *paths) {
     struct stat st{};
     if (::stat(p.c_str(), &st) != 0) return Status::io("[curate] cannot stat " + p + ": " + errno_str());
@@ -188,9 +189,17 @@ Result<CurationPlan> plan_curation(const CurateSpec& spec) {
     }
     if (f.size > (uint64_t(1) << 40))
       return Status::invalid("[curate] " + p + " is larger than 1 TiB; split it");
-    plan.input_bytes += f.size;
-    plan.files.push_back(f);
+    files.push_back(f);
   }
+  return files;
+}
+
+Result<CurationPlan> plan_curation(const CurateSpec& spec) {
+  auto files = list_inputs(spec.inputs, spec.format);
+  if (!files) return files.status();
+  CurationPlan plan;
+  plan.files = std::move(*files);
+  for (const auto& f : plan.files) plan.input_bytes += f.size;
   if (plan.files.empty()) return Status::invalid("[curate] no input files found");
 
   const uint64_t chunk_bytes = std::max<uint64_t>(1, uint64_t(spec.settings.chunk_mb * 1048576.0));

@@ -242,7 +242,7 @@ class JsonlLine {
       while (!raw.empty() && (raw.back() == ' ' || raw.back() == '\t' || raw.back() == '\r')) raw.remove_suffix(1);
       std::string& out = seen_text ? suffix : prefix;
       if (seen_text) out += ',';
-      out += ordered_json(std::string(key)).dump();
+      append_json_string(&out, key);
       out += ':';
       out += raw;
       if (!seen_text) out += ',';

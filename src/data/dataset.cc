@@ -13,6 +13,7 @@
 
 #include "core/clock.h"
 #include "core/file_io.h"
+#include "core/hash.h"
 #include "data/corpus.h"
 #include "data/shard.h"
 #include "data/tokenizer.h"
@@ -22,12 +23,6 @@ namespace crucible::data {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string hex16(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 // Tokenizes every document (in parallel: SentencePiece encoding is const and
 // thread-safe) and joins them in corpus order, each followed by EOS.
@@ -117,7 +112,7 @@ Result<Dataset> build_dataset(const DatasetSpec& spec, const std::string& out_di
       {"invalid_utf8_replaced", stats.invalid_utf8},
       {"vocab_size", tok->vocab_size()},
       {"eos_id", tok->eos_id()},
-      {"tokenizer_fingerprint", hex16(fp)},
+      {"tokenizer_fingerprint", hex64(fp)},
       {"tokens", stream.size()},
       {"train_tokens", train.size()},
       {"val_tokens", val.size()},
@@ -186,7 +181,7 @@ Result<Dataset> cached_dataset(const DatasetSpec& spec, const std::string& cache
   std::string stem = fs::path(spec.sources.front()).filename().string();
   if (stem.empty()) stem = fs::path(spec.sources.front()).parent_path().filename().string();
   const std::string dir = cache_dir + "/" + stem + "-" + std::to_string(spec.vocab_size) + "-" +
-                          hex16(XXH64(k.data(), k.size(), 0)).substr(0, 12);
+                          hex64(XXH64(k.data(), k.size(), 0)).substr(0, 12);
   if (fs::is_directory(dir)) {
     auto ds = open_dataset(dir);
     if (ds) {

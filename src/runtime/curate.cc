@@ -187,37 +187,29 @@ void print_estimate(const data::CurateSpec& spec, const data::CurationPlan& plan
 
 Result<data::CurateSpec> curate_spec(Config cfg, const std::vector<std::string>& inputs,
                                      const std::string& format) {
-  auto build = [&](const Config& c) {
-    data::CurateSpec s;
-    s.inputs = inputs;
-    s.format = format;
-    s.settings = c.curate;
-    s.quality = c.quality;
-    s.repetition = c.repetition;
-    s.c4 = c.c4;
-    s.near = c.near;
-    s.profile = c.curate.profile;
-    return s;
-  };
   std::string profile = cfg.curate.profile;
   if (profile == "auto") {
     profile = "web";
     if (format == "fortunes") {
       profile = "short";
     } else if (format == "auto") {
-      auto files = data::list_corpus_files(inputs);
+      auto files = data::list_inputs(inputs, format);
       if (!files) return files.status();
-      for (const auto& f : *files) {
-        std::ifstream in(f, std::ios::binary);
-        std::string head(1 << 16, '\0');
-        in.read(head.data(), std::streamsize(head.size()));
-        head.resize(size_t(in.gcount()));
-        if (data::detect_corpus_format(f, head) == data::CorpusFormat::kFortunes) profile = "short";
-      }
+      for (const auto& f : *files)
+        if (f.format == data::CorpusFormat::kFortunes) profile = "short";
     }
   }
   CRUCIBLE_RETURN_IF_ERROR(apply_curate_profile(cfg, profile));
-  return build(cfg);
+  data::CurateSpec s;
+  s.inputs = inputs;
+  s.format = format;
+  s.profile = cfg.curate.profile;
+  s.settings = cfg.curate;
+  s.quality = cfg.quality;
+  s.repetition = cfg.repetition;
+  s.c4 = cfg.c4;
+  s.near = cfg.near;
+  return s;
 }
 
 Result<CurateResult> run_curate(const CurateRequest& req, dist::Comm& comm, Console& console) {
