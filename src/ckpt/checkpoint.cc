@@ -199,6 +199,8 @@ std::string manifest_text(const Snapshot& snap, const std::vector<FileRecord>& r
   m["config"] = snap.state.config;
   m["loader"] = snap.state.loader;
   m["rng"] = snap.state.rng;
+  if (!snap.state.data.is_null()) m["data"] = snap.state.data;
+  if (!snap.state.metrics.is_null()) m["metrics"] = snap.state.metrics;
   nlohmann::ordered_json files = nlohmann::ordered_json::array();
   for (const FileRecord& r : records)
     files.push_back({{"name", r.name}, {"bytes", r.bytes}, {"xxh64", xxh64_hex(r.xxh64)}});

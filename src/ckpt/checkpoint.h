@@ -38,6 +38,10 @@ struct CheckpointState {
   nlohmann::json loader;                       // data-loader position
   nlohmann::json rng;                          // RNG state
   nlohmann::json world = {{"world_size", 1}};  // parallel layout
+  nlohmann::json data;                         // what it was trained on (runtime/resume_check.h)
+  // The metrics.jsonl row of this step: the checkpoint can be published
+  // before the row reaches the file, and a resume restores it from here.
+  nlohmann::json metrics;
 };
 
 // Host copy of everything a checkpoint holds, taken at a step boundary.
@@ -84,6 +88,8 @@ struct FoundCheckpoint {
   int64_t step = 0;
   // One line per newer checkpoint skipped as invalid, naming the file.
   std::vector<std::string> warnings;
+  CheckpointState state;  // from its manifest
+
 };
 
 // The newest valid checkpoint in ckpt_dir. Every step_* directory counts,

@@ -212,6 +212,20 @@ Status verify_checkpoint(const std::string& dir, int64_t expected_step) {
   return m ? Status::ok() : m.status();
 }
 
+namespace {
+
+CheckpointState state_from_manifest(const nlohmann::json& m) {
+  CheckpointState state;
+  state.step = m["step"].get<int64_t>();
+  for (auto [key, field] : {std::pair{"config", &state.config}, std::pair{"loader", &state.loader},
+                            std::pair{"rng", &state.rng}, std::pair{"world", &state.world},
+                            std::pair{"data", &state.data}, std::pair{"metrics", &state.metrics}})
+    *field = m.contains(key) ? m[key] : nlohmann::json();
+  return state;
+}
+
+}  // namespace
+
 Result<FoundCheckpoint> find_latest_valid(const std::string& ckpt_dir) {
   std::error_code ec;
   if (!fs::is_directory(ckpt_dir, ec))
@@ -222,13 +236,14 @@ Result<FoundCheckpoint> find_latest_valid(const std::string& ckpt_dir) {
   FoundCheckpoint found;
   for (const auto& [step, name] : *listed) {  // newest first
     const std::string dir = ckpt_dir + "/" + name;
-    Status st = verify_checkpoint(dir);
-    if (st) {
+    auto m = verified_manifest(dir);
+    if (m) {
       found.dir = dir;
       found.step = step;
+      found.state = state_from_manifest(*m);
       return found;
     }
-    found.warnings.push_back(st.message() + "; skipping this checkpoint");
+    found.warnings.push_back(m.status().message() + "; skipping this checkpoint");
   }
   std::string why;
   for (const std::string& w : found.warnings) why += "\n  " + w;
@@ -268,12 +283,7 @@ Result<CheckpointState> load_checkpoint(const std::string& step_dir, nn::ParamRe
     opt->set_steps_taken(adam_steps);
   }
 
-  CheckpointState state;
-  state.step = m["step"].get<int64_t>();
-  for (auto [key, field] : {std::pair{"config", &state.config}, std::pair{"loader", &state.loader},
-                            std::pair{"rng", &state.rng}, std::pair{"world", &state.world}})
-    *field = m.contains(key) ? m[key] : nlohmann::json();
-  return state;
+  return state_from_manifest(m);
 }
 
 }  // namespace crucible::ckpt

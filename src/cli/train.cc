@@ -61,9 +61,15 @@ void add_train_command(CLI::App& app) {
     if (!plan) fail(exit_code(plan.status()), plan.status().message());
     runtime::Console console(plan->config.run.log_every_s);
     auto r = runtime::train(*plan, {*stop_at, *metrics_port}, console);
-    if (!r) fail(exit_code(r.status()), r.status().message());
-    if (r->preempted)
+    if (!r) {
+      console.finish_progress();
+      console.log_only(r.status().message());
+      fail(exit_code(r.status()), r.status().message());
+    }
+    if (r->preempted) {
+      console.log_only("[train] stopped by a signal");
       fail(runtime::kExitPreempted, r->reporter ? "[train] stopped by a signal" : "");
+    }
     runtime::heartbeat_exit(0, "");
   });
 }

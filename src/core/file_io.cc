@@ -1,6 +1,7 @@
 #include "core/file_io.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -110,6 +111,22 @@ Status write_file_atomic(const std::string& path, const std::vector<const void*>
 
 Status write_file_atomic(const std::string& path, const std::string& text) {
   return write_file_atomic(path, {text.data()}, {text.size()});
+}
+
+Result<std::string> read_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::invalid("cannot read " + path + ": " + errno_str());
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::invalid("cannot read " + path + ": not a regular file");
+  }
+  std::string out(size_t(st.st_size), '\0');
+  auto got = pread_full(fd, out.data(), out.size(), 0, path);
+  ::close(fd);
+  if (!got) return got.status();
+  out.resize(*got);
+  return out;
 }
 
 }  // namespace crucible

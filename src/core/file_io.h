@@ -39,6 +39,9 @@ Status write_file_atomic(const std::string& path, const std::vector<const void*>
                          const std::vector<size_t>& sizes);
 Status write_file_atomic(const std::string& path, const std::string& text);
 
+// The whole file (a directory or an unreadable file is Status::invalid naming it).
+Result<std::string> read_file(const std::string& path);
+
 // fsync of a directory, making renames and creations inside it durable.
 Status fsync_dir(const std::string& dir);
 // The directory part of a path ("." for a bare name).

@@ -24,20 +24,20 @@ namespace {
 // (fortunes, quotes, titles) the rules that measure "is this a page of prose"
 // are relaxed, the ones that catch junk (symbols, repetition) kept.
 constexpr const char* kShortProfileToml = R"(
-[quality]
+[curate.quality]
 min_words = 3              # a fortune of 3 words is text; Gopher's 50 drops most of them
 min_stop_words = 0         # off: a one-line quote rarely holds two of the/be/to/of/...
 max_ellipsis_ratio = 0.3   # "Go ahead... make my day." is style, not a truncated page
 max_ellipsis_lines = -1    # off: one line ending in "..." is 100% of a one-line fortune
 min_mean_word_length = 2.5 # short texts have noisy means ("I am so")
 max_mean_word_length = 12
-[repetition]
+[curate.repetition]
 max_top_2gram = -1         # off: in 11 words, "with his" twice is 30% of the characters
 max_top_3gram = -1
 max_top_4gram = -1
 max_dup_line_frac = 0.5    # refrains in short poems; long runs of copies still go
 max_dup_line_char_frac = 0.4
-[near]
+[curate.near]
 threshold = 0.8            # 8 shingles: one changed word moves J to 0.75 and is a new joke
 )";
 
@@ -112,42 +112,42 @@ std::vector<Field> fields(Config& c) {
       {"curate.threads", &c.curate.threads},
       {"curate.examples", &c.curate.examples},
       {"curate.keep_work", &c.curate.keep_work},
-      {"quality.min_words", &c.quality.min_words},
-      {"quality.max_words", &c.quality.max_words},
-      {"quality.min_mean_word_length", &c.quality.min_mean_word_length},
-      {"quality.max_mean_word_length", &c.quality.max_mean_word_length},
-      {"quality.max_hash_ratio", &c.quality.max_hash_ratio},
-      {"quality.max_ellipsis_ratio", &c.quality.max_ellipsis_ratio},
-      {"quality.max_bullet_lines", &c.quality.max_bullet_lines},
-      {"quality.max_ellipsis_lines", &c.quality.max_ellipsis_lines},
-      {"quality.min_alpha_words", &c.quality.min_alpha_words},
-      {"quality.min_stop_words", &c.quality.min_stop_words},
-      {"repetition.max_dup_line_frac", &c.repetition.max_dup_line_frac},
-      {"repetition.max_dup_para_frac", &c.repetition.max_dup_para_frac},
-      {"repetition.max_dup_line_char_frac", &c.repetition.max_dup_line_char_frac},
-      {"repetition.max_dup_para_char_frac", &c.repetition.max_dup_para_char_frac},
-      {"repetition.max_top_2gram", &c.repetition.max_top_2gram},
-      {"repetition.max_top_3gram", &c.repetition.max_top_3gram},
-      {"repetition.max_top_4gram", &c.repetition.max_top_4gram},
-      {"repetition.max_dup_5gram", &c.repetition.max_dup_ngram[0]},
-      {"repetition.max_dup_6gram", &c.repetition.max_dup_ngram[1]},
-      {"repetition.max_dup_7gram", &c.repetition.max_dup_ngram[2]},
-      {"repetition.max_dup_8gram", &c.repetition.max_dup_ngram[3]},
-      {"repetition.max_dup_9gram", &c.repetition.max_dup_ngram[4]},
-      {"repetition.max_dup_10gram", &c.repetition.max_dup_ngram[5]},
-      {"c4.min_words_per_line", &c.c4.min_words_per_line},
-      {"c4.min_sentences", &c.c4.min_sentences},
-      {"c4.terminal_punct", &c.c4.terminal_punct},
-      {"c4.drop_javascript", &c.c4.drop_javascript},
-      {"c4.drop_policy", &c.c4.drop_policy},
-      {"c4.drop_lorem_ipsum", &c.c4.drop_lorem_ipsum},
-      {"c4.drop_curly_bracket", &c.c4.drop_curly_bracket},
-      {"near.ngram", &c.near.ngram},
-      {"near.bands", &c.near.bands},
-      {"near.rows", &c.near.rows},
-      {"near.hash_bits", &c.near.hash_bits},
-      {"near.threshold", &c.near.threshold},
-      {"near.seed", &c.near.seed},
+      {"curate.quality.min_words", &c.quality.min_words},
+      {"curate.quality.max_words", &c.quality.max_words},
+      {"curate.quality.min_mean_word_length", &c.quality.min_mean_word_length},
+      {"curate.quality.max_mean_word_length", &c.quality.max_mean_word_length},
+      {"curate.quality.max_hash_ratio", &c.quality.max_hash_ratio},
+      {"curate.quality.max_ellipsis_ratio", &c.quality.max_ellipsis_ratio},
+      {"curate.quality.max_bullet_lines", &c.quality.max_bullet_lines},
+      {"curate.quality.max_ellipsis_lines", &c.quality.max_ellipsis_lines},
+      {"curate.quality.min_alpha_words", &c.quality.min_alpha_words},
+      {"curate.quality.min_stop_words", &c.quality.min_stop_words},
+      {"curate.repetition.max_dup_line_frac", &c.repetition.max_dup_line_frac},
+      {"curate.repetition.max_dup_para_frac", &c.repetition.max_dup_para_frac},
+      {"curate.repetition.max_dup_line_char_frac", &c.repetition.max_dup_line_char_frac},
+      {"curate.repetition.max_dup_para_char_frac", &c.repetition.max_dup_para_char_frac},
+      {"curate.repetition.max_top_2gram", &c.repetition.max_top_2gram},
+      {"curate.repetition.max_top_3gram", &c.repetition.max_top_3gram},
+      {"curate.repetition.max_top_4gram", &c.repetition.max_top_4gram},
+      {"curate.repetition.max_dup_5gram", &c.repetition.max_dup_ngram[0]},
+      {"curate.repetition.max_dup_6gram", &c.repetition.max_dup_ngram[1]},
+      {"curate.repetition.max_dup_7gram", &c.repetition.max_dup_ngram[2]},
+      {"curate.repetition.max_dup_8gram", &c.repetition.max_dup_ngram[3]},
+      {"curate.repetition.max_dup_9gram", &c.repetition.max_dup_ngram[4]},
+      {"curate.repetition.max_dup_10gram", &c.repetition.max_dup_ngram[5]},
+      {"curate.c4_lines.min_words_per_line", &c.c4.min_words_per_line},
+      {"curate.c4_lines.min_sentences", &c.c4.min_sentences},
+      {"curate.c4_lines.terminal_punct", &c.c4.terminal_punct},
+      {"curate.c4_lines.drop_javascript", &c.c4.drop_javascript},
+      {"curate.c4_lines.drop_policy", &c.c4.drop_policy},
+      {"curate.c4_lines.drop_lorem_ipsum", &c.c4.drop_lorem_ipsum},
+      {"curate.c4_lines.drop_curly_bracket", &c.c4.drop_curly_bracket},
+      {"curate.near.ngram", &c.near.ngram},
+      {"curate.near.bands", &c.near.bands},
+      {"curate.near.rows", &c.near.rows},
+      {"curate.near.hash_bits", &c.near.hash_bits},
+      {"curate.near.threshold", &c.near.threshold},
+      {"curate.near.seed", &c.near.seed},
   };
 }
 
@@ -233,28 +233,42 @@ std::string did_you_mean(const std::vector<Field>& fs, const std::string& name) 
   return "";
 }
 
-Status apply_table(Config& cfg, const toml::table& root, const std::string& origin) {
-  auto fs = fields(cfg);
-  for (const auto& [section, node] : root) {
-    std::string sec(section.str());
-    const toml::table* tbl = node.as_table();
-    bool known_section = false;
-    for (const auto& f : fs)
-      if (std::string(f.key).rfind(sec + ".", 0) == 0) known_section = true;
-    if (!tbl)
-      return bad(sec, "must be a [section]" + did_you_mean(fs, sec) + " (in " + origin + ")");
-    if (!known_section) return bad(sec, "unknown section (in " + origin + ")");
-    for (const auto& [name, value] : *tbl) {
-      std::string key = sec + "." + std::string(name.str());
-      const Field* f = find_field(fs, key);
-      if (!f)
-        return bad(key, "unknown key" + did_you_mean(fs, std::string(name.str())) + " (in " +
-                            origin + ")");
-      CRUCIBLE_RETURN_IF_ERROR(assign(*f, value));
-      cfg.explicit_keys.push_back(key);
+// True when some key lives under `prefix` ("curate" or "curate.quality").
+bool is_section(const std::vector<Field>& fs, const std::string& prefix) {
+  for (const auto& f : fs)
+    if (std::string(f.key).rfind(prefix + ".", 0) == 0) return true;
+  return false;
+}
+
+// Walks a table whose path is `prefix` ("" for the document): sub-tables are
+// sections ([curate] and [curate.quality] alike), values are keys.
+Status apply_table(Config& cfg, const std::vector<Field>& fs, const toml::table& tbl,
+                   const std::string& prefix, const std::string& origin) {
+  for (const auto& [name, node] : tbl) {
+    const std::string path = prefix.empty() ? std::string(name.str()) : prefix + "." + std::string(name.str());
+    if (const toml::table* sub = node.as_table()) {
+      if (!is_section(fs, path)) {
+        if (find_field(fs, path)) return bad(path, "must be a value, not a table (in " + origin + ")");
+        return bad(path, "unknown section" + did_you_mean(fs, std::string(name.str())) + " (in " + origin + ")");
+      }
+      CRUCIBLE_RETURN_IF_ERROR(apply_table(cfg, fs, *sub, path, origin));
+      continue;
     }
+    if (prefix.empty())
+      return bad(path, "must be a [section]" + did_you_mean(fs, path) + " (in " + origin + ")");
+    const Field* f = find_field(fs, path);
+    if (!f) {
+      if (is_section(fs, path)) return bad(path, "must be a [" + path + "] table (in " + origin + ")");
+      return bad(path, "unknown key" + did_you_mean(fs, std::string(name.str())) + " (in " + origin + ")");
+    }
+    CRUCIBLE_RETURN_IF_ERROR(assign(*f, node));
+    cfg.explicit_keys.push_back(path);
   }
   return Status::ok();
+}
+
+Status apply_table(Config& cfg, const toml::table& root, const std::string& origin) {
+  return apply_table(cfg, fields(cfg), root, "", origin);
 }
 
 // "--set key=value": the value is read as TOML when it parses as one
@@ -320,16 +334,16 @@ Status validate_curate(const Config& c) {
   if (c.curate.examples < 0 || c.curate.examples > 1000)
     return bad("curate.examples", "must be in [0, 1000]");
   if (c.quality.min_words < 0 || c.quality.max_words < 0)
-    return bad("quality.min_words", "word counts must be >= 0");
-  if (c.near.ngram < 1 || c.near.ngram > 64) return bad("near.ngram", "must be in [1, 64]");
-  if (c.near.bands < 1 || c.near.bands > 1024) return bad("near.bands", "must be in [1, 1024]");
-  if (c.near.rows < 1 || c.near.rows > 1024) return bad("near.rows", "must be in [1, 1024]");
-  if (c.near.bands * c.near.rows > 4096) return bad("near.rows", "bands * rows must be <= 4096");
-  if (c.near.hash_bits != 32 && c.near.hash_bits != 64) return bad("near.hash_bits", "must be 32 or 64");
+    return bad("curate.quality.min_words", "word counts must be >= 0");
+  if (c.near.ngram < 1 || c.near.ngram > 64) return bad("curate.near.ngram", "must be in [1, 64]");
+  if (c.near.bands < 1 || c.near.bands > 1024) return bad("curate.near.bands", "must be in [1, 1024]");
+  if (c.near.rows < 1 || c.near.rows > 1024) return bad("curate.near.rows", "must be in [1, 1024]");
+  if (c.near.bands * c.near.rows > 4096) return bad("curate.near.rows", "bands * rows must be <= 4096");
+  if (c.near.hash_bits != 32 && c.near.hash_bits != 64) return bad("curate.near.hash_bits", "must be 32 or 64");
   if (!(c.near.threshold >= 0 && c.near.threshold <= 1))
-    return bad("near.threshold", "must be in [0, 1]");
-  if (c.c4.min_words_per_line < 0) return bad("c4.min_words_per_line", "must be >= 0");
-  if (c.c4.min_sentences < 0) return bad("c4.min_sentences", "must be >= 0");
+    return bad("curate.near.threshold", "must be in [0, 1]");
+  if (c.c4.min_words_per_line < 0) return bad("curate.c4_lines.min_words_per_line", "must be >= 0");
+  if (c.c4.min_sentences < 0) return bad("curate.c4_lines.min_sentences", "must be >= 0");
   return Status::ok();
 }
 
@@ -410,6 +424,30 @@ Status apply_curate_profile(Config& cfg, const std::string& profile) {
   return validate(cfg);
 }
 
+Result<std::string> detect_curate_profile(const std::vector<std::string>& inputs,
+                                          const std::string& format) {
+  if (format == "fortunes") return std::string("short");
+  if (format != "auto") return std::string("web");
+  auto files = data::list_inputs(inputs, format);
+  if (!files) return files.status();
+  for (const auto& f : *files)
+    if (f.format == data::CorpusFormat::kFortunes) return std::string("short");
+  return std::string("web");
+}
+
+Status resolve_config(Config& cfg) {
+  if (!cfg.curate.enabled || !cfg.data.dataset.empty()) return Status::ok();
+  // Applying a profile again changes nothing (it fills the same keys with the
+  // same values), so an explicit profile is applied here as well as "auto".
+  std::string profile = cfg.curate.profile;
+  if (profile == "auto") {
+    auto detected = detect_curate_profile(cfg.data.source, cfg.data.format);
+    if (!detected) return detected.status();
+    profile = *detected;
+  }
+  return apply_curate_profile(cfg, profile);
+}
+
 Result<Config> parse_config(const std::string& toml_text, const std::string& origin,
                             const std::vector<std::string>& overrides) {
   Config cfg;
@@ -435,14 +473,30 @@ Result<Config> load_config(const std::string& path, const std::vector<std::strin
   return parse_config(ss.str(), path, overrides);
 }
 
+namespace {
+
+// The table holding `key`'s value, made on the way ("curate.quality.min_words":
+// root[curate][quality]); `name` gets the last part.
+toml::table& table_for(toml::table& root, const std::string& key, std::string* name) {
+  toml::table* t = &root;
+  size_t from = 0;
+  for (size_t dot; (dot = key.find('.', from)) != std::string::npos; from = dot + 1) {
+    const std::string part = key.substr(from, dot - from);
+    if (!t->contains(part)) t->insert(part, toml::table{});
+    t = (*t)[part].as_table();
+  }
+  *name = key.substr(from);
+  return *t;
+}
+
+}  // namespace
+
 std::string to_toml(const Config& cfg_in) {
   Config cfg = cfg_in;
   toml::table root;
   for (const auto& f : fields(cfg)) {
-    std::string key = f.key;
-    std::string sec = key.substr(0, key.find('.')), name = key.substr(key.find('.') + 1);
-    if (!root.contains(sec)) root.insert(sec, toml::table{});
-    toml::table& t = *root[sec].as_table();
+    std::string name;
+    toml::table& t = table_for(root, f.key, &name);
     std::visit(
         [&](auto* v) {
           using T = std::remove_pointer_t<decltype(v)>;
@@ -459,7 +513,9 @@ std::string to_toml(const Config& cfg_in) {
         f.target);
   }
   std::ostringstream out;
-  out << "# Resolved crucible configuration (every key, defaults included).\n" << root << "\n";
+  out << "# Resolved crucible configuration (every key, defaults included; curation\n"
+         "# profile applied). Read back, it resolves to itself.\n"
+      << root << "\n";
   return out.str();
 }
 
@@ -467,9 +523,12 @@ nlohmann::json to_json(const Config& cfg_in) {
   Config cfg = cfg_in;
   nlohmann::json j = nlohmann::json::object();
   for (const auto& f : fields(cfg)) {
-    std::string key = f.key;
-    std::string sec = key.substr(0, key.find('.')), name = key.substr(key.find('.') + 1);
-    std::visit([&](auto* v) { j[sec][name] = *v; }, f.target);
+    nlohmann::json* at = &j;
+    const std::string key = f.key;
+    size_t from = 0;
+    for (size_t dot; (dot = key.find('.', from)) != std::string::npos; from = dot + 1)
+      at = &(*at)[key.substr(from, dot - from)];
+    std::visit([&](auto* v) { (*at)[key.substr(from)] = *v; }, f.target);
   }
   return j;
 }

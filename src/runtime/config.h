@@ -92,7 +92,7 @@ struct FaultConfig {
 
 // Curation: `crucible curate`, and `crucible train` before it tokenizes
 // data.source when curate.enabled (docs/curation.md). The thresholds live in
-// the [quality] [repetition] [c4] [near] sections.
+// the [curate.quality] [curate.repetition] [curate.c4] [curate.near] tables.
 struct CurateConfig : data::CurateSettings {
   bool enabled = false;  // train: curate data.source first (the embedded default does)
   // Threshold defaults: "web" (Gopher's, for web pages), "short" (relaxed for
@@ -118,6 +118,18 @@ struct Config {
   // Keys the file or --set gave explicitly (profiles leave these alone).
   std::vector<std::string> explicit_keys;
 };
+
+// The profile "auto" stands for on these inputs: "short" when any of them is in
+// fortunes format (by data.format or, for "auto", by looking), else "web".
+Result<std::string> detect_curate_profile(const std::vector<std::string>& inputs,
+                                          const std::string& format);
+
+// Resolves what a training config leaves to be decided from its inputs: with
+// curate.enabled and no data.dataset, curate.profile "auto" becomes the
+// detected profile, and the profile's thresholds fill every key not set. The
+// result written by to_toml and read back resolves to itself (a fixed point:
+// every key is then explicit and the profile is no longer "auto").
+Status resolve_config(Config& cfg);
 
 // Applies a curation profile's threshold defaults ("web": none, the C++
 // defaults are Gopher's; "short": docs/curation.md) to every key not in

@@ -45,6 +45,12 @@ void Console::info(const std::string& msg) {
   }
 }
 
+void Console::log_only(const std::string& msg) {
+  if (quiet_ || !log_) return;
+  std::fprintf(log_, "%s\n", msg.c_str());
+  std::fflush(log_);
+}
+
 void Console::progress(const std::string& line, bool force) {
   if (quiet_) return;
   if (tty_) {

@@ -23,6 +23,9 @@ class Console {
   // before (false if it cannot be opened).
   bool open_log(const std::string& path);
   void info(const std::string& msg);
+  // Appends to the log file only (the message that main prints as it exits,
+  // so RUN/log.txt ends with why the run ended).
+  void log_only(const std::string& msg);
   // A progress update; `force` prints a plain line even within the interval.
   void progress(const std::string& line, bool force = false);
   // Ends the live line (leaves its last state on screen).

@@ -189,15 +189,9 @@ Result<data::CurateSpec> curate_spec(Config cfg, const std::vector<std::string>&
                                      const std::string& format) {
   std::string profile = cfg.curate.profile;
   if (profile == "auto") {
-    profile = "web";
-    if (format == "fortunes") {
-      profile = "short";
-    } else if (format == "auto") {
-      auto files = data::list_inputs(inputs, format);
-      if (!files) return files.status();
-      for (const auto& f : *files)
-        if (f.format == data::CorpusFormat::kFortunes) profile = "short";
-    }
+    auto detected = detect_curate_profile(inputs, format);
+    if (!detected) return detected.status();
+    profile = *detected;
   }
   CRUCIBLE_RETURN_IF_ERROR(apply_curate_profile(cfg, profile));
   data::CurateSpec s;

@@ -14,16 +14,27 @@ MetricsWriter::~MetricsWriter() {
   if (f_) std::fclose(f_);
 }
 
-Status MetricsWriter::open(const std::string& path, int64_t keep_until) {
+Status MetricsWriter::open(const std::string& path, int64_t keep_until,
+                           const nlohmann::json& row_at_keep_until) {
   path_ = path;
   std::string kept;
+  int64_t last = 0;
   if (keep_until > 0) {
     std::ifstream in(path);
     for (std::string line; std::getline(in, line);) {
       auto j = nlohmann::json::parse(line, nullptr, false);
-      if (j.is_discarded() || !j.contains("step")) continue;  // a torn last line
-      if (j["step"].get<int64_t>() <= keep_until) kept += line + "\n";
+      // A torn last line, or a row that is not ours: dropped, never trusted.
+      if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer()) continue;
+      const int64_t step = j["step"].get<int64_t>();
+      if (step <= keep_until && step > last) {
+        kept += line + "\n";
+        last = step;
+      }
     }
+    // The checkpoint was published before its own row reached the file.
+    if (last < keep_until && row_at_keep_until.is_object() &&
+        row_at_keep_until.value("step", int64_t(-1)) == keep_until)
+      kept += row_at_keep_until.dump() + "\n";
   }
   CRUCIBLE_RETURN_IF_ERROR(write_file_atomic(path, kept));
   f_ = std::fopen(path.c_str(), "a");
@@ -31,7 +42,7 @@ Status MetricsWriter::open(const std::string& path, int64_t keep_until) {
   return Status::ok();
 }
 
-Status MetricsWriter::write(const StepMetrics& m) {
+nlohmann::json to_json(const StepMetrics& m) {
   nlohmann::json j = {
       {"step", m.step},
       {"loss", m.loss},
@@ -61,7 +72,11 @@ Status MetricsWriter::write(const StepMetrics& m) {
   }
   if (m.ckpt_write_ms > 0) j["ckpt_write_ms"] = m.ckpt_write_ms;
   if (m.ckpt_flush_ms > 0) j["ckpt_flush_ms"] = m.ckpt_flush_ms;
-  std::string line = j.dump() + "\n";
+  return j;
+}
+
+Status MetricsWriter::write(const StepMetrics& m) {
+  std::string line = to_json(m).dump() + "\n";
   if (std::fwrite(line.data(), 1, line.size(), f_) != line.size() || std::fflush(f_) != 0)
     return Status::io("[run] writing " + path_ + ": " + std::strerror(errno));
   return Status::ok();

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "core/status.h"
@@ -37,12 +38,18 @@ struct StepMetrics {
   uint64_t mem_in_use = 0, mem_peak = 0, mem_cached = 0;  // allocator bytes
 };
 
+// One row of metrics.jsonl.
+nlohmann::json to_json(const StepMetrics& m);
+
 class MetricsWriter {
  public:
   ~MetricsWriter();
   // Opens `path` for appending after dropping every line whose step > keep_until
-  // (keep_until = 0: start a fresh file).
-  Status open(const std::string& path, int64_t keep_until);
+  // (keep_until = 0: start a fresh file), every unreadable line and every
+  // repeated step. When no row for keep_until remains, row_at_keep_until (the
+  // checkpoint's copy of it) is put back.
+  Status open(const std::string& path, int64_t keep_until,
+              const nlohmann::json& row_at_keep_until = nullptr);
   Status write(const StepMetrics& m);
 
  private:

@@ -14,6 +14,7 @@
 
 #include "core/clock.h"
 #include "core/file_io.h"
+#include "core/process.h"
 
 namespace crucible::runtime {
 
@@ -42,20 +43,32 @@ RunDirLock::~RunDirLock() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-Status RunDirLock::acquire(const std::string& run_dir, double wait_s) {
+Status RunDirLock::acquire(const std::string& run_dir, const std::string& file,
+                           const std::string& role, double wait_s) {
   std::error_code ec;
-  fs::create_directories(run_dir, ec);
-  const std::string path = run_dir + "/train.lock";
+  created_dir_ = fs::create_directories(run_dir, ec);
+  if (ec) return Status::invalid("[run] cannot create run directory " + run_dir + ": " + ec.message());
+  const std::string path = run_dir + "/" + file;
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0)
     return Status::invalid("[run] cannot write run directory " + run_dir + ": " + errno_str());
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
   while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-    if (std::chrono::steady_clock::now() > deadline)
-      return Status::invalid("[run] " + run_dir + " is in use by another training job (" + path +
-                             " is locked)");
+    if (std::chrono::steady_clock::now() >= deadline) {
+      // The holder wrote who it is when it took the lock.
+      auto held = read_file(path);
+      std::string holder = held ? *held : std::string();
+      while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+      return Status::invalid("[run] " + run_dir + " is in use by " +
+                             (holder.empty() ? std::string("another process") : holder) +
+                             "; wait for it to end or choose another --run-dir");
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+  const std::string me = role + " (pid " + std::to_string(::getpid()) + " on " + host_name() +
+                         ", since " + wall_time("%Y-%m-%d %H:%M:%S", false) + ")\n";
+  if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, me.data(), me.size(), 0) != ssize_t(me.size()))
+    return Status::io("[run] cannot write " + path + ": " + errno_str());
   return Status::ok();
 }
 
@@ -94,16 +107,22 @@ Result<RunPlan> plan_run(const RunRequest& req) {
     auto cfg = load_config(req.config_path, req.overrides);
     if (!cfg) return cfg.status();
     plan.config = std::move(*cfg);
-    plan.run_dir = !req.run_dir.empty() ? req.run_dir
-                   : !plan.config.run.dir.empty()
-                       ? plan.config.run.dir
-                       : "runs/" + plan.config.run.name + "-" + timestamp();
+    if (!req.run_dir.empty()) {
+      plan.run_dir = req.run_dir;
+    } else if (!plan.config.run.dir.empty()) {
+      plan.run_dir = plan.config.run.dir;
+    } else {  // two runs started within one second get two directories
+      const std::string base = "runs/" + plan.config.run.name + "-" + timestamp();
+      plan.run_dir = base;
+      for (int n = 2; fs::exists(plan.run_dir); ++n) plan.run_dir = base + "-" + std::to_string(n);
+    }
     if (has_checkpoints(plan.run_dir))
       return Status::invalid("[run] " + plan.run_dir +
                              " already holds a training run; pass --resume to continue it or "
                              "choose another --run-dir");
   }
   plan.config.run.dir = plan.run_dir;
+  CRUCIBLE_RETURN_IF_ERROR(resolve_config(plan.config));
   return plan;
 }
 

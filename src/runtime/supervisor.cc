@@ -24,6 +24,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 #include "ckpt/checkpoint.h"
@@ -38,6 +39,46 @@ namespace crucible::runtime {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+Status check_hostfile(const std::string& path, int ranks) {
+  auto text = read_file(path);
+  if (!text) return Status::invalid("[launch] --hostfile " + text.status().message());
+  std::istringstream in(*text);
+  int hosts = 0, line_no = 0;
+  int64_t slots = 0;
+  bool all_counted = true;  // a host without slots= gets its core count from Open MPI
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    line = line.substr(0, line.find('#'));
+    std::istringstream words(line);
+    std::string host, word;
+    if (!(words >> host)) continue;
+    ++hosts;
+    bool counted = false;
+    while (words >> word) {
+      const size_t eq = word.find('=');
+      const std::string key = word.substr(0, eq);
+      if (eq == std::string::npos || (key != "slots" && key != "max_slots" && key != "max-slots"))
+        return Status::invalid("[launch] " + path + ":" + std::to_string(line_no) + ": '" + word +
+                               "' is not slots=N or max_slots=N");
+      const std::string v = word.substr(eq + 1);
+      if (v.empty() || v.size() > 6 || v.find_first_not_of("0123456789") != std::string::npos ||
+          std::stoi(v) < 1)
+        return Status::invalid("[launch] " + path + ":" + std::to_string(line_no) + ": " + key +
+                               " must be a positive integer, got '" + v + "'");
+      if (key == "slots") {
+        slots += std::stoi(v);
+        counted = true;
+      }
+    }
+    all_counted = all_counted && counted;
+  }
+  if (hosts == 0) return Status::invalid("[launch] " + path + " names no host");
+  if (all_counted && slots < ranks)
+    return Status::invalid("[launch] " + path + " has " + std::to_string(slots) + " slot(s) for " +
+                           std::to_string(ranks) + " ranks (-n); add slots or lower -n");
+  return Status::ok();
+}
 
 std::vector<std::string> launcher_command(const LaunchSpec& o, const std::string& self,
                                           const std::vector<std::string>& command) {
@@ -680,29 +721,33 @@ Result<int> supervise(const SuperviseOptions& opt) {
                      req.run_dir.c_str());
     }
   }
+  if (!opt.launch.hostfile.empty())
+    CRUCIBLE_RETURN_IF_ERROR(check_hostfile(opt.launch.hostfile, opt.launch.ranks));
   if (!req.run_dir.empty()) req.resume = has_checkpoints(req.run_dir);
   auto plan = plan_run(req);
   if (!plan) return plan.status();
   const std::string& run = plan->run_dir;
+  // The supervisor owns the run directory for the job's whole life (its ranks
+  // take only the attempt lock); nothing is written before it holds it.
+  RunDirLock owner;
+  CRUCIBLE_RETURN_IF_ERROR(owner.acquire(run, kOwnerLock, "crucible launch", 0));
   {
     std::ifstream in(run + "/job.json");
     auto j = in ? json::parse(in, nullptr, false) : json();
     if (j.is_object() && j.value("state", "") == "finished") {
-      std::fprintf(stderr, "[supervisor] %s has finished; nothing to do\n", run.c_str());
-      return 0;
+      // Finished at its train.steps; a relaunch asking for more continues it.
+      auto found = ckpt::find_latest_valid(run + "/ckpt");
+      const int64_t done = found ? found->step : 0;
+      if (done >= plan->config.train.steps) {
+        std::fprintf(stderr,
+                     "[supervisor] %s has finished at step %lld (train.steps = %lld); nothing to "
+                     "do (--set train.steps=N with N > %lld trains it further)\n",
+                     run.c_str(), (long long)done, (long long)plan->config.train.steps, (long long)done);
+        return 0;
+      }
+      std::fprintf(stderr, "[supervisor] %s finished at step %lld; continuing to train.steps = %lld\n",
+                   run.c_str(), (long long)done, (long long)plan->config.train.steps);
     }
-  }
-  std::error_code ec;
-  fs::create_directories(run, ec);
-  if (ec) return Status::invalid("[launch] cannot create " + run + ": " + ec.message());
-  // One supervisor per run directory. The lock dies with its holder, even
-  // under SIGKILL, so a rerun after a crash is never refused.
-  const std::string lock_path = run + "/supervisor.lock";
-  int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock < 0) return Status::invalid("[launch] cannot open " + lock_path + ": " + errno_str());
-  if (::flock(lock, LOCK_EX | LOCK_NB) != 0) {
-    ::close(lock);
-    return Status::invalid("[launch] " + run + " is being supervised by another process");
   }
   // Orphaned ranks (their mpirun killed) are re-parented here and reaped.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -716,7 +761,6 @@ Result<int> supervise(const SuperviseOptions& opt) {
   Result<int> code = sup.run();
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
-  ::close(lock);
   return code;
 }
 

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "core/status.h"
 #include "runtime/run_dir.h"
 
 namespace crucible::runtime {
@@ -39,6 +40,12 @@ struct LaunchSpec {
 };
 std::vector<std::string> launcher_command(const LaunchSpec& spec, const std::string& self,
                                           const std::vector<std::string>& command);
+
+// An Open MPI hostfile that can hold `ranks` ranks: readable, at least one
+// host, every slots=/max_slots= a positive integer, and (when every host
+// gives slots=) enough slots. A hostfile that cannot work is bad input, not
+// a failure to retry.
+Status check_hostfile(const std::string& path, int ranks);
 
 struct SuperviseOptions {
   LaunchSpec launch;

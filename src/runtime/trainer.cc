@@ -37,6 +37,7 @@
 #include "runtime/heartbeat.h"
 #include "runtime/metrics.h"
 #include "runtime/metrics_server.h"
+#include "runtime/resume_check.h"
 #include "runtime/run_health.h"
 #include "runtime/train_setup.h"
 #include "runtime/world.h"
@@ -46,6 +47,9 @@ namespace crucible::runtime {
 namespace fs = std::filesystem;
 
 namespace {
+
+// "step_0000020" of ".../ckpt/step_0000020": how messages name a checkpoint.
+std::string ckpt_name(const std::string& dir) { return fs::path(dir).filename().string(); }
 
 volatile std::sig_atomic_t g_stop_signal = 0;
 extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
@@ -133,6 +137,73 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   CRUCIBLE_RETURN_IF_ERROR(agree_on_config(comm, plan.config, plan.run_dir));
   // The ranks leave that agreement together: one time origin for their traces.
   trace::set_origin_ns(now_ns());
+
+  // ---- the run directory's owner, the checkpoint to resume, the data ----
+  // Decided before anything is written: a second job on a directory that a
+  // live one owns is refused at once. Under `crucible launch` the supervisor
+  // owns the directory and a relaunch waits for the last ranks of the attempt
+  // before it.
+  RunDirLock owner_lock, attempt_lock;
+  {
+    Status s;
+    if (rank == 0) {
+      const bool supervised = std::getenv(kSupervisorPidEnv) != nullptr;
+      const std::string& dir = plan.run_dir;
+      if (!supervised) s = owner_lock.acquire(dir, kOwnerLock, "crucible train", 0);
+      if (s) s = attempt_lock.acquire(dir, kAttemptLock, "crucible train", supervised ? 30 : 0);
+      if (s && !plan.resume && has_checkpoints(dir))
+        s = Status::invalid("[run] " + dir + " already holds a training run; pass --resume to continue it");
+    }
+    CRUCIBLE_RETURN_IF_ERROR(agree(comm, s));
+  }
+  // A directory this run created stays only once prepare_run has filled it:
+  // bad input found before that leaves nothing behind.
+  struct Unused {
+    std::string dir;
+    bool keep = false;
+    ~Unused() {
+      std::error_code ec;
+      if (!keep && !dir.empty()) fs::remove_all(dir, ec);
+    }
+  } created{rank == 0 && (owner_lock.created_dir() || attempt_lock.created_dir()) ? plan.run_dir : ""};
+
+  // A resumed run trains on the data its checkpoint pins, found from the
+  // checkpoint itself (a resumed config never re-derives it).
+  std::optional<ckpt::FoundCheckpoint> resume_from;
+  std::optional<DataPin> pinned;
+  if (plan.resume) {
+    auto found = ckpt::find_latest_valid(plan.run_dir + "/ckpt");
+    Status s = found.status();
+    if (found) {
+      s = check_resume_config(found->state.config, plan.config, ckpt_name(found->dir));
+      if (s && !found->state.data.is_null()) {
+        auto pin = DataPin::from_json(found->state.data, found->dir + "/manifest.json");
+        s = pin.status();
+        if (pin) pinned = *pin;
+      }
+      resume_from = std::move(*found);
+    }
+    CRUCIBLE_RETURN_IF_ERROR(agree(comm, s));
+    const auto& explicit_keys = plan.config.explicit_keys;
+    const bool dataset_given = std::find(explicit_keys.begin(), explicit_keys.end(), "data.dataset") !=
+                                   explicit_keys.end() &&
+                               !plan.config.data.dataset.empty();
+    if (pinned && !dataset_given) plan.config.data.dataset = pinned->dataset;
+    const int64_t at = resume_from->step;
+    if (at >= plan.config.train.steps) {  // nothing to train: the run's files stay as they are
+      TrainResult done;
+      done.run_dir = plan.run_dir;
+      done.steps_done = at;
+      done.already_finished = true;
+      done.reporter = rank == 0;
+      console.info("[train] " + plan.run_dir + " has finished: step " + std::to_string(at) +
+                   " of train.steps = " + std::to_string(plan.config.train.steps) +
+                   "; nothing to train (--set train.steps=N with N > " + std::to_string(at) +
+                   " trains it further)");
+      phases.enter(at, Phase::kDone);
+      return done;
+    }
+  }
   const Config& cfg = plan.config;
   const std::string& run = plan.run_dir;
   auto log = [&](const std::string& m) { console.info(m); };
@@ -140,15 +211,21 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   FaultInjector faults;
   CRUCIBLE_RETURN_IF_ERROR(faults.arm(cfg.fault, rank));
 
-  // ---- data, run directory ----
   Setup setup;
   CRUCIBLE_RETURN_IF_ERROR(agree(comm, prepare_data(cfg, comm, log, setup)));
-  // One job per run directory: a relaunch waits for the ranks of an earlier
-  // attempt that are still on their way out.
-  RunDirLock run_lock;
-  CRUCIBLE_RETURN_IF_ERROR(agree(comm, rank == 0 ? run_lock.acquire(run, 30) : Status::ok()));
+  const DataPin data_pin{setup.ds->dir, setup.train_shard->info().checksum,
+                         setup.val_shard->info().checksum, setup.tok->fingerprint()};
+  if (pinned)
+    CRUCIBLE_RETURN_IF_ERROR(agree(comm, check_data_pin(*pinned, data_pin, ckpt_name(resume_from->dir))));
   CRUCIBLE_RETURN_IF_ERROR(agree(comm, rank == 0 ? prepare_run(plan, setup) : Status::ok()));
+  created.keep = true;
   if (rank == 0) console.open_log(run + "/log.txt");
+  if (resume_from)
+    for (const auto& w : resume_from->warnings) log(w);
+  if (plan.resume && !pinned)
+    log("[ckpt] warning: " + ckpt_name(resume_from->dir) +
+        " records no dataset (written by an older crucible); resuming on " + setup.ds->dir +
+        " unchecked");
   log("[run] " + run + (plan.resume ? " (resuming)" : "") + ", " + std::to_string(W) +
       (W > 1 ? " ranks (" + comm.backend() + ") x " : " process x ") +
       std::to_string(num_threads()) + " threads");
@@ -160,9 +237,15 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   auto val_loader = data::Loader::create(setup.val_shard, {B, T, cfg.train.seed, 0, 1, 1, false});
   Status ls = !loader ? loader.status() : !val_loader ? val_loader.status() : Status::ok();
   CRUCIBLE_RETURN_IF_ERROR(agree(comm, ls));
-  const int eval_batches =
-      int(std::min<uint64_t>(uint64_t(cfg.train.eval_batches), (*val_loader)->steps_per_epoch()));
-
+  // The validation set is train.eval_batches global batches (B x accum x W
+  // sequences each) from the start of the validation shard, so every layout
+  // of one global batch evaluates the same tokens; it is cut to whole global
+  // batches when the shard is shorter.
+  const uint64_t per_global = uint64_t(accum) * uint64_t(W), val_micro = (*val_loader)->steps_per_epoch();
+  uint64_t eval_micro = std::min<uint64_t>(uint64_t(cfg.train.eval_batches) * per_global,
+                                           val_micro / per_global * per_global);
+  if (eval_micro == 0) eval_micro = val_micro;
+  const int eval_batches = int(eval_micro);
   // ---- model, optimizer, data parallelism, checkpoint ----
   nn::GPT model(cfg.model);
   model.init_weights(cfg.train.seed);  // identical on every rank: same seed, same streams
@@ -188,9 +271,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     // Every rank reads the checkpoint; a checkpoint of any world size fits
     // any other (full-layout tensors; each optimizer takes its shard).
     auto resume = [&]() -> Status {
-      auto found = ckpt::find_latest_valid(ckpt_dir);
-      if (!found) return found.status();
-      for (const auto& w : found->warnings) log(w);
+      const ckpt::FoundCheckpoint* found = &*resume_from;
       auto state = ckpt::load_checkpoint(found->dir, model.params(), &adam);
       if (!state) return state.status();
       auto ls = data::loader_state_from_json(state->loader);
@@ -199,6 +280,14 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
       step = state->step;
       phases.enter(step, Phase::kSetup);
       int saved_world = state->world.value("world_size", 1);
+      // Reproducible mode gives the same bits across world sizes only at the
+      // same micro-batch and threads per rank (docs/training.md).
+      const int saved_b = state->world.value("batch_size", B), saved_t = state->world.value("threads", num_threads());
+      if (cfg.dist.reproducible && (saved_b != B || saved_t != num_threads()))
+        log("[train] warning: dist.reproducible: " + ckpt_name(found->dir) + " was trained at " +
+            std::to_string(saved_b) + " sequences x " + std::to_string(saved_t) +
+            " threads per rank, this run uses " + std::to_string(B) + " x " + std::to_string(num_threads()) +
+            ": its weights will not be bit-identical to an uninterrupted run");
       log("[ckpt] resumed from " + found->dir + " at step " + std::to_string(step) +
           (saved_world != W ? " (written by " + std::to_string(saved_world) + " ranks, now " +
                                   std::to_string(W) + ")"
@@ -216,7 +305,9 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
         std::to_string(live->port()) + "/metrics" + (W > 1 ? " (rank r on port + r)" : ""));
   }
   MetricsWriter metrics, rank_metrics;
-  Status ms = rank == 0 ? metrics.open(run + "/metrics.jsonl", step) : Status::ok();
+  Status ms = rank == 0 ? metrics.open(run + "/metrics.jsonl", step,
+                                       resume_from ? resume_from->state.metrics : nullptr)
+                         : Status::ok();
   if (ms.is_ok() && W > 1)
     ms = rank_metrics.open(run + "/metrics.rank" + std::to_string(rank) + ".jsonl", step);
   CRUCIBLE_RETURN_IF_ERROR(agree(comm, ms));
@@ -251,7 +342,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     reap(true, m);
     return agree(comm, ckpt_error);
   };
-  auto save = [&](int64_t at, bool flush, StepMetrics& m) -> Status {
+  auto save = [&](int64_t at, bool flush, const nlohmann::json& row, StepMetrics& m) -> Status {
     Stopwatch sw;
     CRUCIBLE_RETURN_IF_ERROR(collect(&m));
     const bool zero_gather = dp && cfg.dist.zero > 0;
@@ -260,7 +351,10 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
       st.step = at;
       st.config = to_json(cfg);
       st.loader = data::to_json((*loader)->state());
-      st.world = {{"world_size", W}, {"zero", cfg.dist.zero}};
+      st.world = {{"world_size", W}, {"zero", cfg.dist.zero}, {"batch_size", B},
+                  {"grad_accum", accum}, {"threads", num_threads()}};
+      st.data = data_pin.to_json();
+      st.metrics = row;
       // No random draws happen during training (no dropout); the seed and the
       // stream layout are all the RNG state there is.
       st.rng = {{"seed", cfg.train.seed}, {"init_streams", "fnv1a64(param name)"}};
@@ -294,8 +388,8 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   // hand (RUN/, else the working directory): the ceiling this machine showed.
   const double gemm_ceiling_gflops = profile::probe_gemm_ceiling(
       {run + "/probe.json", "probe.json"}, num_threads());
-  // Validation: the same eval_batches batches for any world size, dealt out
-  // over the ranks; the mean over all of them.
+  // Validation: the same eval_batches micro-batches for any layout, dealt
+  // out over the ranks; the mean over all of them.
   auto evaluate = [&]() {
     double sum = 0;
     for (int i = rank; i < eval_batches; i += W) {
@@ -419,17 +513,10 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
       m.eval_ms = sw.elapsed_ms();
       result.val_loss = m.val_loss;
     }
-    if (last || stop || (cfg.ckpt.every > 0 && step % cfg.ckpt.every == 0)) {
-      phases.enter(step, Phase::kCheckpoint);
-      CRUCIBLE_RETURN_IF_ERROR(save(step, last || stop, m));
-    }
-    phases.enter(step, Phase::kSync);
     AllocatorStats mem = Allocator::global().stats();
     m.mem_in_use = mem.in_use;
     m.mem_peak = mem.peak;
     m.mem_cached = mem.cached;
-    if (W > 1) CRUCIBLE_RETURN_IF_ERROR(rank_metrics.write(m));
-    health.record_step(m);
     StepMetrics agg = m;  // the job's view: the slowest rank's times
     if (W > 1) {
       double t[7] = {m.step_ms,      m.data_wait_ms, m.forward_ms,      m.backward_ms,
@@ -442,6 +529,17 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     agg.mfu = flops_per_step / (agg.step_ms * 1e-3) / (W * peak.derived_gflops * 1e9);
     if (gemm_ceiling_gflops > 0)
       agg.mfu_of_gemm = flops_per_step / (agg.step_ms * 1e-3) / (W * gemm_ceiling_gflops * 1e9);
+    if (last || stop || (cfg.ckpt.every > 0 && step % cfg.ckpt.every == 0)) {
+      phases.enter(step, Phase::kCheckpoint);
+      // The checkpoint carries this step's row (without its own timings): it
+      // may be on disk before the row is in metrics.jsonl.
+      CRUCIBLE_RETURN_IF_ERROR(save(step, last || stop, to_json(agg), m));
+      agg.ckpt_stall_ms = m.ckpt_stall_ms, agg.ckpt_wait_ms = m.ckpt_wait_ms;
+      agg.ckpt_flush_ms = m.ckpt_flush_ms, agg.ckpt_write_ms = m.ckpt_write_ms;
+    }
+    phases.enter(step, Phase::kSync);
+    if (W > 1) CRUCIBLE_RETURN_IF_ERROR(rank_metrics.write(m));
+    health.record_step(m);
     if (rank == 0) CRUCIBLE_RETURN_IF_ERROR(metrics.write(agg));
     if (live) live->update(W > 1 ? m : agg);
     result.last_loss = m.loss;

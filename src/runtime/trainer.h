@@ -30,6 +30,7 @@ struct TrainResult {
   int64_t steps_done = 0;
   bool stopped_early = false;  // --stop-at or a signal
   bool preempted = false;      // a signal
+  bool already_finished = false;  // --resume of a run at train.steps: nothing was done
   bool reporter = true;        // this process prints the job's messages (rank 0)
   double last_loss = 0, val_loss = 0, unigram_entropy = 0;
 };

@@ -1,0 +1,74 @@
+#include "runtime/resume_check.h"
+
+#include "core/hash.h"
+
+namespace crucible::runtime {
+
+nlohmann::json DataPin::to_json() const {
+  return {{"dataset", dataset},
+          {"train_xxh64", hex64(train_xxh64)},
+          {"val_xxh64", hex64(val_xxh64)},
+          {"tokenizer_fingerprint", hex64(tokenizer)}};
+}
+
+namespace {
+
+bool parse_hex64(const nlohmann::json& v, uint64_t* out) {
+  if (!v.is_string()) return false;
+  const std::string s = v.get<std::string>();
+  if (s.size() != 16 || s.find_first_not_of("0123456789abcdef") != std::string::npos) return false;
+  *out = std::stoull(s, nullptr, 16);
+  return true;
+}
+
+std::string describe(const DataPin& p) {
+  return p.dataset + " (train.tok " + hex64(p.train_xxh64) + ", val.tok " + hex64(p.val_xxh64) +
+         ", tokenizer " + hex64(p.tokenizer) + ")";
+}
+
+}  // namespace
+
+Result<DataPin> DataPin::from_json(const nlohmann::json& j, const std::string& where) {
+  DataPin p;
+  if (!j.is_object() || !j.contains("dataset") || !j["dataset"].is_string() ||
+      !parse_hex64(j.value("train_xxh64", nlohmann::json()), &p.train_xxh64) ||
+      !parse_hex64(j.value("val_xxh64", nlohmann::json()), &p.val_xxh64) ||
+      !parse_hex64(j.value("tokenizer_fingerprint", nlohmann::json()), &p.tokenizer))
+    return Status::corrupt("[ckpt] " + where + ": malformed \"data\" (the dataset pin)");
+  p.dataset = j["dataset"].get<std::string>();
+  return p;
+}
+
+Status check_data_pin(const DataPin& pinned, const DataPin& now, const std::string& ckpt_name) {
+  if (pinned.train_xxh64 == now.train_xxh64 && pinned.val_xxh64 == now.val_xxh64 &&
+      pinned.tokenizer == now.tokenizer)
+    return Status::ok();
+  return Status::invalid("[ckpt] " + ckpt_name + " was trained on " + describe(pinned) +
+                         ", this run opens " + describe(now) +
+                         "; resume on the pinned dataset (drop data.dataset) or start a new run");
+}
+
+Status check_tokenizer_pin(const DataPin& pinned, uint64_t fingerprint, const std::string& path,
+                           const std::string& ckpt_name) {
+  if (pinned.tokenizer == fingerprint) return Status::ok();
+  return Status::invalid("[ckpt] " + path + " is not the tokenizer " + ckpt_name +
+                         " was trained with (fingerprint " + hex64(fingerprint) + ", the checkpoint's " +
+                         hex64(pinned.tokenizer) + ", " + pinned.dataset + "/tokenizer.model)");
+}
+
+Status check_resume_config(const nlohmann::json& ckpt_config, const Config& cfg,
+                           const std::string& ckpt_name) {
+  const nlohmann::json mine = to_json(cfg);
+  if (!ckpt_config.is_object() || !ckpt_config.contains("model") || !ckpt_config["model"].is_object())
+    return Status::ok();  // nothing recorded to compare with; the tensors' shapes are checked on load
+  for (const auto& [key, value] : mine["model"].items()) {
+    const nlohmann::json theirs = ckpt_config["model"].value(key, nlohmann::json());
+    if (theirs != value)
+      return Status::invalid("[config] model." + key + ": this run asks for " + value.dump() + ", " +
+                             ckpt_name + " was trained with " + theirs.dump() +
+                             " (a resumed run keeps the model's shape; start a new run to change it)");
+  }
+  return Status::ok();
+}
+
+}  // namespace crucible::runtime
