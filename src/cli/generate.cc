@@ -1,6 +1,7 @@
 // `crucible generate RUN`: samples text from the newest valid checkpoint of a
 // run, with a KV cache (nn/generator.h), streaming tokens to stdout.
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include "ckpt/checkpoint.h"
@@ -10,6 +11,7 @@
 #include "nn/generator.h"
 #include "nn/gpt.h"
 #include "runtime/config.h"
+#include "runtime/resume_check.h"
 
 namespace crucible::cli {
 
@@ -32,6 +34,15 @@ void run_generate(const GenerateOptions& o) {
   auto found = ckpt::find_latest_valid(o.run_dir + "/ckpt");
   if (!found) fail(found.status());
   for (const auto& w : found->warnings) std::fprintf(stderr, "%s\n", w.c_str());
+  // The tokenizer must be the one the checkpoint was trained with: another
+  // one maps the same ids to other text.
+  if (!found->state.data.is_null()) {
+    const std::string name = std::filesystem::path(found->dir).filename().string();
+    auto pin = runtime::DataPin::from_json(found->state.data, found->dir + "/manifest.json");
+    if (!pin) fail(pin.status());
+    Status s = runtime::check_tokenizer_pin(*pin, tok->fingerprint(), o.run_dir + "/tokenizer.model", name);
+    if (!s) fail(s);
+  }
   nn::GPT model(cfg->model);
   auto state = ckpt::load_checkpoint(found->dir, model.params(), nullptr);
   if (!state) fail(state.status());

@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "core/clock.h"
+#include "core/dir_lock.h"
 #include "core/file_io.h"
 #include "core/hash.h"
 #include "data/corpus.h"
@@ -182,6 +183,25 @@ Result<Dataset> cached_dataset(const DatasetSpec& spec, const std::string& cache
   if (stem.empty()) stem = fs::path(spec.sources.front()).parent_path().filename().string();
   const std::string dir = cache_dir + "/" + stem + "-" + std::to_string(spec.vocab_size) + "-" +
                           hex64(XXH64(k.data(), k.size(), 0)).substr(0, 12);
+  // One builder per entry: another process building it is waited for (it
+  // may train a tokenizer for minutes), and never read half-built.
+  const std::string name = fs::path(dir).filename().string();
+  DirLock lock;
+  CRUCIBLE_RETURN_IF_ERROR(lock.acquire(cache_dir, "." + name + ".lock", "crucible (dataset build)",
+                                        24 * 3600, "remove it from " + cache_dir + " if that process is gone",
+                                        [&](const std::string& holder) {
+                                          log("[data] waiting for " + holder + ", which is building " + dir);
+                                        }));
+  // Under the lock no build of this entry is running: a private build
+  // directory left by one that was killed (DIR.tmp.PID) is debris.
+  for (auto it = fs::directory_iterator(cache_dir, ec); !ec && it != fs::end(it); it.increment(ec)) {
+    const std::string base = it->path().filename().string();
+    if (base.rfind(name + ".tmp.", 0) == 0) {
+      std::error_code rm;
+      fs::remove_all(it->path(), rm);
+      log("[data] removed " + it->path().string() + ", left by an interrupted build");
+    }
+  }
   if (fs::is_directory(dir)) {
     auto ds = open_dataset(dir);
     if (ds) {
@@ -191,9 +211,6 @@ Result<Dataset> cached_dataset(const DatasetSpec& spec, const std::string& cache
     log(ds.status().message() + "; rebuilding it");
     fs::remove_all(dir, ec);
   }
-  if (!fs::create_directories(cache_dir, ec) && ec)
-    return Status::io("[data] cannot create data cache directory " + cache_dir + ": " +
-                      ec.message());
   return build_dataset(spec, dir, log);
 }
 

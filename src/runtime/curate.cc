@@ -1,5 +1,7 @@
 #include "runtime/curate.h"
 
+#include "core/dir_lock.h"
+
 #include <omp.h>
 #include <signal.h>
 
@@ -152,9 +154,14 @@ Result<OutState> prepare_out(const data::CurationPlan& plan, const data::CurateL
                              "); rerun it with the same inputs and config, or choose another -o");
     return OutState::kResume;
   }
-  if (fs::exists(layout.out, ec) && !fs::is_empty(layout.out, ec))
+  bool empty = true;  // but for the lock this run holds
+  for (auto it = fs::directory_iterator(layout.out, ec); !ec && it != fs::end(it); it.increment(ec))
+    if (it->path().filename() != kCurateLock) empty = false;
+  if (!empty) {
+    fs::remove(layout.out + "/" + kCurateLock, ec);  // the user's directory stays as it was
     return Status::invalid("[curate] " + layout.out +
                            " exists and is not a curation output directory; choose a new -o");
+  }
   fs::create_directories(layout.work, ec);
   if (ec) return Status::io("[curate] cannot create " + layout.work + ": " + ec.message());
   CRUCIBLE_RETURN_IF_ERROR(write_checked(layout.plan(), plan.to_json().dump(1)));
@@ -234,9 +241,15 @@ Result<CurateResult> run_curate(const CurateRequest& req, dist::Comm& comm, Cons
   }
   const data::CurateLayout layout(req.out);
   OutState state = OutState::kFresh;
+  DirLock out_lock;  // one curation per OUT (rank 0 holds it for the job)
   {
     Status s;
-    if (comm.rank() == 0) {
+    if (comm.rank() == 0)
+      s = out_lock.acquire(req.out, kCurateLock, "crucible curate", req.lock_wait_s,
+                           "wait for it to end or choose another -o", [&](const std::string& holder) {
+                             console.info("[curate] waiting for " + holder + ", which is writing " + req.out);
+                           });
+    if (comm.rank() == 0 && s) {
       auto st = prepare_out(*plan, layout);
       if (st) state = *st;
       s = st.status();

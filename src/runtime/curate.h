@@ -22,12 +22,18 @@
 
 namespace crucible::runtime {
 
+// OUT/.lock (core/dir_lock.h): held by rank 0 of the curation writing OUT.
+inline constexpr const char* kCurateLock = ".lock";
+
 struct CurateRequest {
   std::vector<std::string> inputs;
   std::string format = "auto";
   std::string out;
-  Config cfg;            // [curate] [quality] [repetition] [c4] [near]
+  Config cfg;            // [curate] and its tables
   bool dry_run = false;  // print the plan and the estimate; write nothing
+  // Another process curating into `out`: wait this long for it (the cache
+  // under `crucible train`), 0: refuse at once (`crucible curate`).
+  double lock_wait_s = 0;
   // Test facility (docs/curation.md, "Testing resume"): "PASS:N" kills this
   // process with SIGKILL after it finished N units of pass PASS (scan, dedup,
   // output), as a crash or a node loss would.

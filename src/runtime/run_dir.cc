@@ -39,39 +39,6 @@ std::string newest_run(const std::string& name) {
 
 }  // namespace
 
-RunDirLock::~RunDirLock() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-Status RunDirLock::acquire(const std::string& run_dir, const std::string& file,
-                           const std::string& role, double wait_s) {
-  std::error_code ec;
-  created_dir_ = fs::create_directories(run_dir, ec);
-  if (ec) return Status::invalid("[run] cannot create run directory " + run_dir + ": " + ec.message());
-  const std::string path = run_dir + "/" + file;
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0)
-    return Status::invalid("[run] cannot write run directory " + run_dir + ": " + errno_str());
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
-  while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-    if (std::chrono::steady_clock::now() >= deadline) {
-      // The holder wrote who it is when it took the lock.
-      auto held = read_file(path);
-      std::string holder = held ? *held : std::string();
-      while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
-      return Status::invalid("[run] " + run_dir + " is in use by " +
-                             (holder.empty() ? std::string("another process") : holder) +
-                             "; wait for it to end or choose another --run-dir");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  const std::string me = role + " (pid " + std::to_string(::getpid()) + " on " + host_name() +
-                         ", since " + wall_time("%Y-%m-%d %H:%M:%S", false) + ")\n";
-  if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, me.data(), me.size(), 0) != ssize_t(me.size()))
-    return Status::io("[run] cannot write " + path + ": " + errno_str());
-  return Status::ok();
-}
-
 bool has_checkpoints(const std::string& run_dir) {
   std::error_code ec;
   for (auto it = fs::directory_iterator(run_dir + "/ckpt", ec); !ec && it != fs::end(it);

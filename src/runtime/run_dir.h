@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dir_lock.h"
 #include "core/status.h"
 #include "runtime/config.h"
 
@@ -36,36 +37,17 @@ Result<RunPlan> plan_run(const RunRequest& req);
 // resolved config.toml atomically.
 Status prepare_run_dir(const RunPlan& plan);
 
-// Who owns a run directory, decided before anything is written into it. Two
-// lock files, both flock'ed (released by the kernel when the holder dies,
-// whatever the cause), each recording its holder (role, pid, host, since):
+// Who owns a run directory, decided before anything is written into it: two
+// lock files (core/dir_lock.h), each recording its holder:
 //   RUN/owner.lock  the job: `crucible launch` for its whole life, or a plain
 //                   `crucible train` (rank 0). Never waited for: a second
 //                   job on a directory that a live one owns is refused at once,
 //                   naming the holder.
 //   RUN/train.lock  the ranks of one attempt (rank 0). A supervised relaunch
 //                   waits for the last ranks of the attempt before it.
-// Thread-compatible; one object per lock held.
-class RunDirLock {
- public:
-  RunDirLock() = default;
-  RunDirLock(const RunDirLock&) = delete;
-  RunDirLock& operator=(const RunDirLock&) = delete;
-  ~RunDirLock();
-  // Creates run_dir if needed (created_dir() tells); locks run_dir/file,
-  // waiting up to wait_s (0: not at all). role names the holder in refusals
-  // ("crucible train", "crucible launch").
-  Status acquire(const std::string& run_dir, const std::string& file, const std::string& role,
-                 double wait_s);
-  bool created_dir() const { return created_dir_; }
-
- private:
-  int fd_ = -1;
-  bool created_dir_ = false;
-};
-
 inline constexpr const char* kOwnerLock = "owner.lock";
 inline constexpr const char* kAttemptLock = "train.lock";
+inline constexpr const char* kRunDirHint = "wait for it to end or choose another --run-dir";
 
 // True when dir/ckpt holds at least one step_* directory.
 bool has_checkpoints(const std::string& run_dir);

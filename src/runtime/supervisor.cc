@@ -729,8 +729,8 @@ Result<int> supervise(const SuperviseOptions& opt) {
   const std::string& run = plan->run_dir;
   // The supervisor owns the run directory for the job's whole life (its ranks
   // take only the attempt lock); nothing is written before it holds it.
-  RunDirLock owner;
-  CRUCIBLE_RETURN_IF_ERROR(owner.acquire(run, kOwnerLock, "crucible launch", 0));
+  DirLock owner;
+  CRUCIBLE_RETURN_IF_ERROR(owner.acquire(run, kOwnerLock, "crucible launch", 0, kRunDirHint));
   {
     std::ifstream in(run + "/job.json");
     auto j = in ? json::parse(in, nullptr, false) : json();

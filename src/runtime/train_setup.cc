@@ -46,6 +46,7 @@ Status curate_sources(const Config& cfg, const data::LogFn& log, data::DatasetSp
   req.format = cfg.data.format;
   req.out = cfg.data.cache_dir + "/curated-" + plan->fingerprint;
   req.cfg = cfg;
+  req.lock_wait_s = cfg.fault.setup_timeout_s;  // another run building the same cache entry
   Console console;
   auto single = dist::make_single_comm();
   auto r = run_curate(req, *single, console);

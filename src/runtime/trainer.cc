@@ -143,14 +143,14 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   // live one owns is refused at once. Under `crucible launch` the supervisor
   // owns the directory and a relaunch waits for the last ranks of the attempt
   // before it.
-  RunDirLock owner_lock, attempt_lock;
+  DirLock owner_lock, attempt_lock;
   {
     Status s;
     if (rank == 0) {
       const bool supervised = std::getenv(kSupervisorPidEnv) != nullptr;
       const std::string& dir = plan.run_dir;
-      if (!supervised) s = owner_lock.acquire(dir, kOwnerLock, "crucible train", 0);
-      if (s) s = attempt_lock.acquire(dir, kAttemptLock, "crucible train", supervised ? 30 : 0);
+      if (!supervised) s = owner_lock.acquire(dir, kOwnerLock, "crucible train", 0, kRunDirHint);
+      if (s) s = attempt_lock.acquire(dir, kAttemptLock, "crucible train", supervised ? 30 : 0, kRunDirHint);
       if (s && !plan.resume && has_checkpoints(dir))
         s = Status::invalid("[run] " + dir + " already holds a training run; pass --resume to continue it");
     }

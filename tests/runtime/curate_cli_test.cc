@@ -307,11 +307,11 @@ TEST(CurateCli, ChunkSizeDoesNotChangeTheOutput) {
     for (const auto& d : read_output(out)) texts.push_back(d.dump());
     return texts;
   };
-  auto big = run_crucible({"curate", dir / "in", "-o", dir / "big", "--set", "quality.min_words=3"});
+  auto big = run_crucible({"curate", dir / "in", "-o", dir / "big", "--set", "curate.quality.min_words=3"});
   ASSERT_EQ(big.code, 0) << big.output;
   for (std::string mb : {"0.003", "0.011"}) {
     SCOPED_TRACE(mb);
-    auto small = run_crucible({"curate", dir / "in", "-o", dir / ("small" + mb), "--set", "quality.min_words=3",
+    auto small = run_crucible({"curate", dir / "in", "-o", dir / ("small" + mb), "--set", "curate.quality.min_words=3",
                                "--set", "curate.chunk_mb=" + mb});
     ASSERT_EQ(small.code, 0) << small.output;
     json rs = read_report(dir / ("small" + mb)), rb = read_report(dir / "big");
@@ -417,9 +417,9 @@ TEST(CurateCli, BadInputGetsOneClearMessage) {
   TempDir dir("curate_bad");
   Corpus c = make_corpus(16, 20);
   std::string in = write_corpus(dir, c);
-  auto key = run_crucible({"curate", in, "-o", dir / "o1", "--set", "quality.min_wrods=3"});
+  auto key = run_crucible({"curate", in, "-o", dir / "o1", "--set", "curate.quality.min_wrods=3"});
   EXPECT_EQ(key.code, 2);
-  EXPECT_NE(key.output.find("quality.min_wrods: unknown key"), std::string::npos) << key.output;
+  EXPECT_NE(key.output.find("curate.quality.min_wrods: unknown key"), std::string::npos) << key.output;
   auto missing = run_crucible({"curate", dir / "nope.jsonl", "-o", dir / "o2"});
   EXPECT_EQ(missing.code, 2);
   EXPECT_NE(missing.output.find("nope.jsonl does not exist"), std::string::npos) << missing.output;
@@ -437,7 +437,7 @@ TEST(CurateCli, BadInputGetsOneClearMessage) {
   EXPECT_EQ(read_file(dir / "busy/notes.txt"), "mine");
   // An unfinished run resumed with other settings is refused, not mixed.
   ASSERT_EQ(run_crucible({"curate", in, "-o", dir / "o4", "--kill-after", "scan:1"}).code, 128 + 9);
-  auto other = run_crucible({"curate", in, "-o", dir / "o4", "--set", "near.threshold=0.9"});
+  auto other = run_crucible({"curate", in, "-o", dir / "o4", "--set", "curate.near.threshold=0.9"});
   EXPECT_EQ(other.code, 2);
   EXPECT_NE(other.output.find("unfinished curation of other inputs or settings"), std::string::npos)
       << other.output;

@@ -204,7 +204,7 @@ TEST(TrainCli, BadInputIsOneClearLine) {
 
   write_file(dir / "file", "x");  // a run directory that cannot be created
   expect_bad_input(run_crucible({"train", cfg, "--run-dir", dir / "file/run"}),
-                   "cannot write run directory");
+                   "file/run: Not a directory");
   // A finished run is not overwritten by accident.
   ASSERT_EQ(run({"--set", "train.steps=4"}).code, 0);
   expect_bad_input(run({}), "already holds a training run");
