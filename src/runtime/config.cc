@@ -226,9 +226,10 @@ const Field* find_field(const std::vector<Field>& fs, const std::string& key) {
 
 // ", did you mean train.steps?" when `name` is a key of some section.
 std::string did_you_mean(const std::vector<Field>& fs, const std::string& name) {
-  for (const auto& f : fs) {
+  for (const auto& f : fs) {  // the same last part: "min_words" -> curate.quality.min_words
     std::string key = f.key;
-    if (key.substr(key.find('.') + 1) == name) return ", did you mean " + key + "?";
+    const std::string last = name.substr(name.rfind('.') + 1);
+    if (key.substr(key.rfind('.') + 1) == last) return ", did you mean " + key + "?";
   }
   return "";
 }

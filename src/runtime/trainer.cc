@@ -196,6 +196,11 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
       done.steps_done = at;
       done.already_finished = true;
       done.reporter = rank == 0;
+      // A kill between the final checkpoint and its metrics row: the row is back.
+      if (rank == 0) {
+        MetricsWriter repair;
+        CRUCIBLE_RETURN_IF_ERROR(repair.open(plan.run_dir + "/metrics.jsonl", at, resume_from->state.metrics));
+      }
       console.info("[train] " + plan.run_dir + " has finished: step " + std::to_string(at) +
                    " of train.steps = " + std::to_string(plan.config.train.steps) +
                    "; nothing to train (--set train.steps=N with N > " + std::to_string(at) +

@@ -2,7 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <toml++/toml.h>
+
+#include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <set>
 
 
 namespace crucible::runtime {
@@ -45,6 +52,110 @@ TEST(Config, ResolvedTomlRoundTrips) {
   EXPECT_EQ(back->optim.lr, 0.000123);
   EXPECT_EQ(back->optim.eps, 1e-9);
   EXPECT_EQ(back->data.source, (std::vector<std::string>{"a", "b"}));
+}
+
+// What a run does with a config: parse (file + --set), then resolve.
+Result<Config> resolved(const std::string& text, const std::vector<std::string>& overrides = {}) {
+  auto cfg = parse_config(text, "test", overrides);
+  if (!cfg) return cfg.status();
+  CRUCIBLE_RETURN_IF_ERROR(resolve_config(*cfg));
+  return cfg;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The defect this pins: the resolved default wrote Gopher's web thresholds
+// with profile "auto", so a resumed run curated fortunes with min_words = 50.
+TEST(Config, ResolvedDefaultKeepsTheShortProfileWhenReadBack) {
+  auto first = resolved(default_config_toml());
+  ASSERT_TRUE(first) << first.status().message();
+  EXPECT_EQ(first->curate.profile, "short");
+  EXPECT_EQ(first->quality.min_words, 3);
+  EXPECT_DOUBLE_EQ(first->near.threshold, 0.8);
+  auto again = resolved(to_toml(*first));
+  ASSERT_TRUE(again) << again.status().message();
+  EXPECT_EQ(again->curate.profile, "short");
+  EXPECT_EQ(again->quality.min_words, 3);
+  EXPECT_EQ(to_toml(*again), to_toml(*first));
+}
+
+// Property: resolve(read(write(resolve(x)))) == resolve(x), over the embedded
+// default, every shipped config and random --set overrides (profiles,
+// formats, thresholds and ordinary keys). Seed: CRUCIBLE_TEST_SEED.
+TEST(Config, ResolutionIsAFixedPoint) {
+  const char* env = std::getenv("CRUCIBLE_TEST_SEED");
+  const unsigned seed = env ? unsigned(std::strtoul(env, nullptr, 10)) : std::random_device{}();
+  SCOPED_TRACE("CRUCIBLE_TEST_SEED=" + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::vector<std::vector<std::string>> pool = {
+      {"curate.profile=auto", "curate.profile=web", "curate.profile=short"},
+      {"curate.enabled=true", "curate.enabled=false"},
+      {"data.format=fortunes", "data.format=auto", "data.format=text"},
+      {"curate.quality.min_words=7", "curate.quality.min_words=50", "curate.quality.max_words=900"},
+      {"curate.near.threshold=0.65", "curate.near.hash_bits=32", "curate.near.bands=10"},
+      {"curate.repetition.max_top_2gram=0.3", "curate.repetition.max_dup_line_frac=0.2"},
+      {"curate.c4=true", "curate.c4_lines.min_sentences=1"},
+      {"optim.lr=0.00031", "optim.eps=1e-9", "optim.beta2=0.999"},
+      {"train.steps=17", "train.batch_size=3", "train.grad_accum=2", "train.seed=42"},
+      {"data.dataset=some/dir", "data.cache_dir=elsewhere", "data.val_fraction=0.1"},
+      {"fault.inject=[\"kill@3\"]", "dist.zero=1", "run.name=other"},
+  };
+  std::vector<std::pair<std::string, std::string>> bases = {{"<default>", default_config_toml()}};
+  for (const char* name : {"tiny", "gpt2-124M"}) {
+    const std::string path = std::string(CRUCIBLE_SOURCE_DIR) + "/configs/" + name + ".toml";
+    bases.push_back({path, read_text(path)});
+  }
+  int checked = 0;
+  for (const auto& [origin, text] : bases) {
+    for (int trial = 0; trial < 60; ++trial) {
+      std::vector<std::string> overrides;
+      for (const auto& choices : pool)
+        if (rng() % 3 == 0) overrides.push_back(choices[rng() % choices.size()]);
+      std::string why = origin;
+      for (const auto& o : overrides) why += " --set " + o;
+      SCOPED_TRACE(why);
+      auto first = resolved(text, overrides);
+      ASSERT_TRUE(first) << first.status().message();
+      const std::string written = to_toml(*first);
+      auto back = resolved(written);
+      ASSERT_TRUE(back) << back.status().message() << "\n" << written;
+      EXPECT_EQ(to_toml(*back), written);
+      EXPECT_EQ(to_json(*back), to_json(*first));
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 3 * 60);
+}
+
+// The resolved file nests every key where the schema puts it: the only
+// top-level tables are the sections, the curation thresholds under [curate].
+TEST(Config, ResolvedTomlNestsKeysWhereTheSchemaPutsThem) {
+  auto cfg = resolved(default_config_toml());
+  ASSERT_TRUE(cfg);
+  toml::table root = toml::parse(to_toml(*cfg));
+  std::set<std::string> top;
+  for (const auto& [k, v] : root) {
+    top.insert(std::string(k.str()));
+    EXPECT_TRUE(v.is_table()) << k.str();
+  }
+  EXPECT_EQ(top, (std::set<std::string>{"ckpt", "curate", "data", "dist", "fault", "model", "optim",
+                                        "run", "train"}));
+  for (const char* sub : {"quality", "repetition", "c4_lines", "near"})
+    EXPECT_TRUE(root["curate"][sub].is_table()) << sub;
+  EXPECT_EQ(root["curate"]["quality"]["min_words"].value<int64_t>(), 3);
+  // The old top-level spelling is an unknown section now, with the new home named.
+  EXPECT_NE(error_of("[quality]\nmin_words = 3\n").find("quality: unknown section"), std::string::npos);
+  EXPECT_NE(error_of("", {"quality.min_words=3"}).find("did you mean curate.quality.min_words?"),
+            std::string::npos);
+  // A switch is a value, a table of thresholds is a table: never confused.
+  EXPECT_NE(error_of("[curate]\nquality = 3\n").find("curate.quality: must be a [curate.quality] table"),
+            std::string::npos);
+  EXPECT_NE(error_of("[curate.c4]\nx = 1\n").find("curate.c4: must be a value"), std::string::npos);
 }
 
 TEST(Config, OverridesAreTyped) {

@@ -1,0 +1,76 @@
+#include "runtime/resume_check.h"
+
+#include <gtest/gtest.h>
+
+namespace crucible::runtime {
+namespace {
+
+DataPin pin() { return {"data/curated-70011506", 0x1111, 0x2222, 0x3333}; }
+
+TEST(DataPin, RoundTripsThroughTheManifestJson) {
+  auto back = DataPin::from_json(pin().to_json(), "m");
+  ASSERT_TRUE(back) << back.status().message();
+  EXPECT_EQ(back->dataset, pin().dataset);
+  EXPECT_EQ(back->train_xxh64, 0x1111u);
+  EXPECT_EQ(back->val_xxh64, 0x2222u);
+  EXPECT_EQ(back->tokenizer, 0x3333u);
+}
+
+TEST(DataPin, MalformedPinIsCorruptNotACrash) {
+  for (const char* text : {R"("x")", R"({"dataset": 3})", R"({"dataset": "d", "train_xxh64": 5})",
+                           R"({"dataset": "d", "train_xxh64": "zz", "val_xxh64": "0", "tokenizer_fingerprint": "0"})",
+                           R"([1, 2])"}) {
+    auto r = DataPin::from_json(nlohmann::json::parse(text), "step_0000004/manifest.json");
+    ASSERT_FALSE(r) << text;
+    EXPECT_EQ(r.status().code(), Code::kCorrupt);
+    EXPECT_NE(r.status().message().find("step_0000004/manifest.json"), std::string::npos);
+  }
+}
+
+TEST(DataPin, EachDifferenceIsRefusedNamingBothDatasets) {
+  EXPECT_TRUE(check_data_pin(pin(), pin(), "step_0000020").is_ok());
+  DataPin moved = pin();
+  moved.dataset = "elsewhere/copy";  // the same bytes under another path are the same data
+  EXPECT_TRUE(check_data_pin(pin(), moved, "step_0000020").is_ok());
+  for (int field = 0; field < 3; ++field) {
+    DataPin other = pin();
+    other.dataset = "data/curated-5dd04cc1";
+    (field == 0 ? other.train_xxh64 : field == 1 ? other.val_xxh64 : other.tokenizer) ^= 1;
+    Status s = check_data_pin(pin(), other, "step_0000020");
+    ASSERT_FALSE(s.is_ok()) << field;
+    EXPECT_EQ(s.code(), Code::kInvalidArgument);
+    for (const char* needle : {"step_0000020", "data/curated-70011506", "data/curated-5dd04cc1"})
+      EXPECT_NE(s.message().find(needle), std::string::npos) << s.message();
+    EXPECT_EQ(s.message().find('\n'), std::string::npos);
+  }
+}
+
+TEST(DataPin, TokenizerPinNamesTheFile) {
+  EXPECT_TRUE(check_tokenizer_pin(pin(), 0x3333, "RUN/tokenizer.model", "step_1").is_ok());
+  Status s = check_tokenizer_pin(pin(), 0x4444, "RUN/tokenizer.model", "step_1");
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("RUN/tokenizer.model"), std::string::npos);
+  EXPECT_NE(s.message().find("0000000000004444"), std::string::npos);
+}
+
+TEST(ResumeConfig, AChangedModelShapeNamesTheKey) {
+  auto cfg = load_config("");
+  ASSERT_TRUE(cfg);
+  const nlohmann::json recorded = to_json(*cfg);
+  EXPECT_TRUE(check_resume_config(recorded, *cfg, "step_0000010").is_ok());
+  Config deeper = *cfg;
+  deeper.model.n_layer = 8;
+  Status s = check_resume_config(recorded, deeper, "step_0000010");
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("model.n_layer: this run asks for 8, step_0000010 was trained with 4"),
+            std::string::npos)
+      << s.message();
+  Config other_lr = *cfg;  // not the model's shape: a resume may change it
+  other_lr.optim.lr = 1e-4;
+  EXPECT_TRUE(check_resume_config(recorded, other_lr, "step_0000010").is_ok());
+  EXPECT_TRUE(check_resume_config(nlohmann::json(), deeper, "old").is_ok());  // nothing recorded
+}
+
+}  // namespace
+}  // namespace crucible::runtime
