@@ -168,7 +168,10 @@ Result<Dataset> cached_dataset(const DatasetSpec& spec, const std::string& cache
     if (fs::is_directory(src, ec)) {
       for (auto it = fs::recursive_directory_iterator(src, ec); !ec && it != fs::end(it);
            it.increment(ec))
-        if (it->is_regular_file(ec)) files.push_back(it->path());
+        // Hidden files are not corpus (the readers skip them; a curation
+        // output's .lock changes with every run that opens it).
+        if (it->is_regular_file(ec) && it->path().filename().string().rfind('.', 0) != 0)
+          files.push_back(it->path());
     } else {
       files.push_back(src);
     }

@@ -25,13 +25,14 @@ Result<InjectedFault> parse_one(const std::string& e) {
   auto bad = [&](const std::string& why) {
     return Status::invalid("[config] fault.inject: '" + e + "': " + why +
                            " (expected KIND@STEP[:rank=R][:file=F][:attempt=N|all], KIND one of "
-                           "kill, hang, ckpt_write_error, ckpt_corrupt)");
+                           "kill, kill_after_ckpt, hang, slow, leak, ckpt_write_error, ckpt_corrupt)");
   };
   InjectedFault f;
   auto at = e.find('@');
   if (at == std::string::npos) return bad("no @STEP");
   const std::string kind = e.substr(0, at);
   if (kind == "kill") f.kind = InjectedFault::Kind::kKill;
+  else if (kind == "kill_after_ckpt") f.kind = InjectedFault::Kind::kKillAfterCkpt;
   else if (kind == "hang") f.kind = InjectedFault::Kind::kHang;
   else if (kind == "slow") f.kind = InjectedFault::Kind::kSlow;
   else if (kind == "leak") f.kind = InjectedFault::Kind::kLeak;
@@ -131,6 +132,16 @@ void FaultInjector::before_forward(int64_t step) const {
 void FaultInjector::before_backward(int64_t step) const {
   for (const InjectedFault& f : mine_)
     if (f.kind == InjectedFault::Kind::kKill && f.step == step) ::raise(SIGKILL);
+}
+
+bool FaultInjector::kills_after_checkpoint(int64_t step) const {
+  for (const InjectedFault& f : mine_)
+    if (f.kind == InjectedFault::Kind::kKillAfterCkpt && f.step == step) return true;
+  return false;
+}
+
+void FaultInjector::after_checkpoint(int64_t step) const {
+  if (kills_after_checkpoint(step)) ::raise(SIGKILL);
 }
 
 }  // namespace crucible::runtime

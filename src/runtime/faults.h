@@ -4,6 +4,10 @@
 // "KIND@STEP[:key=value]...":
 //   kill@STEP[:rank=R]              rank R (default 0) kills itself with
 //                                   SIGKILL in the backward pass of step STEP;
+//   kill_after_ckpt@STEP[:rank=R]   rank R kills itself with SIGKILL as soon as
+//                                   the checkpoint of STEP is on disk, before
+//                                   anything else of the step is written (its
+//                                   metrics row): the window a crash may hit;
 //   hang@STEP[:rank=R]              rank R stops making progress in the
 //                                   forward pass of step STEP (sleeps forever);
 //   slow@STEP[:rank=R][:ms=M]       from step STEP on, rank R sleeps M ms
@@ -33,7 +37,7 @@
 namespace crucible::runtime {
 
 struct InjectedFault {
-  enum class Kind { kKill, kHang, kSlow, kLeak, kCkptWriteError, kCkptCorrupt };
+  enum class Kind { kKill, kKillAfterCkpt, kHang, kSlow, kLeak, kCkptWriteError, kCkptCorrupt };
   Kind kind = Kind::kKill;
   int64_t step = 0;
   int rank = 0;
@@ -60,6 +64,10 @@ class FaultInjector {
   void before_forward(int64_t step) const;
   // Called at the start of the backward pass of step `step`.
   void before_backward(int64_t step) const;
+  // kill_after_ckpt: step `step` must checkpoint (synchronously), and
+  // after_checkpoint(step) then kills this process.
+  bool kills_after_checkpoint(int64_t step) const;
+  void after_checkpoint(int64_t step) const;
 
  private:
   std::vector<InjectedFault> mine_;

@@ -534,11 +534,13 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     agg.mfu = flops_per_step / (agg.step_ms * 1e-3) / (W * peak.derived_gflops * 1e9);
     if (gemm_ceiling_gflops > 0)
       agg.mfu_of_gemm = flops_per_step / (agg.step_ms * 1e-3) / (W * gemm_ceiling_gflops * 1e9);
-    if (last || stop || (cfg.ckpt.every > 0 && step % cfg.ckpt.every == 0)) {
+    const bool kill_after = faults.kills_after_checkpoint(step);
+    if (last || stop || kill_after || (cfg.ckpt.every > 0 && step % cfg.ckpt.every == 0)) {
       phases.enter(step, Phase::kCheckpoint);
       // The checkpoint carries this step's row (without its own timings): it
       // may be on disk before the row is in metrics.jsonl.
-      CRUCIBLE_RETURN_IF_ERROR(save(step, last || stop, to_json(agg), m));
+      CRUCIBLE_RETURN_IF_ERROR(save(step, last || stop || kill_after, to_json(agg), m));
+      faults.after_checkpoint(step);
       agg.ckpt_stall_ms = m.ckpt_stall_ms, agg.ckpt_wait_ms = m.ckpt_wait_ms;
       agg.ckpt_flush_ms = m.ckpt_flush_ms, agg.ckpt_write_ms = m.ckpt_write_ms;
     }

@@ -273,40 +273,6 @@ TEST_F(Chaos, BadInputIsNotRetried) {
   EXPECT_NE(bad.output.find("train.stepz"), std::string::npos) << bad.output;
 }
 
-// A process running `crucible ARGS` in the background, output to a file.
-struct Background {
-  pid_t pid = -1;
-  std::string log;
-  Background(const std::vector<std::string>& args, const std::string& cwd, std::string log_path)
-      : log(std::move(log_path)) {
-    pid = ::fork();
-    if (pid == 0) {
-      if (::chdir(cwd.c_str()) != 0) ::_exit(126);
-      FILE* f = std::freopen(log.c_str(), "w", stdout);
-      if (!f || ::dup2(::fileno(stdout), 2) < 0) ::_exit(126);
-      std::vector<std::string> argv = {std::string(CRUCIBLE_BINARY_DIR) + "/crucible"};
-      argv.insert(argv.end(), args.begin(), args.end());
-      std::vector<char*> c;
-      for (auto& a : argv) c.push_back(a.data());
-      c.push_back(nullptr);
-      ::execv(c[0], c.data());
-      ::_exit(127);
-    }
-  }
-  int wait() {
-    int st = 0;
-    ::waitpid(pid, &st, 0);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  }
-};
-
-size_t count_lines(const std::string& path) {
-  std::ifstream in(path);
-  size_t n = 0;
-  for (std::string line; std::getline(in, line);) ++n;
-  return n;
-}
-
 // Polls for a run's progress: the signal must arrive mid-run, and the run has
 // no other way to tell us.
 void wait_for_steps(const std::string& run, size_t steps) {

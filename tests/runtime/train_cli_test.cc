@@ -130,13 +130,6 @@ TEST(TrainCli, FailedCheckpointWriteKeepsLatest) {
   EXPECT_NE(resumed.output.find("step_0000004 at step 4"), std::string::npos) << resumed.output;
 }
 
-size_t count_lines(const std::string& path) {
-  std::ifstream in(path);
-  size_t n = 0;
-  for (std::string line; std::getline(in, line);) ++n;
-  return n;
-}
-
 TEST(TrainCli, SigtermCheckpointsAtTheStepBoundaryAndResumes) {
   TempDir dir("sigterm");
   std::string cfg = make_config(dir);

@@ -4,7 +4,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -33,6 +35,46 @@ CliResult run_crucible(const std::vector<std::string>& args, const std::string& 
   int status = ::pclose(p);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
+}
+
+Background::Background(const std::vector<std::string>& args, const std::string& cwd,
+                       std::string log_path)
+    : log(std::move(log_path)) {
+  pid = ::fork();
+  if (pid == 0) {
+    if (::chdir(cwd.c_str()) != 0) ::_exit(126);
+    FILE* f = std::freopen(log.c_str(), "w", stdout);
+    if (!f || ::dup2(::fileno(stdout), 2) < 0) ::_exit(126);
+    std::vector<std::string> argv = {std::string(CRUCIBLE_BINARY_DIR) + "/crucible"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<char*> c;
+    for (auto& a : argv) c.push_back(a.data());
+    c.push_back(nullptr);
+    ::execv(c[0], c.data());
+    ::_exit(127);
+  }
+}
+
+int Background::wait() {
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+size_t count_lines(const std::string& path) {
+  std::ifstream in(path);
+  size_t n = 0;
+  for (std::string line; std::getline(in, line);) ++n;
+  return n;
+}
+
+bool poll_until(const std::function<bool()>& done, double timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
 }
 
 }  // namespace crucible::e2e

@@ -1,6 +1,9 @@
 // Runs the crucible binary as a user would (a real process, real files) and
 // captures its exit code and output, for end-to-end tests.
 #pragma once
+#include <sys/types.h>
+
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -15,6 +18,21 @@ struct CliResult {
 
 // Runs build/crucible with `args` (each passed as one argument) in `cwd`.
 CliResult run_crucible(const std::vector<std::string>& args, const std::string& cwd = ".");
+
+// `crucible ARGS` started in the background in `cwd`, stdout and stderr to
+// `log_path`; wait() returns its exit code (128 + N when killed by signal N).
+struct Background {
+  pid_t pid = -1;
+  std::string log;
+  Background(const std::vector<std::string>& args, const std::string& cwd, std::string log_path);
+  int wait();
+};
+
+// Lines in a file (0 when it is missing).
+size_t count_lines(const std::string& path);
+// Polls (every 20 ms, at most timeout_s) until `done()`; false on timeout.
+// For progress a run has no other way to tell: its files.
+bool poll_until(const std::function<bool()>& done, double timeout_s = 120);
 
 using testutil::read_file;
 using testutil::TempDir;
