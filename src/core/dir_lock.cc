@@ -25,12 +25,19 @@ void DirLock::release() {
 
 namespace {
 
-// What the holder wrote (the file is rewritten whole on each acquire).
+// What the holder wrote (the file is rewritten whole on each acquire). A
+// holder that has just taken the lock writes its line a moment later.
 std::string holder_of(const std::string& path) {
-  auto text = read_file(path);
-  std::string h = text ? *text : std::string();
-  while (!h.empty() && (h.back() == '\n' || h.back() == ' ')) h.pop_back();
-  return h.empty() ? "another process" : h;
+  for (int tries = 0; tries < 20; ++tries) {
+    auto text = read_file(path);
+    std::string h = text ? *text : std::string();
+    if (!h.empty() && h.back() == '\n') {
+      h.pop_back();
+      return h;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return "another process";
 }
 
 }  // namespace
