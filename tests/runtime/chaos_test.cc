@@ -301,6 +301,40 @@ std::string the_run(const std::string& dir) {
   return best;
 }
 
+// A hostfile that cannot hold the job is bad input: one line, exit 2, no
+// restart and no mpirun started.
+TEST_F(Chaos, UnworkableHostfileIsBadInput) {
+  TempDir dir("chaos_hostfile");
+  for (const std::string text : {"localhost slots=1\n", "localhost slots=abc\n", ""}) {
+    write_file(dir / "hosts", text);
+    auto a = launch_args(2, make_config(dir), dir / "run", {});
+    a.insert(a.begin() + 1, {"--hostfile", dir / "hosts"});
+    auto r = run_crucible(a);
+    EXPECT_EQ(r.code, 2) << r.output;
+    EXPECT_NE(r.output.find("[launch] " + dir / "hosts"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("mpirun"), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(dir / "run")) << text;
+  }
+}
+
+// A finished job run again: nothing to do at its train.steps, and trained
+// further when more steps are asked for (not silently dropped).
+TEST_F(Chaos, FinishedJobRelaunchedWithMoreStepsContinues) {
+  TempDir dir("chaos_more_steps");
+  const std::string cfg = make_config(dir), run = dir / "run";
+  auto first = run_crucible(launch_args(2, cfg, run, {"--", "--set", "train.steps=8"}));
+  ASSERT_EQ(first.code, 0) << first.output;
+  auto same = run_crucible(launch_args(2, cfg, run, {"--", "--set", "train.steps=8"}));
+  EXPECT_EQ(same.code, 0) << same.output;
+  EXPECT_NE(same.output.find("has finished at step 8 (train.steps = 8); nothing to do"), std::string::npos)
+      << same.output;
+  auto more = run_crucible(launch_args(2, cfg, run, {"--", "--set", "train.steps=12"}));
+  ASSERT_EQ(more.code, 0) << more.output;
+  EXPECT_NE(more.output.find("continuing to train.steps = 12"), std::string::npos) << more.output;
+  EXPECT_EQ(count_lines(run + "/metrics.jsonl"), 12u);
+  EXPECT_TRUE(fs::exists(run + "/ckpt/step_0000012"));
+}
+
 TEST_F(Chaos, PreemptedJobResumesWhenTheSameCommandRunsAgain) {
   TempDir dir("chaos_preempt");
   // No --run-dir: the rerun must find the run by itself.

@@ -76,7 +76,26 @@ std::vector<std::string> launch(int ranks, std::vector<std::string> train_args) 
   return args;
 }
 
+// (step, val_loss) of the evaluation steps.
+std::vector<std::pair<int64_t, double>> val_losses(const std::string& run) {
+  std::vector<std::pair<int64_t, double>> out;
+  std::ifstream in(run + "/metrics.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line);
+    if (j.contains("val_loss")) out.push_back({j["step"].get<int64_t>(), j["val_loss"].get<double>()});
+  }
+  return out;
+}
+
 void expect_same_training(const std::string& single, const std::string& multi, double tol) {
+  // Validation is on the same tokens for every layout of one global batch.
+  auto v1 = val_losses(single), v2 = val_losses(multi);
+  ASSERT_EQ(v1.size(), 2u);
+  ASSERT_EQ(v2.size(), v1.size());
+  for (size_t i = 0; i < v1.size(); ++i) {
+    EXPECT_EQ(v2[i].first, v1[i].first);
+    EXPECT_NEAR(v2[i].second, v1[i].second, tol * v1[i].second) << "val_loss of step " << v1[i].first;
+  }
   auto l1 = losses(single), l2 = losses(multi);
   ASSERT_EQ(l1.size(), 20u);
   ASSERT_EQ(l2.size(), 20u);
@@ -106,6 +125,19 @@ TEST(DistTrain, TwoRanksEqualOneRankWithTheSameGlobalBatch) {
     auto row = nlohmann::json::parse(rank1.substr(0, rank1.find('\n')));
     EXPECT_TRUE(row.contains("comm_ms"));
   }
+}
+
+// Gradient accumulation is a layout of the same global batch too: 1 process
+// x 2 micro-batches of 2 == 1 process x 4, validation included.
+TEST(DistTrain, AccumulationEqualsOneLargerBatch) {
+  TempDir dir("dist_accum");
+  auto one = run_crucible({"train", make_config(dir, 4), "--run-dir", dir / "one", "--set",
+                           "train.grad_accum=1"});
+  ASSERT_EQ(one.code, 0) << one.output;
+  auto accum = run_crucible({"train", make_config(dir, 2), "--run-dir", dir / "accum", "--set",
+                             "train.grad_accum=2"});
+  ASSERT_EQ(accum.code, 0) << accum.output;
+  expect_same_training(dir / "one", dir / "accum", 1e-5);
 }
 
 TEST(DistTrain, FourRanksZero2EqualOneRank) {

@@ -121,6 +121,10 @@ TEST(TrainCli, FailedCheckpointWriteKeepsLatest) {
   EXPECT_NE(r.output.find("latest still names step_0000004"), std::string::npos) << r.output;
   EXPECT_EQ(read_file(dir / "run/ckpt/latest"), "step_0000004\n");
   EXPECT_FALSE(fs::exists(dir / "run/ckpt/step_0000008"));
+  // RUN/log.txt ends with why the run ended, as the terminal did.
+  const std::string log = read_file(dir / "run/log.txt");
+  const std::string last = log.substr(log.rfind('\n', log.size() - 2) + 1);
+  EXPECT_NE(last.find("injected write error"), std::string::npos) << log;
   EXPECT_TRUE(tmp_dirs(dir / "run/ckpt").empty());
   // ... and the run continues from there (the resolved config keeps the
   // injected fault, so the resume switches it off).
@@ -128,6 +132,42 @@ TEST(TrainCli, FailedCheckpointWriteKeepsLatest) {
       run_crucible({"train", "--resume", "--run-dir", dir / "run", "--set", "fault.inject=[]"});
   ASSERT_EQ(resumed.code, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("step_0000004 at step 4"), std::string::npos) << resumed.output;
+}
+
+// Bad input found after the run directory is decided (a seq_len the corpus
+// cannot fill; a diverged loss) ends RUN/log.txt with the message too, and a
+// run that stopped before preparing its directory leaves none.
+TEST(TrainCli, FatalMessagesReachTheLogAndEarlyFailuresLeaveNothing) {
+  TempDir dir("fatal_log");
+  std::string cfg = make_config(dir);
+  auto diverged = run_crucible({"train", cfg, "--run-dir", dir / "run", "--set", "optim.lr=1e30", "--set",
+                                "optim.grad_clip=0", "--set", "optim.warmup_steps=0"});
+  EXPECT_NE(diverged.code, 0) << diverged.output;
+  ASSERT_NE(diverged.output.find("diverged"), std::string::npos) << diverged.output;
+  const std::string log = read_file(dir / "run/log.txt");
+  EXPECT_NE(log.substr(log.rfind('\n', log.size() - 2) + 1).find("diverged"), std::string::npos) << log;
+  auto missing = run_crucible({"train", cfg, "--run-dir", dir / "never", "--set", "data.source=nope"});
+  EXPECT_EQ(missing.code, 2) << missing.output;
+  EXPECT_FALSE(fs::exists(dir / "never")) << "a run stopped by bad input left its directory";
+}
+
+// dist.reproducible promises the same bits across world sizes at the same
+// micro-batch and threads per rank; a resume that changes them is told so.
+TEST(TrainCli, ReproducibleResumeWithAnotherMicroBatchIsWarned) {
+  TempDir dir("repro_warn");
+  std::string cfg = make_config(dir);
+  auto first = run_crucible({"train", cfg, "--run-dir", dir / "run", "--set", "dist.reproducible=true",
+                             "--stop-at", "4"});
+  ASSERT_EQ(first.code, 0) << first.output;
+  auto same = run_crucible({"train", "--resume", "--run-dir", dir / "run", "--stop-at", "8"});
+  ASSERT_EQ(same.code, 0) << same.output;
+  EXPECT_EQ(same.output.find("will not be bit-identical"), std::string::npos) << same.output;
+  auto other = run_crucible({"train", "--resume", "--run-dir", dir / "run", "--set", "train.batch_size=2",
+                             "--set", "train.grad_accum=4"});
+  ASSERT_EQ(other.code, 0) << other.output;
+  EXPECT_NE(other.output.find("trained at 4 sequences x 1 threads per rank, this run uses 2 x 1"),
+            std::string::npos)
+      << other.output;
 }
 
 TEST(TrainCli, SigtermCheckpointsAtTheStepBoundaryAndResumes) {
