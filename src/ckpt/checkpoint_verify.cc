@@ -93,6 +93,17 @@ Result<nlohmann::json> verified_manifest(const std::string& step_dir,
   if (!m.contains("step") || !m["step"].is_number_integer() || !m.contains("files") ||
       !m["files"].is_array())
     return Status::corrupt("[ckpt] " + mlabel + ": lacks step or files");
+  // The members other layers read must be of their kind (their owners check
+  // the content): a manifest whose "world" is a string is damaged, not usable.
+  for (const char* key : {"world", "config", "loader", "rng", "data", "metrics"})
+    if (m.contains(key) && !m[key].is_object() && !(m[key].is_null() && std::string(key) != "world"))
+      return Status::corrupt("[ckpt] " + mlabel + ": \"" + key + "\" is not an object");
+  if (!m.contains("world") || !m["world"].contains("world_size") || !m["world"]["world_size"].is_number_integer() ||
+      m["world"]["world_size"].get<int64_t>() < 1)
+    return Status::corrupt("[ckpt] " + mlabel + ": \"world\" lacks a world_size >= 1");
+  for (const auto& [key, value] : m["world"].items())
+    if (!value.is_number_integer())
+      return Status::corrupt("[ckpt] " + mlabel + ": world." + key + " is not an integer");
   if (!expected_step) expected_step = parse_step_dir_name(label);
   if (expected_step && *expected_step != m["step"].get<int64_t>())
     return Status::corrupt("[ckpt] " + mlabel + ": records step " +

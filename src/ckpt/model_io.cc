@@ -1,5 +1,7 @@
 #include "ckpt/model_io.h"
 
+#include <cmath>
+
 #include <cstring>
 
 #include "ckpt/safetensors.h"
@@ -29,6 +31,11 @@ Status load_params(nn::ParamRegistry& params, const std::string& path) {
     if (t->dtype != "F32" || t->shape != want)
       return Status::corrupt("[weights] " + path + ": tensor " + s.name + " is " + t->dtype +
                              " with a shape other than the model's " + s.shape.str());
+    const float* v = reinterpret_cast<const float*>(t->bytes.data());
+    for (size_t i = 0; i < t->bytes.size() / sizeof(float); ++i)
+      if (!std::isfinite(v[i]))
+        return Status::corrupt("[weights] " + path + ": tensor " + s.name + " holds " +
+                               (std::isnan(v[i]) ? "NaN" : "an infinity") + " at element " + std::to_string(i));
     std::memcpy(params.values() + s.offset, t->bytes.data(), t->bytes.size());
     ++matched;
   }

@@ -5,7 +5,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <algorithm>
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 
 namespace crucible::ckpt {
@@ -68,38 +70,84 @@ Result<SafetensorsFile> read_safetensors(const std::string& path) {
                            " exceeds the file");
   std::string h(hlen, '\0');
   in.read(h.data(), std::streamsize(hlen));
-  nlohmann::json header = nlohmann::json::parse(h, nullptr, /*allow_exceptions=*/false);
+  const std::string where = "[safetensors] " + path + ": ";
+  // The format (huggingface/safetensors): a JSON object, padded with spaces;
+  // tensors' byte ranges tile the data section exactly, in any order.
+  if (h.empty() || h[0] != '{')
+    return Status::corrupt(where + "header does not start with '{' (header length " + std::to_string(hlen) + ")");
+  // nlohmann keeps the last of duplicate keys silently; the callback sees them all.
+  std::set<std::string> names;
+  std::string duplicate;
+  auto on_event = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    if (depth == 1 && event == nlohmann::json::parse_event_t::key && parsed.is_string() &&
+        !names.insert(parsed.get<std::string>()).second && duplicate.empty())
+      duplicate = parsed.get<std::string>();
+    return true;
+  };
+  nlohmann::json header = nlohmann::json::parse(h, on_event, /*allow_exceptions=*/false);
   if (header.is_discarded() || !header.is_object())
-    return Status::corrupt("[safetensors] " + path + ": header is not a JSON object");
-  uint64_t data_size = file_size - 8 - hlen;
+    return Status::corrupt(where + "header is not a JSON object");
+  if (!duplicate.empty()) return Status::corrupt(where + "tensor " + duplicate + " is listed twice");
+  const uint64_t data_size = file_size - 8 - hlen;
   SafetensorsFile out;
-  try {
-    for (auto it = header.begin(); it != header.end(); ++it) {
-      if (it.key() == "__metadata__") {
-        for (auto m = it->begin(); m != it->end(); ++m) out.metadata[m.key()] = m->get<std::string>();
-        continue;
+  std::vector<std::pair<std::pair<uint64_t, uint64_t>, std::string>> ranges;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    const std::string& name = it.key();
+    if (name == "__metadata__") {
+      if (!it->is_object()) return Status::corrupt(where + "__metadata__ is not an object");
+      for (auto m = it->begin(); m != it->end(); ++m) {
+        if (!m->is_string()) return Status::corrupt(where + "__metadata__." + m.key() + " is not a string");
+        out.metadata[m.key()] = m->get<std::string>();
       }
-      LoadedTensor t;
-      t.dtype = it->at("dtype").get<std::string>();
-      t.shape = it->at("shape").get<std::vector<int64_t>>();
-      auto off = it->at("data_offsets").get<std::vector<uint64_t>>();
-      size_t eb = dtype_bytes(t.dtype);
-      if (eb == 0)
-        return Status::corrupt("[safetensors] " + path + ": tensor " + it.key() +
-                               " has unknown dtype " + t.dtype);
-      if (off.size() != 2 || off[0] > off[1] || off[1] > data_size ||
-          off[1] - off[0] != uint64_t(t.numel()) * eb)
-        return Status::corrupt("[safetensors] " + path + ": tensor " + it.key() +
-                               " has data offsets inconsistent with its shape or the file size");
-      t.bytes.resize(off[1] - off[0]);
-      in.seekg(std::streamoff(8 + hlen + off[0]));
-      if (!in.read(reinterpret_cast<char*>(t.bytes.data()), std::streamsize(t.bytes.size())))
-        return Status::corrupt("[safetensors] " + path + ": short read in tensor " + it.key());
-      out.tensors.emplace(it.key(), std::move(t));
+      continue;
     }
-  } catch (const nlohmann::json::exception& e) {
-    return Status::corrupt("[safetensors] " + path + ": malformed header: " + e.what());
+    const nlohmann::json& e = *it;
+    if (!e.is_object() || !e.contains("dtype") || !e["dtype"].is_string() || !e.contains("shape") ||
+        !e["shape"].is_array() || !e.contains("data_offsets") || !e["data_offsets"].is_array())
+      return Status::corrupt(where + "tensor " + name + " lacks dtype, shape or data_offsets");
+    LoadedTensor t;
+    t.dtype = e["dtype"].get<std::string>();
+    const size_t eb = dtype_bytes(t.dtype);
+    if (eb == 0) return Status::corrupt(where + "tensor " + name + " has unknown dtype " + t.dtype);
+    uint64_t bytes = eb;
+    for (const auto& d : e["shape"]) {
+      if (!d.is_number_unsigned() && !(d.is_number_integer() && d.get<int64_t>() >= 0))
+        return Status::corrupt(where + "tensor " + name + " has shape entry " + d.dump() +
+                               ", not a non-negative integer");
+      const uint64_t v = d.get<uint64_t>();
+      if (v != 0 && bytes > (uint64_t(1) << 62) / v)
+        return Status::corrupt(where + "tensor " + name + " has a shape too large for any file");
+      bytes *= v;
+      t.shape.push_back(int64_t(v));
+    }
+    const nlohmann::json& off = e["data_offsets"];
+    if (off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+      return Status::corrupt(where + "tensor " + name + " has data_offsets " + off.dump() +
+                             ", not two non-negative integers");
+    const uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
+    if (begin > end || end > data_size || end - begin != bytes)
+      return Status::corrupt(where + "tensor " + name + " has data offsets [" + std::to_string(begin) + ", " +
+                             std::to_string(end) + ") inconsistent with its shape (" + std::to_string(bytes) +
+                             " bytes) or the data section (" + std::to_string(data_size) + " bytes)");
+    ranges.push_back({{begin, end}, name});
+    t.bytes.resize(size_t(bytes));
+    in.seekg(std::streamoff(8 + hlen + begin));
+    if (bytes > 0 && !in.read(reinterpret_cast<char*>(t.bytes.data()), std::streamsize(bytes)))
+      return Status::corrupt(where + "short read in tensor " + name);
+    out.tensors.emplace(name, std::move(t));
   }
+  // The ranges tile [0, data_size): no overlap, no gap, nothing after the last.
+  std::sort(ranges.begin(), ranges.end());
+  uint64_t at = 0;
+  for (const auto& [range, name] : ranges) {
+    if (range.first < at) return Status::corrupt(where + "tensor " + name + " overlaps the tensor before it");
+    if (range.first > at)
+      return Status::corrupt(where + std::to_string(range.first - at) + " unlisted bytes before tensor " + name);
+    at = range.second;
+  }
+  if (at != data_size)
+    return Status::corrupt(where + std::to_string(data_size - at) +
+                           " bytes after the last tensor (a header length off, or trailing data)");
   return out;
 }
 

@@ -136,13 +136,13 @@ void add_scaling_command(CLI::App& bench) {
                   "World sizes, e.g. 1,2,4 (default 1,2,4; with --runs: one per run "
                   "directory, default inferred from its metrics.rank*.jsonl)")
       ->delimiter(',')
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   cmd->add_option("--steps", o->steps, "Optimizer steps per training run")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   cmd->add_option("--skip", o->skip, "Leading steps left out of the median (warm-up)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative());
   cmd->add_option("--runs", o->runs, "Existing run directories to read instead of training");
   cmd->add_option("--set", o->overrides, "Config override for the training runs (repeatable)");
   cmd->add_option("--run-root", o->run_root, "Where the training runs go")->capture_default_str();
@@ -166,10 +166,10 @@ void add_bench_command(CLI::App& app) {
   step->add_option("--threads", opt->threads, "Threads (0 = all cores)")->capture_default_str();
   step->add_option("--steps", opt->steps, "Measured steps")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   step->add_option("--warmup", opt->warmup, "Warm-up steps")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative());
   step->add_option("--seed", opt->seed, "Seed for weights and tokens")->capture_default_str();
   step->add_flag("--json", *json, "Print one JSON object instead of a table");
   step->callback([opt, json] {

@@ -204,9 +204,9 @@ void add_bench_curate_command(CLI::App& bench) {
   auto* cmd = bench.add_subcommand(
       "curate", "Curation throughput on a generated corpus: MinHash signatures and the whole pipeline, "
                 "MB/s per core and peak memory");
-  cmd->add_option("--mb", b->mb, "Corpus size to generate (MB)")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--mb", b->mb, "Corpus size to generate (MB)")->capture_default_str()->check(positive());
   cmd->add_option("--dir", b->dir, "Working directory (the corpus is kept and reused)")->capture_default_str();
-  cmd->add_option("--threads", b->threads, "Threads (default: all cores)")->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", b->threads, "Threads (default: all cores)")->check(positive());
   cmd->add_flag("--keep", b->keep, "Keep the curated output");
   cmd->callback([b] { run(*b); });
 }

@@ -1,6 +1,8 @@
 // Subcommand registration for the crucible binary.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -32,6 +34,15 @@ void add_bench_curate_command(CLI::App& bench);
 // supervise the run.
 void add_train_options(CLI::App& cmd, runtime::RunRequest& req, int64_t& stop_at,
                        int* metrics_port = nullptr);
+
+// Option checks whose refusals read well (CLI11's PositiveNumber prints its
+// range with 300 digits and lets NaN through): a finite number in the range,
+// and a decimal integer in the range ("-1" for an unsigned seed is refused,
+// not wrapped to 2^64 - 1).
+CLI::Validator number_in(double min, double max, bool min_inclusive = true);
+CLI::Validator integer_in(int64_t min, int64_t max);
+inline CLI::Validator positive() { return number_in(0, INFINITY, false); }
+inline CLI::Validator non_negative() { return number_in(0, INFINITY, true); }
 
 // The exit code for an error: 2 for bad input (config, data, checkpoint,
 // flags), 1 for everything else.

@@ -74,16 +74,16 @@ void add_curate_command(CLI::App& app) {
   cmd->add_option("--set", c->overrides, "Override a config key: section.key=value (repeatable)");
   cmd->add_option("--format", c->req.format, "auto | fortunes | text | jsonl")->capture_default_str();
   cmd->add_option("--threads", c->threads, "Threads per rank (default: all cores)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   cmd->add_flag("--dry-run", c->req.dry_run, "Print the plan and the memory and disk it needs; write nothing");
   cmd->add_flag("--tokenize", c->tokenize,
                 "Also train a tokenizer and write token shards to OUT/tokens (for data.dataset)");
   cmd->add_option("--vocab-size", c->vocab_size, "Tokenizer vocabulary size (--tokenize)")
       ->capture_default_str()
-      ->check(CLI::Range(260, 1 << 20));
+      ->check(integer_in(260, 1 << 20));
   cmd->add_option("--val-fraction", c->val_fraction, "Share of tokens held out (--tokenize)")
       ->capture_default_str()
-      ->check(CLI::Range(0.001, 0.5));
+      ->check(number_in(0.001, 0.5));
   cmd->add_option("--kill-after", c->req.kill_after,
                   "Test facility: SIGKILL this process after N units of PASS (scan|dedup|output)")
       ->group("Testing");

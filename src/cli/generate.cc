@@ -88,14 +88,14 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--prompt", o->prompt, "Text to continue (default: a new document)");
   cmd->add_option("--tokens", o->tokens, "Tokens to generate")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   cmd->add_option("--temperature", o->temperature, "Sampling temperature (0: greedy)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative());
   cmd->add_option("--top-k", o->top_k, "Sample among the K most likely tokens (0: all)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--seed", o->seed, "Sampling seed")->capture_default_str();
+      ->check(non_negative());
+  cmd->add_option("--seed", o->seed, "Sampling seed")->capture_default_str()->check(integer_in(0, INT64_MAX));
   cmd->callback([o] { run_generate(*o); });
 }
 

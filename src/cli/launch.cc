@@ -77,16 +77,16 @@ void add_launch_command(CLI::App& app) {
       "launch -n N -- train ...");
   cmd->add_option("-n,--ranks", o->spec.ranks, "Number of ranks")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   cmd->add_option("--hostfile", o->spec.hostfile, "Open MPI hostfile (default: this machine)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--threads", o->spec.threads,
                   "Threads per rank (default on one machine: cores / ranks, at least 1)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative());
   cmd->add_option("--min-ranks", o->min_ranks,
                   "Elastic fallback: when relaunching at full size keeps failing, continue on "
                   "fewer ranks (at least this many), same global batch")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   cmd->add_option("command", o->command, "The crucible command to run on every rank, after --");
   cmd->callback([o] { run_launch(*o); });
 }

@@ -28,6 +28,13 @@ int main(int argc, char** argv) {
     // An empty message: another rank of the job reports the problem.
     if (*e.what()) std::fprintf(stderr, "%s\n", e.what());
     return e.code;
+  } catch (const std::exception& e) {
+    // Last resort: an exception that escaped a module boundary is a bug in
+    // crucible, never the user's input (the tests assert bad input does not
+    // get here). One line, exit 1.
+    const char* cmd = argc > 1 ? argv[1] : "crucible";
+    std::fprintf(stderr, "[crucible] internal error in `%s` (a bug; please report it): %s\n", cmd, e.what());
+    return 1;
   }
   // Everything a command allocated is released by now; what is left leaked.
   crucible::Allocator::global().report_leaks(stderr);

@@ -72,7 +72,7 @@ void add_probe_command(CLI::App& app) {
   cmd->add_option("--dir", c->opt.storage_dirs,
                   "Directory whose file system to measure (repeatable; default: runs/ and data/)");
   cmd->add_option("--throttle-s", c->opt.throttle_s, "Seconds of sustained load (default 20, quick 3)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   cmd->add_option("--sections", c->opt.sections,
                   "Only these sections: compute,memory,throttle,topology,storage,interconnect")
       ->delimiter(',');

@@ -35,11 +35,11 @@ void add_train_options(CLI::App& cmd, runtime::RunRequest& req, int64_t& stop_at
                "runs/<run.name>-*)");
   cmd.add_option("--stop-at", stop_at,
                  "Checkpoint and stop after this many steps (continue later with --resume)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   if (metrics_port)
     cmd.add_option("--metrics-port", *metrics_port,
                    "Serve live metrics for Prometheus on this port (rank r: port + r)")
-        ->check(CLI::Range(1, 65535));
+        ->check(integer_in(1, 65535));
 }
 
 void add_train_command(CLI::App& app) {
@@ -87,10 +87,10 @@ void add_tokenize_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--vocab-size", spec->vocab_size, "Tokenizer vocabulary size")
       ->capture_default_str()
-      ->check(CLI::Range(260, 1 << 20));
+      ->check(integer_in(260, 1 << 20));
   cmd->add_option("--val-fraction", spec->val_fraction, "Share of tokens held out")
       ->capture_default_str()
-      ->check(CLI::Range(0.001, 0.5));
+      ->check(number_in(0.001, 0.5));
   cmd->callback([spec, out] {
     if (std::filesystem::exists(*out))
       throw ExitError(2, "[data] " + *out + " already exists; choose a new output directory");

@@ -1,3 +1,4 @@
+#include "core/json_io.h"
 #include "data/corpus.h"
 
 #include <algorithm>
@@ -138,10 +139,14 @@ bool curated_shards(const fs::path& dir, std::vector<fs::path>* files) {
   std::ifstream in(dir / "report.json", std::ios::binary);
   if (!in) return false;
   nlohmann::json report = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!report.is_object() || report.value("schema", "") != "crucible-curate/1") return false;
-  for (const auto& shard : report.value("shards", nlohmann::json::array()))
-    if (shard.is_object() && shard.contains("file"))
-      files->push_back(dir / shard["file"].get<std::string>());
+  if (json_string_or(report, "schema", "") != "crucible-curate/1") return false;
+  if (!report.contains("shards") || !report["shards"].is_array()) return false;
+  for (const auto& shard : report["shards"]) {
+    const std::string file = json_string_or(shard, "file", "");
+    // A shard is a plain name inside dir, never a path out of it.
+    if (file.empty() || file.find('/') != std::string::npos || file[0] == '.') return false;
+    files->push_back(dir / file);
+  }
   return true;
 }
 

@@ -169,6 +169,24 @@ Result<TokenShard> TokenShard::open(const std::string& path, bool verify) {
     uint64_t sum = XXH64(shard.payload_, size_t(info.token_count * width), 0);
     if (sum != info.checksum)
       return Status::corrupt(prefix(path) + "checksum mismatch (file is corrupt)");
+    // A valid checksum says the bytes are as written, not that the writer
+    // kept its ids below the header's vocab_size: training would stop with
+    // an invariant failure in the loss mid-run.
+    uint64_t max_id = 0;
+    if (info.dtype == kShardDtypeU16) {
+      const uint16_t* t = static_cast<const uint16_t*>(shard.payload_);
+      uint16_t m = 0;
+      for (uint64_t i = 0; i < info.token_count; ++i) m = t[i] > m ? t[i] : m;
+      max_id = m;
+    } else {
+      const uint32_t* t = static_cast<const uint32_t*>(shard.payload_);
+      uint32_t m = 0;
+      for (uint64_t i = 0; i < info.token_count; ++i) m = t[i] > m ? t[i] : m;
+      max_id = m;
+    }
+    if (info.token_count > 0 && max_id >= info.vocab_size)
+      return Status::corrupt(prefix(path) + "holds token id " + std::to_string(max_id) +
+                             ", not below its vocab_size " + std::to_string(info.vocab_size));
   }
   // Training reads short samples in shuffled order, where read-ahead only wastes
   // I/O. (verify has just pulled a shard that fits in RAM into the page cache.)

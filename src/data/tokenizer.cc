@@ -165,7 +165,16 @@ Status Tokenizer::train(const std::vector<std::string>& docs, int vocab_size,
 
 Result<Tokenizer> Tokenizer::load(const std::string& model_path) {
   Tokenizer t;
-  spm::util::Status s = t.sp_->Load(model_path);
+  // Read here, parsed from memory: SentencePiece's own reader throws
+  // std::ios_base::failure on a directory and says "()" on an empty file.
+  auto bytes = read_file(model_path);
+  if (!bytes) {
+    const std::string& why = bytes.status().message();
+    return Status::not_found("[data] tokenizer model " + model_path + " cannot be opened (" +
+                             why.substr(why.rfind(": ") + 2) + ")");
+  }
+  if (bytes->empty()) return Status::corrupt("[data] tokenizer model " + model_path + " is empty");
+  spm::util::Status s = t.sp_->LoadFromSerializedProto(*bytes);
   if (!s.ok()) {
     if (s.code() == spm::util::StatusCode::kNotFound)
       return Status::not_found("[data] tokenizer model " + model_path + " cannot be opened (" +

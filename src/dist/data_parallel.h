@@ -21,6 +21,7 @@
 //
 // Buffers are allocated once. Not thread-safe: the training thread owns it.
 #pragma once
+#include <utility>
 #include <cstddef>
 #include <vector>
 
@@ -47,6 +48,9 @@ class DataParallel {
   // Sum over ranks for the optimizer's clip norm (null when zero == 0: every
   // rank then holds all reduced gradients).
   optim::AllSum norm_all_sum();
+  // The first failure of a collective made inside norm_all_sum since the last
+  // call (ok if none), then cleared.
+  Status take_error() { return std::exchange(error_, Status::ok()); }
 
   // Call before the backward of the last micro-batch of a step; pass
   // on_grads_ready to GPT::backward for that micro-batch.
@@ -97,6 +101,7 @@ class DataParallel {
   int64_t held_ns_ = 0;              // time inside communication calls this step
   std::vector<size_t> scatter_off_;  // per bucket, offset into scatter_
   double traffic_bytes_ = 0;         // see take_traffic_bytes()
+  Status error_;
 };
 
 }  // namespace crucible::dist

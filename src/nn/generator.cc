@@ -160,7 +160,8 @@ void Generator::attend(float* y, const float* qkv, int l, int n) {
 
 std::vector<int32_t> generate(Generator& gen, const std::vector<int32_t>& prompt, int n_new,
                               int32_t bos_token, const SamplingConfig& cfg, Rng& rng,
-                              const std::function<void(int32_t)>& on_token) {
+                              const std::function<void(int32_t)>& on_token,
+                              const std::function<bool()>& stop) {
   std::vector<int32_t> out;
   if (n_new <= 0) return out;
   out.reserve(size_t(n_new));
@@ -176,7 +177,7 @@ std::vector<int32_t> generate(Generator& gen, const std::vector<int32_t>& prompt
     out.push_back(tok);
     context.push_back(tok);
     if (on_token) on_token(tok);
-    if (i + 1 == n_new) break;
+    if (i + 1 == n_new || (stop && stop())) break;
     if (gen.position() < cap) {
       logits = gen.append(&tok, 1);
     } else {

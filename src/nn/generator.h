@@ -71,9 +71,11 @@ class Generator {
 // calling on_token(id) as each is drawn (streaming). Resets `gen` first. When
 // the context is full it re-primes the cache with the last capacity()/2 tokens
 // (a sliding window; positions restart at 0) and continues; a prompt longer
-// than capacity() is cut to its last capacity() tokens. Returns the new ids.
+// than capacity() is cut to its last capacity() tokens. Returns the new ids;
+// fewer when `stop` (asked after each token) says so.
 std::vector<int32_t> generate(Generator& gen, const std::vector<int32_t>& prompt, int n_new,
                               int32_t bos_token, const SamplingConfig& cfg, Rng& rng,
-                              const std::function<void(int32_t)>& on_token = {});
+                              const std::function<void(int32_t)>& on_token = {},
+                              const std::function<bool()>& stop = {});
 
 }  // namespace crucible::nn

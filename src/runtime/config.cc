@@ -2,6 +2,8 @@
 
 #include <toml++/toml.h>
 
+#include "core/file_io.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -467,11 +469,9 @@ Result<Config> parse_config(const std::string& toml_text, const std::string& ori
 
 Result<Config> load_config(const std::string& path, const std::vector<std::string>& overrides) {
   if (path.empty()) return parse_config(default_config_toml(), "<default config>", overrides);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::invalid("[config] cannot read " + path + ": " + std::strerror(errno));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_config(ss.str(), path, overrides);
+  auto text = read_file(path);  // a directory is not an empty config
+  if (!text) return Status::invalid("[config] " + text.status().message());
+  return parse_config(*text, path, overrides);
 }
 
 namespace {

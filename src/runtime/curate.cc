@@ -1,6 +1,7 @@
 #include "runtime/curate.h"
 
 #include "core/dir_lock.h"
+#include "core/json_io.h"
 
 #include <omp.h>
 #include <signal.h>
@@ -136,8 +137,9 @@ Result<OutState> prepare_out(const data::CurationPlan& plan, const data::CurateL
   if (fs::exists(report, ec)) {
     std::ifstream in(report);
     json r = json::parse(in, nullptr, false);
-    if (!r.is_discarded() && r.value("schema", "") == "crucible-curate/1") {
-      if (r["plan"].value("fingerprint", "") == plan.fingerprint) return OutState::kComplete;
+    if (json_string_or(r, "schema", "") == "crucible-curate/1") {
+      if (json_string_or(json_object_or_null(r, "plan"), "fingerprint", "") == plan.fingerprint)
+        return OutState::kComplete;
       return Status::invalid("[curate] " + layout.out +
                              " holds a finished curation of other inputs or settings; choose another -o");
     }
@@ -146,10 +148,10 @@ Result<OutState> prepare_out(const data::CurationPlan& plan, const data::CurateL
     auto stored = read_checked(layout.plan());
     if (!stored) return Status::corrupt("[curate] " + stored.status().message());
     json j = json::parse(*stored, nullptr, false);
-    if (j.is_discarded() || j.value("fingerprint", "") != plan.fingerprint)
+    if (json_string_or(j, "fingerprint", "") != plan.fingerprint)
       return Status::invalid("[curate] " + layout.out +
                              " holds an unfinished curation of other inputs or settings (plan " +
-                             (j.is_discarded() ? std::string("unreadable") : j.value("fingerprint", "")) +
+                             json_string_or(j, "fingerprint", "unreadable") +
                              ", this run's is " + plan.fingerprint +
                              "); rerun it with the same inputs and config, or choose another -o");
     return OutState::kResume;

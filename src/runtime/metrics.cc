@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/file_io.h"
+#include "core/json_io.h"
 
 namespace crucible::runtime {
 
@@ -33,7 +34,7 @@ Status MetricsWriter::open(const std::string& path, int64_t keep_until,
     }
     // The checkpoint was published before its own row reached the file.
     if (last < keep_until && row_at_keep_until.is_object() &&
-        row_at_keep_until.value("step", int64_t(-1)) == keep_until)
+        json_int_or(row_at_keep_until, "step", -1) == keep_until)
       kept += row_at_keep_until.dump() + "\n";
   }
   CRUCIBLE_RETURN_IF_ERROR(write_file_atomic(path, kept));

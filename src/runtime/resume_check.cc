@@ -31,9 +31,10 @@ std::string describe(const DataPin& p) {
 Result<DataPin> DataPin::from_json(const nlohmann::json& j, const std::string& where) {
   DataPin p;
   if (!j.is_object() || !j.contains("dataset") || !j["dataset"].is_string() ||
-      !parse_hex64(j.value("train_xxh64", nlohmann::json()), &p.train_xxh64) ||
-      !parse_hex64(j.value("val_xxh64", nlohmann::json()), &p.val_xxh64) ||
-      !parse_hex64(j.value("tokenizer_fingerprint", nlohmann::json()), &p.tokenizer))
+      !parse_hex64(j.contains("train_xxh64") ? j["train_xxh64"] : nlohmann::json(), &p.train_xxh64) ||
+      !parse_hex64(j.contains("val_xxh64") ? j["val_xxh64"] : nlohmann::json(), &p.val_xxh64) ||
+      !parse_hex64(j.contains("tokenizer_fingerprint") ? j["tokenizer_fingerprint"] : nlohmann::json(),
+                   &p.tokenizer))
     return Status::corrupt("[ckpt] " + where + ": malformed \"data\" (the dataset pin)");
   p.dataset = j["dataset"].get<std::string>();
   return p;
@@ -62,7 +63,7 @@ Status check_resume_config(const nlohmann::json& ckpt_config, const Config& cfg,
   if (!ckpt_config.is_object() || !ckpt_config.contains("model") || !ckpt_config["model"].is_object())
     return Status::ok();  // nothing recorded to compare with; the tensors' shapes are checked on load
   for (const auto& [key, value] : mine["model"].items()) {
-    const nlohmann::json theirs = ckpt_config["model"].value(key, nlohmann::json());
+    const nlohmann::json theirs = ckpt_config["model"].contains(key) ? ckpt_config["model"][key] : nlohmann::json();
     if (theirs != value)
       return Status::invalid("[config] model." + key + ": this run asks for " + value.dump() + ", " +
                              ckpt_name + " was trained with " + theirs.dump() +

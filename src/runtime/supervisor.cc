@@ -30,6 +30,7 @@
 #include "ckpt/checkpoint.h"
 #include "core/clock.h"
 #include "core/file_io.h"
+#include "core/json_io.h"
 #include "core/process.h"
 #include "core/threads.h"
 #include "runtime/hang_diagnosis.h"
@@ -576,7 +577,7 @@ Result<int> Supervisor::run() {
   {
     std::ifstream in(plan_.run_dir + "/job.json");
     auto j = in ? json::parse(in, nullptr, false) : json();
-    if (j.is_object()) first_attempt = j.value("attempt", -1) + 1;
+    first_attempt = int(json_int_or(j, "attempt", -1)) + 1;
   }
   for (int attempt = first_attempt;; ++attempt) {
     const bool resume = has_checkpoints(plan_.run_dir);
@@ -699,7 +700,7 @@ std::string newest_unfinished_run(const std::string& name) {
     std::ifstream in(it->path() / "job.json");
     if (!in) continue;
     auto j = json::parse(in, nullptr, false);
-    if (!j.is_discarded() && j.value("state", "") != "finished") dirs.push_back(it->path().string());
+    if (!j.is_discarded() && json_string_or(j, "state", "") != "finished") dirs.push_back(it->path().string());
   }
   std::sort(dirs.begin(), dirs.end());
   return dirs.empty() ? "" : dirs.back();
@@ -734,7 +735,7 @@ Result<int> supervise(const SuperviseOptions& opt) {
   {
     std::ifstream in(run + "/job.json");
     auto j = in ? json::parse(in, nullptr, false) : json();
-    if (j.is_object() && j.value("state", "") == "finished") {
+    if (json_string_or(j, "state", "") == "finished") {
       // Finished at its train.steps; a relaunch asking for more continues it.
       auto found = ckpt::find_latest_valid(run + "/ckpt");
       const int64_t done = found ? found->step : 0;

@@ -90,10 +90,17 @@ Status prepare_data(const Config& cfg, dist::Comm& comm, const data::LogFn& log,
   if (!val_shard) return val_shard.status();
   out.train_shard = *train_shard;
   out.val_shard = *val_shard;
-  for (const auto* shard : {out.train_shard.get(), out.val_shard.get()})
+  for (const auto* shard : {out.train_shard.get(), out.val_shard.get()}) {
+    // Its ids are below its header's vocab_size (checked on open); that must
+    // fit the model's embedding.
+    if (int64_t(shard->info().vocab_size) > int64_t(cfg.model.vocab_size))
+      return Status::corrupt("[data] " + shard->path() + ": vocab_size " +
+                             std::to_string(shard->info().vocab_size) +
+                             " in its header exceeds model.vocab_size " + std::to_string(cfg.model.vocab_size));
     if (shard->info().tokenizer_fingerprint != out.tok->fingerprint())
       return Status::corrupt("[data] " + shard->path() + " was made by another tokenizer than " +
                              out.ds->tokenizer_path() + " (fingerprints differ)");
+  }
   return Status::ok();
 }
 

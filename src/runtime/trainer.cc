@@ -16,6 +16,7 @@
 #include "core/check.h"
 #include "core/clock.h"
 #include "core/file_io.h"
+#include "core/json_io.h"
 #include "core/kernel_stats.h"
 #include "core/process.h"
 #include "core/threads.h"
@@ -52,7 +53,13 @@ namespace {
 std::string ckpt_name(const std::string& dir) { return fs::path(dir).filename().string(); }
 
 volatile std::sig_atomic_t g_stop_signal = 0;
-extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
+// The first SIGINT or SIGTERM asks for a stop; both go back to their default
+// action at once, so a second one of either kind kills.
+extern "C" void on_stop_signal(int sig) {
+  g_stop_signal = sig;
+  ::signal(SIGINT, SIG_DFL);  // async-signal-safe (POSIX.1-2008)
+  ::signal(SIGTERM, SIG_DFL);
+}
 
 // Installs SIGINT/SIGTERM handlers for the lifetime of a training run: the
 // first signal asks for a checkpoint at the next step boundary; the handlers
@@ -284,10 +291,11 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
       CRUCIBLE_RETURN_IF_ERROR((*loader)->restore(*ls));
       step = state->step;
       phases.enter(step, Phase::kSetup);
-      int saved_world = state->world.value("world_size", 1);
+      const int saved_world = int(json_int_or(state->world, "world_size", 1));
       // Reproducible mode gives the same bits across world sizes only at the
       // same micro-batch and threads per rank (docs/training.md).
-      const int saved_b = state->world.value("batch_size", B), saved_t = state->world.value("threads", num_threads());
+      const int saved_b = int(json_int_or(state->world, "batch_size", B));
+      const int saved_t = int(json_int_or(state->world, "threads", num_threads()));
       if (cfg.dist.reproducible && (saved_b != B || saved_t != num_threads()))
         log("[train] warning: dist.reproducible: " + ckpt_name(found->dir) + " was trained at " +
             std::to_string(saved_b) + " sequences x " + std::to_string(saved_t) +
@@ -377,9 +385,9 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     }
     return Status::ok();
   };
-  auto all_sum = [&](double v) {
-    if (W > 1)
-      CRUCIBLE_CHECK(comm.allreduce(&v, 1, dist::ReduceOp::kSum).is_ok(), "[dist] allreduce");
+  // A failed collective (a rank gone, the network down) is reported, not an abort.
+  auto all_sum = [&](double v) -> Result<double> {
+    if (W > 1) CRUCIBLE_RETURN_IF_ERROR(comm.allreduce(&v, 1, dist::ReduceOp::kSum));
     return v;
   };
 
@@ -395,7 +403,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
       {run + "/probe.json", "probe.json"}, num_threads());
   // Validation: the same eval_batches micro-batches for any layout, dealt
   // out over the ranks; the mean over all of them.
-  auto evaluate = [&]() {
+  auto evaluate = [&]() -> Result<double> {
     double sum = 0;
     for (int i = rank; i < eval_batches; i += W) {
       CRUCIBLE_CHECK((*val_loader)->restore({0, uint64_t(i), 0}).is_ok(),
@@ -404,7 +412,9 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
       arena.reset();
       sum += model.forward(arena, tokens.data(), targets.data(), B, T, 0.0f);
     }
-    return all_sum(sum) / eval_batches;
+    auto total = all_sum(sum);
+    if (!total) return total.status();
+    return *total / eval_batches;
   };
 
   StopSignals signals;
@@ -490,7 +500,10 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     if (dp) m.comm_bytes = dp->take_traffic_bytes();
     m.step_ms = step_clock.elapsed_ms();
     phases.enter(step + 1, Phase::kSync);
-    m.loss = all_sum(loss_sum / accum) / W;
+    auto loss_total = all_sum(loss_sum / accum);
+    if (!loss_total) return loss_total.status();
+    if (dp) CRUCIBLE_RETURN_IF_ERROR(dp->take_error());  // the gradient norm's allreduce
+    m.loss = *loss_total / W;
     m.grad_norm = info.grad_norm;
     ++step;
     if (!std::isfinite(m.loss))
@@ -514,7 +527,9 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     if (last || (cfg.train.eval_every > 0 && step % cfg.train.eval_every == 0)) {
       phases.enter(step, Phase::kEval);
       Stopwatch sw;
-      m.val_loss = evaluate();
+      auto val = evaluate();
+      if (!val) return val.status();
+      m.val_loss = *val;
       m.eval_ms = sw.elapsed_ms();
       result.val_loss = m.val_loss;
     }
@@ -624,7 +639,12 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     nn::Generator gen(model);
     Rng rng(cfg.train.seed, 0x5a3b1e);
     for (int i = 0; i < 3; ++i) {
-      auto ids = nn::generate(gen, {}, cfg.run.sample_tokens, tok.eos_id(), {0.8f, 40}, rng);
+      if (signals.pending()) {  // the run is done and saved; a signal ends the extras
+        log("[train] signal received: samples skipped");
+        break;
+      }
+      auto ids = nn::generate(gen, {}, cfg.run.sample_tokens, tok.eos_id(), {0.8f, 40}, rng, {},
+                              [&] { return signals.pending() != 0; });
       auto eos = std::find(ids.begin(), ids.end(), tok.eos_id());  // one document
       ids.erase(eos, ids.end());
       log("[sample " + std::to_string(i + 1) + "] " + tok.decode(ids));
