@@ -96,6 +96,11 @@ void Allocator::release(void* p) {
   free_[c].push_back(p);
 }
 
+void Allocator::reset_peak() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.peak = stats_.in_use;
+}
+
 AllocatorStats Allocator::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;
@@ -186,6 +191,16 @@ void Arena::rewind(const Mark& m) {
   chunks_[current_].used = m.used;
   for (size_t i = current_ + 1; i < chunks_.size(); ++i) chunks_[i].used = 0;
   used_total_ = m.used_total;
+}
+
+void Arena::reserve(size_t bytes) {
+  CRUCIBLE_CHECK(used_total_ == 0, "[core] Arena::reserve between steps only");
+  if (chunks_.size() == 1 && chunks_[0].size >= bytes) return;
+  for (auto& c : chunks_) alloc_.release(c.base);
+  chunks_.clear();
+  const size_t sz = Allocator::size_class(std::max<size_t>(bytes, 64));
+  chunks_.push_back(Chunk{static_cast<char*>(alloc_.allocate(sz, tag_)), sz, 0});
+  current_ = 0;
 }
 
 void Arena::reset() {

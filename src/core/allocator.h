@@ -44,6 +44,8 @@ class Allocator {
   void release(void* p);
 
   AllocatorStats stats() const;
+  // Restarts the peak at what is in use now (to measure one phase's peak).
+  void reset_peak();
   // Live allocations grouped by tag, largest first. Empty when nothing leaked.
   std::vector<std::pair<std::string, size_t>> live_by_tag() const;
   // Prints live non-persistent allocations (if any) to `out`; returns their count.
@@ -81,6 +83,9 @@ class Arena {
     return static_cast<T*>(allocate(n * sizeof(T)));
   }
   void reset();
+  // Makes the arena one chunk of at least `bytes` (between steps: nothing in
+  // use), so a step whose need is known up front never grows a chain.
+  void reserve(size_t bytes);
 
   // Scoped scratch: rewind(mark()) releases everything allocated after the
   // mark (e.g. one layer's backward temporaries) for reuse within the step.

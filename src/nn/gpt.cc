@@ -34,19 +34,24 @@ double GPTConfig::flops_per_token(int T) const {
   return 6.0 * double(matmul_params()) + 12.0 * n_layer * n_embd * double(T);
 }
 
-GPT::GPT(const GPTConfig& cfg) : cfg_(cfg) {
+namespace {
+
+struct LayerIdx {
+  size_t ln1w, ln1b, attw, attb, prjw, prjb, ln2w, ln2b, fcw, fcb, mpw, mpb;
+};
+
+// Registers every parameter, in memory order (HF GPT-2 names); the one
+// definition of the model's parameters, for the model and for size queries.
+void register_params(const GPTConfig& cfg, ParamRegistry& P, size_t* wte, size_t* wpe,
+                     std::vector<LayerIdx>* idx, size_t* lnfw, size_t* lnfb) {
   const int C = cfg.n_embd, L = cfg.n_layer;
   const float std = 0.02f, proj_std = 0.02f / std::sqrt(2.0f * L);
-  auto& P = params_;
-  size_t wte = P.add("transformer.wte.weight", {cfg.vocab_size, C}, false, Init::normal, std);
-  size_t wpe = P.add("transformer.wpe.weight", {cfg.seq_len, C}, false, Init::normal, std);
-  struct LayerIdx {
-    size_t ln1w, ln1b, attw, attb, prjw, prjb, ln2w, ln2b, fcw, fcb, mpw, mpb;
-  };
-  std::vector<LayerIdx> idx(L);
+  *wte = P.add("transformer.wte.weight", {cfg.vocab_size, C}, false, Init::normal, std);
+  *wpe = P.add("transformer.wpe.weight", {cfg.seq_len, C}, false, Init::normal, std);
+  idx->resize(size_t(L));
   for (int l = 0; l < L; ++l) {
     std::string p = "transformer.h." + std::to_string(l) + ".";
-    auto& i = idx[l];
+    auto& i = (*idx)[size_t(l)];
     i.ln1w = P.add(p + "ln_1.weight", {C}, false, Init::ones);
     i.ln1b = P.add(p + "ln_1.bias", {C}, false, Init::zeros);
     i.attw = P.add(p + "attn.c_attn.weight", {C, 3 * C}, true, Init::normal, std);
@@ -60,8 +65,49 @@ GPT::GPT(const GPTConfig& cfg) : cfg_(cfg) {
     i.mpw = P.add(p + "mlp.c_proj.weight", {4 * C, C}, true, Init::normal, proj_std);
     i.mpb = P.add(p + "mlp.c_proj.bias", {C}, false, Init::zeros);
   }
-  size_t lnfw = P.add("transformer.ln_f.weight", {C}, false, Init::ones);
-  size_t lnfb = P.add("transformer.ln_f.bias", {C}, false, Init::zeros);
+  *lnfw = P.add("transformer.ln_f.weight", {C}, false, Init::ones);
+  *lnfb = P.add("transformer.ln_f.bias", {C}, false, Init::zeros);
+}
+
+// Bytes an Arena hands out for n floats (64-byte alignment).
+size_t arena_floats(size_t n) { return (n * sizeof(float) + 63) / 64 * 64; }
+
+}  // namespace
+
+size_t GPT::flat_params(const GPTConfig& cfg) {
+  ParamRegistry P;
+  size_t wte, wpe, lnfw, lnfb;
+  std::vector<LayerIdx> idx;
+  register_params(cfg, P, &wte, &wpe, &idx, &lnfw, &lnfb);
+  return (P.numel() + 15) / 16 * 16;  // as allocate() pads it
+}
+
+// Mirrors the arena allocations of forward() and backward() below and in the
+// layers (block.cc, attention.cc, mlp.cc, layernorm.cc); the test
+// (tests/nn/memory_estimate_test.cc) holds it to Arena::high_water().
+size_t GPT::activation_bytes(const GPTConfig& cfg, int B, int T) {
+  const size_t N = size_t(B) * T, C = size_t(cfg.n_embd), NC = N * C;
+  const auto a = arena_floats;
+  auto layernorm = [&] { return 2 * a(N); };  // mean, rstd
+  size_t fwd = a(NC);                         // x
+  for (int l = 0; l < cfg.n_layer; ++l) {
+    fwd += (l > 0 ? a(NC) : 0) + 5 * a(NC);                          // r, h, attn_out, mlp_out, h2, r_mid
+    fwd += layernorm() + a(3 * NC) + a(NC) + a(size_t(B) * cfg.n_head * T);  // ln_1; qkv, y, lse
+    fwd += layernorm() + 2 * a(4 * NC);                              // ln_2; pre, act
+  }
+  fwd += 2 * a(NC) + layernorm() + a(N * size_t(cfg.vocab_size)) + a(N);  // r_final, lnf_out; logits, losses
+  // backward: dh, dr for the whole pass, then one block's scratch at a time
+  // (its dh and the larger of the MLP's dact and attention's dy + dqkv).
+  const size_t block_scratch = a(NC) + std::max(a(4 * NC), a(NC) + a(3 * NC));
+  return fwd + 2 * a(NC) + block_scratch;
+}
+
+GPT::GPT(const GPTConfig& cfg) : cfg_(cfg) {
+  const int C = cfg.n_embd, L = cfg.n_layer;
+  auto& P = params_;
+  size_t wte, wpe, lnfw, lnfb;
+  std::vector<LayerIdx> idx;
+  register_params(cfg, P, &wte, &wpe, &idx, &lnfw, &lnfb);
   P.allocate();
 
   embed_ = Embedding{P.param(wte), P.param(wpe), cfg.vocab_size, C};

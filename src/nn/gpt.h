@@ -38,6 +38,13 @@ class GPT {
  public:
   explicit GPT(const GPTConfig& cfg);
 
+  // Sizes known before anything is allocated (the memory check and planner):
+  // floats in the flat parameter buffer (padding included; the gradient
+  // buffer is as large), and the peak bytes of the step arena for one
+  // micro-batch of B sequences of T tokens (forward + backward).
+  static size_t flat_params(const GPTConfig& cfg);
+  static size_t activation_bytes(const GPTConfig& cfg, int B, int T);
+
   const GPTConfig& config() const { return cfg_; }
   ParamRegistry& params() { return params_; }
   const ParamRegistry& params() const { return params_; }

@@ -34,6 +34,7 @@
 #include "core/process.h"
 #include "core/threads.h"
 #include "runtime/hang_diagnosis.h"
+#include "runtime/memory_estimate.h"
 #include "runtime/heartbeat.h"
 
 namespace crucible::runtime {
@@ -727,6 +728,11 @@ Result<int> supervise(const SuperviseOptions& opt) {
   if (!req.run_dir.empty()) req.resume = has_checkpoints(req.run_dir);
   auto plan = plan_run(req);
   if (!plan) return plan.status();
+  // All ranks on this machine (no hostfile): what they need together must fit
+  // before any of them starts.
+  if (opt.launch.hostfile.empty())
+    CRUCIBLE_RETURN_IF_ERROR(check_memory_fits(estimate_memory(plan->config, opt.launch.ranks, 0),
+                                               opt.launch.ranks, available_memory()));
   const std::string& run = plan->run_dir;
   // The supervisor owns the run directory for the job's whole life (its ranks
   // take only the attempt lock); nothing is written before it holds it.

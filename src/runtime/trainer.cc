@@ -36,6 +36,7 @@
 #include "profile/trace_file.h"
 #include "runtime/faults.h"
 #include "runtime/heartbeat.h"
+#include "runtime/memory_estimate.h"
 #include "runtime/metrics.h"
 #include "runtime/metrics_server.h"
 #include "runtime/resume_check.h"
@@ -144,6 +145,14 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   CRUCIBLE_RETURN_IF_ERROR(agree_on_config(comm, plan.config, plan.run_dir));
   // The ranks leave that agreement together: one time origin for their traces.
   trace::set_origin_ns(now_ns());
+  // Memory first: a run that cannot fit is refused before anything is
+  // allocated or written (ranks on this machine: Open MPI's local size).
+  {
+    const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    const int here = local ? std::max(1, std::atoi(local)) : 1;
+    CRUCIBLE_RETURN_IF_ERROR(agree(
+        comm, check_memory_fits(estimate_memory(plan.config, W, rank), here, available_memory())));
+  }
 
   // ---- the run directory's owner, the checkpoint to resume, the data ----
   // Decided before anything is written: a second job on a directory that a
@@ -230,7 +239,6 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   if (pinned)
     CRUCIBLE_RETURN_IF_ERROR(agree(comm, check_data_pin(*pinned, data_pin, ckpt_name(resume_from->dir))));
   CRUCIBLE_RETURN_IF_ERROR(agree(comm, rank == 0 ? prepare_run(plan, setup) : Status::ok()));
-  created.keep = true;
   if (rank == 0) console.open_log(run + "/log.txt");
   if (resume_from)
     for (const auto& w : resume_from->warnings) log(w);
@@ -238,6 +246,9 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     log("[ckpt] warning: " + ckpt_name(resume_from->dir) +
         " records no dataset (written by an older crucible); resuming on " + setup.ds->dir +
         " unchecked");
+  if (cfg.train.threads > hardware_threads())
+    log("[train] warning: train.threads = " + std::to_string(cfg.train.threads) + " on " +
+        std::to_string(hardware_threads()) + " cores: threads beyond the cores only contend");
   log("[run] " + run + (plan.resume ? " (resuming)" : "") + ", " + std::to_string(W) +
       (W > 1 ? " ranks (" + comm.backend() + ") x " : " process x ") +
       std::to_string(num_threads()) + " threads");
@@ -436,6 +447,12 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
           : ""));
   // The trace window: steps [trace_from, trace_from + trace_steps).
   const int64_t trace_end = cfg.run.trace_from + cfg.run.trace_steps;
+  // The step's activations in one chunk from the start (their size is known:
+  // no chain of growing chunks in step 1, the peak is what the estimate says).
+  arena.reserve(nn::GPT::activation_bytes(cfg.model, B, T));
+  // Everything is prepared and validated: from here the run directory is the
+  // run's, whatever happens.
+  created.keep = true;
   auto in_trace_window = [&](int64_t s) { return s >= cfg.run.trace_from && s < trace_end; };
   while (step < total) {
     trace::set_active(in_trace_window(step + 1));

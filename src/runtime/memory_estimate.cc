@@ -1,0 +1,103 @@
+#include "runtime/memory_estimate.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "core/allocator.h"
+#include "nn/gpt.h"
+
+namespace crucible::runtime {
+
+namespace {
+
+std::string gb(uint64_t bytes) {
+  char buf[32];
+  if (bytes >= (uint64_t(1) << 30))
+    std::snprintf(buf, sizeof buf, "%.1f GB", double(bytes) / 1e9);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f MB", double(bytes) / 1e6);
+  return buf;
+}
+
+uint64_t rounded(uint64_t bytes) { return bytes ? Allocator::size_class(size_t(bytes)) : 0; }
+
+// What the runtime itself holds besides crucible's buffers: shared libraries
+// (oneDNN, Open MPI, ICU), thread stacks, the C++ heap. Measured here at
+// ~150-250 MB of RSS for a small run.
+constexpr uint64_t kRuntimeMargin = 384ull << 20;
+constexpr uint64_t kGemmScratchAllowance = 4ull << 20;
+
+}  // namespace
+
+std::string MemoryEstimate::describe() const {
+  std::string s = "weights " + gb(weights) + ", gradients " + gb(grads) + ", optimizer " + gb(optimizer) +
+                  ", activations " + gb(activations);
+  if (snapshot) s += ", checkpoint copy " + gb(snapshot);
+  return s;
+}
+
+MemoryEstimate estimate_memory(const Config& cfg, int world, int rank) {
+  MemoryEstimate e;
+  const uint64_t P = nn::GPT::flat_params(cfg.model);
+  const uint64_t B = uint64_t(cfg.train.batch_size), T = uint64_t(cfg.model.seq_len);
+  e.weights = rounded(P * 4);
+  e.grads = rounded(P * 4);
+  const bool sharded = cfg.dist.zero > 0 && world > 1;
+  const uint64_t shard = sharded ? (P + uint64_t(world) - 1) / uint64_t(world) + 16 : P;
+  e.optimizer = 2 * rounded(shard * 4);
+  e.activations = rounded(nn::GPT::activation_bytes(cfg.model, int(B), int(T)));
+  e.other = rounded(B * T * 4);  // the row of ones for bias gradients (nn/linear.cc)
+  // oneDNN's scratchpad, taken from crucible's allocator at the largest size
+  // a primitive asked for; oneDNN decides it (measured on AVX-512 here:
+  // 2 MiB for tiny, 0.6 MiB for gpt2-124M): an allowance, not a formula.
+  e.other += kGemmScratchAllowance;
+  if (sharded) e.other += rounded(shard * 4);  // ZeRO-2's reduce-scatter target
+  // The checkpoint snapshot: params and both moments in full (rank 0 writes;
+  // under ZeRO every rank gathers the moments into one).
+  if (rank == 0 || sharded) e.snapshot = 3 * P * 4;
+  // After training, samples: the KV cache ((L, T, C) keys and values).
+  const uint64_t kv = 2ull * uint64_t(cfg.model.n_layer) * T * uint64_t(cfg.model.n_embd) * 4;
+  e.snapshot += cfg.run.sample_tokens > 0 && rank == 0 ? kv : 0;
+  return e;
+}
+
+uint64_t available_memory() {
+  uint64_t avail = UINT64_MAX;
+  std::ifstream mi("/proc/meminfo");
+  for (std::string key; mi >> key;) {
+    uint64_t kb = 0;
+    std::string unit;
+    mi >> kb >> unit;
+    if (key == "MemAvailable:") avail = kb * 1024;
+  }
+  struct rlimit rl {};
+  if (::getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+    uint64_t mapped = 0;
+    std::ifstream st("/proc/self/status");
+    for (std::string key; st >> key;) {
+      uint64_t kb = 0;
+      std::string unit;
+      if (key == "VmSize:" && st >> kb >> unit) mapped = kb * 1024;
+    }
+    const uint64_t left = uint64_t(rl.rlim_cur) > mapped ? uint64_t(rl.rlim_cur) - mapped : 0;
+    avail = std::min(avail, left);
+  }
+  return avail;
+}
+
+Status check_memory_fits(const MemoryEstimate& per_rank, int ranks_here, uint64_t available) {
+  const uint64_t need = per_rank.total() * uint64_t(std::max(1, ranks_here)) + kRuntimeMargin;
+  if (need <= available) return Status::ok();
+  return Status::invalid("[memory] this run needs ~" + gb(per_rank.total()) + " per rank (" +
+                         per_rank.describe() + ")" +
+                         (ranks_here > 1 ? " x " + std::to_string(ranks_here) + " ranks on this machine" : "") +
+                         " + " + gb(kRuntimeMargin) + " for the runtime = " + gb(need) + "; " + gb(available) +
+                         " is available; use a smaller model, batch or sequence, fewer ranks per machine, or"
+                         " dist.zero to shard the optimizer");
+}
+
+}  // namespace crucible::runtime
