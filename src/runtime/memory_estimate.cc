@@ -25,10 +25,11 @@ std::string gb(uint64_t bytes) {
 
 uint64_t rounded(uint64_t bytes) { return bytes ? Allocator::size_class(size_t(bytes)) : 0; }
 
-// What the runtime itself holds besides crucible's buffers: shared libraries
-// (oneDNN, Open MPI, ICU), thread stacks, the C++ heap. Measured here at
-// ~150-250 MB of RSS for a small run.
-constexpr uint64_t kRuntimeMargin = 384ull << 20;
+// What each process holds besides crucible's buffers: its heap, thread
+// stacks, Open MPI's shared-memory segments and the private pages of the
+// libraries (a small 1-process run peaks at ~22 MB of RSS here; ranks add MPI's
+// buffers).
+constexpr uint64_t kProcessOverhead = 96ull << 20;
 constexpr uint64_t kGemmScratchAllowance = 4ull << 20;
 
 }  // namespace
@@ -90,12 +91,13 @@ uint64_t available_memory() {
 }
 
 Status check_memory_fits(const MemoryEstimate& per_rank, int ranks_here, uint64_t available) {
-  const uint64_t need = per_rank.total() * uint64_t(std::max(1, ranks_here)) + kRuntimeMargin;
+  const uint64_t ranks = uint64_t(std::max(1, ranks_here));
+  const uint64_t need = (per_rank.total() + kProcessOverhead) * ranks;
   if (need <= available) return Status::ok();
   return Status::invalid("[memory] this run needs ~" + gb(per_rank.total()) + " per rank (" +
-                         per_rank.describe() + ")" +
-                         (ranks_here > 1 ? " x " + std::to_string(ranks_here) + " ranks on this machine" : "") +
-                         " + " + gb(kRuntimeMargin) + " for the runtime = " + gb(need) + "; " + gb(available) +
+                         per_rank.describe() + ") + " + gb(kProcessOverhead) + " for the process" +
+                         (ranks > 1 ? ", x " + std::to_string(ranks) + " ranks on this machine" : "") + " = " +
+                         gb(need) + "; " + gb(available) +
                          " is available; use a smaller model, batch or sequence, fewer ranks per machine, or"
                          " dist.zero to shard the optimizer");
 }
