@@ -93,6 +93,8 @@ Result<nlohmann::json> verified_manifest(const std::string& step_dir,
   if (!m.contains("step") || !m["step"].is_number_integer() || !m.contains("files") ||
       !m["files"].is_array())
     return Status::corrupt("[ckpt] " + mlabel + ": lacks step or files");
+  if (m["step"].is_number_unsigned() ? m["step"].get<uint64_t>() > uint64_t(INT64_MAX) : m["step"].get<int64_t>() < 0)
+    return Status::corrupt("[ckpt] " + mlabel + ": step " + m["step"].dump() + " is out of range");
   // The members other layers read must be of their kind (their owners check
   // the content): a manifest whose "world" is a string is damaged, not usable.
   for (const char* key : {"world", "config", "loader", "rng", "data", "metrics"})
@@ -252,12 +254,15 @@ Result<FoundCheckpoint> find_latest_valid(const std::string& ckpt_dir) {
       found.dir = dir;
       found.step = step;
       found.state = state_from_manifest(*m);
+      for (std::string& w : found.warnings) w += "; using an older checkpoint";
       return found;
     }
-    found.warnings.push_back(m.status().message() + "; skipping this checkpoint");
+    found.warnings.push_back(m.status().message());
   }
+  // None verifies: one line naming every problem; nothing was skipped over.
   std::string why;
-  for (const std::string& w : found.warnings) why += "\n  " + w;
+  for (const std::string& w : found.warnings)
+    why += (why.empty() ? " " : "; ") + w.substr(w.rfind("[ckpt] ", 0) == 0 ? 7 : 0);
   return Status::corrupt("[ckpt] no valid checkpoint in " + ckpt_dir + ":" + why);
 }
 

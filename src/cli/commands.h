@@ -33,7 +33,7 @@ void add_bench_curate_command(CLI::App& bench);
 // The options of `crucible train`, shared with `launch`, which reads them to
 // supervise the run.
 void add_train_options(CLI::App& cmd, runtime::RunRequest& req, int64_t& stop_at,
-                       int* metrics_port = nullptr);
+                       int* metrics_port = nullptr, std::string* metrics_bind = nullptr);
 
 // Option checks whose refusals read well (CLI11's PositiveNumber prints its
 // range with 300 digits and lets NaN through): a finite number in the range,

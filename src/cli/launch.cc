@@ -55,13 +55,17 @@ void run_launch(const LaunchOptions& o) {
   so.launch = o.spec;
   so.min_ranks = o.min_ranks;
   CLI::App parser{"crucible train"};
-  add_train_options(parser, so.request, so.stop_at, &so.metrics_port);
+  add_train_options(parser, so.request, so.stop_at, &so.metrics_port, &so.metrics_bind);
   std::vector<std::string> rest(o.command.rbegin(), o.command.rend() - 1);  // CLI11: reversed
   try {
     parser.parse(rest);
   } catch (const CLI::ParseError& e) {
     throw ExitError(2, std::string("[launch] train: ") + e.what());
   }
+  if (so.metrics_port > 0 && so.metrics_port + o.spec.ranks - 1 > 65535)
+    throw ExitError(2, "[launch] --metrics-port " + std::to_string(so.metrics_port) + ": rank r serves on port + r, and " +
+                           std::to_string(so.metrics_port + o.spec.ranks - 1) + " (rank " +
+                           std::to_string(o.spec.ranks - 1) + ") is beyond 65535");
   auto code = runtime::supervise(so);
   if (!code) throw ExitError(exit_code(code.status()), code.status().message());
   if (*code != 0) throw ExitError(*code, "");

@@ -20,6 +20,20 @@ int main(int argc, char** argv) {
   crucible::cli::add_bench_command(app);
   crucible::cli::add_probe_command(app);
   crucible::cli::add_report_command(app);
+  // A first word that is no command and no option: name it, list the commands.
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    std::string names;
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+      known = known || sub->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      std::fprintf(stderr, "[crucible] unknown command '%s' (commands: %s; --help for more)\n", argv[1],
+                   names.c_str());
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,6 +1,9 @@
 // `crucible probe [--quick] [--json FILE] [--dir D]... [--sections a,b]`
 // and `crucible probe --compare A.json B.json` (profile/probe.h).
 #include <cstdio>
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -44,6 +47,18 @@ void run(const ProbeCli& c) {
         s != "interconnect")
       throw ExitError(2, "[probe] --sections: unknown section '" + s +
                              "' (compute, memory, throttle, topology, storage, interconnect)");
+  // Judge the arguments before the minutes of measuring: a directory that
+  // does not exist, a result that cannot be written.
+  for (const std::string& d : c.opt.storage_dirs)
+    if (!std::filesystem::is_directory(d))
+      throw ExitError(2, "[probe] --dir " + d + ": not a directory");
+  {  // the way the result will be written: a file created next to it
+    const std::string probe_file = c.json_path + ".writable." + std::to_string(::getpid());
+    const int fd = ::open(probe_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) throw ExitError(2, "[probe] --json " + c.json_path + ": cannot be written (" + errno_str() + ")");
+    ::close(fd);
+    ::unlink(probe_file.c_str());
+  }
   profile::ProbeOptions opt = c.opt;
   opt.log = [](const std::string& m) {
     std::fprintf(stderr, "%s\n", m.c_str());

@@ -24,7 +24,7 @@ int exit_code(const Status& s) {
 }
 
 void add_train_options(CLI::App& cmd, runtime::RunRequest& req, int64_t& stop_at,
-                       int* metrics_port) {
+                       int* metrics_port, std::string* metrics_bind) {
   cmd.add_option("config", req.config_path, "TOML config file (see configs/)");
   cmd.add_option("--run-dir", req.run_dir, "Run directory (default: runs/<run.name>-<date>-<time>)");
   cmd.add_option("--set", req.overrides, "Override a config key: section.key=value (repeatable)")
@@ -40,18 +40,23 @@ void add_train_options(CLI::App& cmd, runtime::RunRequest& req, int64_t& stop_at
     cmd.add_option("--metrics-port", *metrics_port,
                    "Serve live metrics for Prometheus on this port (rank r: port + r)")
         ->check(integer_in(1, 65535));
+  if (metrics_bind)
+    cmd.add_option("--metrics-bind", *metrics_bind,
+                   "Address the metrics server listens on (0.0.0.0: every interface)")
+        ->capture_default_str();
 }
 
 void add_train_command(CLI::App& app) {
   auto req = std::make_shared<runtime::RunRequest>();
   auto stop_at = std::make_shared<int64_t>(0);
   auto metrics_port = std::make_shared<int>(0);
+  auto metrics_bind = std::make_shared<std::string>("127.0.0.1");
   auto* cmd = app.add_subcommand(
       "train",
       "Train a GPT. Without CONFIG: the embedded default (configs/tiny.toml) on the "
       "fortunes corpus");
-  add_train_options(*cmd, *req, *stop_at, metrics_port.get());
-  cmd->callback([req, stop_at, metrics_port] {
+  add_train_options(*cmd, *req, *stop_at, metrics_port.get(), metrics_bind.get());
+  cmd->callback([req, stop_at, metrics_port, metrics_bind] {
     // Under `crucible launch` the supervisor hears how this rank ended.
     auto fail = [](int code, const std::string& msg) {
       runtime::heartbeat_exit(code, msg);
@@ -60,7 +65,7 @@ void add_train_command(CLI::App& app) {
     auto plan = runtime::plan_run(*req);
     if (!plan) fail(exit_code(plan.status()), plan.status().message());
     runtime::Console console(plan->config.run.log_every_s);
-    auto r = runtime::train(*plan, {*stop_at, *metrics_port}, console);
+    auto r = runtime::train(*plan, {*stop_at, *metrics_port, *metrics_bind}, console);
     if (!r) {
       console.finish_progress();
       console.log_only(r.status().message());

@@ -1,5 +1,13 @@
 #include "runtime/metrics_server.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include <prometheus/exposer.h>
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
@@ -34,14 +42,32 @@ struct MetricsServer::Impl {
   }
 };
 
-Result<std::unique_ptr<MetricsServer>> MetricsServer::start(int port, const std::string& run_name,
-                                                            int rank) {
+Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& bind, int port,
+                                                            const std::string& run_name, int rank) {
   auto impl = std::make_unique<Impl>();
+  const std::string addr = bind + ":" + std::to_string(port);
+  // Bind once ourselves first: CivetServer reports a busy port as "null
+  // context when constructing CivetServer".
+  {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(uint16_t(port));
+    if (fd < 0 || ::inet_pton(AF_INET, bind.c_str(), &a.sin_addr) != 1) {
+      if (fd >= 0) ::close(fd);
+      return Status::invalid("[metrics] " + bind + " is not an IPv4 address to listen on");
+    }
+    int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    const int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    const int err = errno;
+    ::close(fd);
+    if (rc != 0) return Status::invalid("[metrics] cannot listen on " + addr + ": " + std::strerror(err));
+  }
   try {
-    impl->exposer = std::make_unique<prometheus::Exposer>("0.0.0.0:" + std::to_string(port), 2);
+    impl->exposer = std::make_unique<prometheus::Exposer>(addr, 2);
   } catch (const std::exception& e) {
-    return Status::invalid("[metrics] cannot serve on port " + std::to_string(port) + ": " +
-                           e.what());
+    return Status::invalid("[metrics] cannot listen on " + addr + ": " + e.what());
   }
   auto ports = impl->exposer->GetListeningPorts();
   impl->port = ports.empty() ? port : ports[0];

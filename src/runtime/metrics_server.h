@@ -21,9 +21,11 @@ namespace crucible::runtime {
 
 class MetricsServer {
  public:
-  // Listens on 0.0.0.0:port; invalid (naming the port) when it cannot.
-  static Result<std::unique_ptr<MetricsServer>> start(int port, const std::string& run_name,
-                                                      int rank);
+  // Listens on bind:port (an IPv4 address: 127.0.0.1 by default, 0.0.0.0 for
+  // every interface); invalid, naming the address and the OS's reason, when
+  // it cannot (a port in use).
+  static Result<std::unique_ptr<MetricsServer>> start(const std::string& bind, int port,
+                                                      const std::string& run_name, int rank);
   ~MetricsServer();
   void update(const StepMetrics& m);
   int port() const;

@@ -313,7 +313,8 @@ AttemptResult Supervisor::run_attempt(int attempt, int world, int accum, bool re
   if (resume) args.push_back("--resume");
   if (opt_.stop_at > 0) args.insert(args.end(), {"--stop-at", std::to_string(opt_.stop_at)});
   if (opt_.metrics_port > 0)
-    args.insert(args.end(), {"--metrics-port", std::to_string(opt_.metrics_port)});
+    args.insert(args.end(), {"--metrics-port", std::to_string(opt_.metrics_port), "--metrics-bind",
+                             opt_.metrics_bind});
 
   ::setenv(kSupervisorEnv, ((opt_.launch.hostfile.empty() ? std::string("127.0.0.1") : host_) +
                             ":" + std::to_string(port_))

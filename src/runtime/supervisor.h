@@ -53,6 +53,7 @@ struct SuperviseOptions {
   RunRequest request;  // the train command's config, overrides, --run-dir, --resume
   int64_t stop_at = 0;
   int metrics_port = 0;  // passed on to the ranks (train --metrics-port)
+  std::string metrics_bind = "127.0.0.1";
 };
 
 // Runs the job to its end; returns the exit code (see above). Bad options

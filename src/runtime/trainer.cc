@@ -206,6 +206,10 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
                                !plan.config.data.dataset.empty();
     if (pinned && !dataset_given) plan.config.data.dataset = pinned->dataset;
     const int64_t at = resume_from->step;
+    if (topt.stop_at > 0 && topt.stop_at <= at)
+      return Status::invalid("[train] --stop-at " + std::to_string(topt.stop_at) + ": " + plan.run_dir +
+                             " is already at step " + std::to_string(at) + " (" + ckpt_name(resume_from->dir) +
+                             "); stop at a later step");
     if (at >= plan.config.train.steps) {  // nothing to train: the run's files stay as they are
       TrainResult done;
       done.run_dir = plan.run_dir;
@@ -322,10 +326,11 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   }
   std::unique_ptr<MetricsServer> live;
   if (topt.metrics_port > 0) {
-    auto server = MetricsServer::start(topt.metrics_port + rank, cfg.run.name, rank);
+    auto server = MetricsServer::start(topt.metrics_bind, topt.metrics_port + rank, cfg.run.name, rank);
     CRUCIBLE_RETURN_IF_ERROR(agree(comm, server ? Status::ok() : server.status()));
     live = std::move(*server);
-    log("[metrics] serving live metrics on http://" + host_name() + ":" +
+    log("[metrics] serving live metrics on http://" +
+        (topt.metrics_bind == "0.0.0.0" ? host_name() : topt.metrics_bind) + ":" +
         std::to_string(live->port()) + "/metrics" + (W > 1 ? " (rank r on port + r)" : ""));
   }
   MetricsWriter metrics, rank_metrics;

@@ -23,6 +23,7 @@ inline constexpr int kExitPreempted = 3;  // stopped by a signal after checkpoin
 struct TrainOptions {
   int64_t stop_at = 0;  // > 0: checkpoint and stop after this many steps (resumable)
   int metrics_port = 0;  // > 0: serve live metrics for Prometheus on port + rank
+  std::string metrics_bind = "127.0.0.1";  // the address it listens on
 };
 
 struct TrainResult {

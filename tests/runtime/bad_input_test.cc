@@ -1,7 +1,11 @@
 // Bad input never crashes: each case, run as a user would, ends with one line
 // naming the problem and exit 2, writes nothing, and never reaches main's
 // last-resort handler ("internal error").
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include <cstring>
@@ -126,6 +130,36 @@ TEST(BadInput, FilesOfTheWrongKindAreOneLine) {
   expect_refused(run_crucible({"generate", run, "--seed", "99999999999999999999999"}), "is not in [0,");
   auto ok = run_crucible({"generate", run, "--tokens", "3", "--seed", "5"});
   EXPECT_EQ(ok.code, 0) << ok.output;
+}
+
+TEST(BadInput, CommandLinesAreJudgedBeforeAnyWork) {
+  TempDir dir("bad_cli");
+  expect_refused(run_crucible({"trian"}), "unknown command 'trian' (commands: version, train,");
+  expect_refused(run_crucible({"probe", "--dir", dir / "nope"}), "--dir " + dir / "nope" + ": not a directory");
+  auto json = run_crucible({"probe", "--quick", "--json", "/proc/x.json"});
+  expect_refused(json, "--json /proc/x.json: cannot be written");
+  EXPECT_EQ(json.output.find("[probe] compute"), std::string::npos) << "it probed first";
+  const std::string cfg = small_config(dir);
+  // A metrics port in use: the OS's reason, and nothing left behind.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  const std::string busy = std::to_string(ntohs(a.sin_port));
+  expect_refused(run_crucible({"train", cfg, "--run-dir", dir / "m", "--metrics-port", busy}),
+                 "cannot listen on 127.0.0.1:" + busy + ": Address already in use");
+  ::close(fd);
+  EXPECT_FALSE(fs::exists(dir / "m"));
+  expect_refused(run_crucible({"launch", "-n", "2", "--", "train", cfg, "--metrics-port", "65535"}),
+                 "65536 (rank 1) is beyond 65535");
+  // --stop-at before where the run already is.
+  ASSERT_EQ(run_crucible({"train", cfg, "--run-dir", dir / "s", "--stop-at", "4"}).code, 0);
+  expect_refused(run_crucible({"train", "--resume", "--run-dir", dir / "s", "--stop-at", "2"}),
+                 "--stop-at 2: " + dir / "s" + " is already at step 4");
 }
 
 TEST(BadInput, RunsThatCannotFitAreRefusedBeforeAnythingIsWritten) {
