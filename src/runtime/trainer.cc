@@ -71,7 +71,11 @@ class StopSignals {
     g_stop_signal = 0;
     struct sigaction sa {};
     sa.sa_handler = on_stop_signal;
+    // The other stop signal waits while the handler runs: it then meets the
+    // default action the handler restored, instead of the handler again.
     sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGINT);
+    sigaddset(&sa.sa_mask, SIGTERM);
     sa.sa_flags = SA_RESETHAND;
     sigaction(SIGINT, &sa, &old_int_);
     sigaction(SIGTERM, &sa, &old_term_);

@@ -170,6 +170,36 @@ TEST(TrainCli, ReproducibleResumeWithAnotherMicroBatchIsWarned) {
       << other.output;
 }
 
+// After training, a signal ends the samples at once (the run is saved), and
+// during training a second signal of the other kind kills.
+TEST(TrainCli, SignalsAreHeardDuringSamplingAndASecondOneKills) {
+  TempDir dir("signals_sampling");
+  std::string cfg = make_config(dir);
+  {
+    Background job({"train", cfg, "--run-dir", dir / "a", "--set", "run.sample_tokens=200000"}, dir.path(),
+                   dir / "a.log");
+    ASSERT_TRUE(poll_until([&] { return read_file(dir / "a.log").find("done in") != std::string::npos; }));
+    const auto t0 = std::chrono::steady_clock::now();
+    ASSERT_EQ(::kill(job.pid, SIGTERM), 0);
+    const int code = job.wait();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_LT(s, 10.0) << read_file(dir / "a.log");
+    EXPECT_EQ(code, 0) << read_file(dir / "a.log");
+    EXPECT_NE(read_file(dir / "a.log").find("signal received: samples skipped"), std::string::npos)
+        << read_file(dir / "a.log");
+  }
+  {
+    Background job({"train", cfg, "--run-dir", dir / "b", "--set", "train.steps=100000", "--set",
+                    "fault.inject=[\"slow@1:ms=500\"]"},
+                   dir.path(), dir / "b.log");
+    ASSERT_TRUE(poll_until([&] { return count_lines(dir / "b/metrics.jsonl") >= 1; }));
+    ASSERT_EQ(::kill(job.pid, SIGTERM), 0);  // asks for a checkpoint at the next boundary...
+    ASSERT_EQ(::kill(job.pid, SIGINT), 0);   // ...and the second signal does not wait for it
+    const int code = job.wait();  // the kernel may deliver either one first
+    EXPECT_TRUE(code == 128 + SIGINT || code == 128 + SIGTERM) << code << "\n" << read_file(dir / "b.log");
+  }
+}
+
 TEST(TrainCli, SigtermCheckpointsAtTheStepBoundaryAndResumes) {
   TempDir dir("sigterm");
   std::string cfg = make_config(dir);
