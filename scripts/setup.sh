@@ -30,6 +30,7 @@ packages=(
   prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   fortunes python3 python3-numpy python3-torch libopenblas0-pthread
+  clang libclang-rt-14-dev
   chromium-headless-shell
 )
 

@@ -1,5 +1,6 @@
-#include "core/json_io.h"
 #include "data/corpus.h"
+
+#include "core/json_io.h"
 
 #include <algorithm>
 #include <cerrno>

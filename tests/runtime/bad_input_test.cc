@@ -1,11 +1,7 @@
 // Bad input never crashes: each case, run as a user would, ends with one line
 // naming the problem and exit 2, writes nothing, and never reaches main's
 // last-resort handler ("internal error").
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 #include <xxhash.h>
 
 #include <cstring>
@@ -30,13 +26,7 @@ void expect_refused(const CliResult& r, const std::string& needle) {
   EXPECT_EQ(r.output.find("terminate called"), std::string::npos) << r.output;
 }
 
-std::string small_config(const TempDir& dir) {
-  testutil::SmallRun r;
-  r.steps = 8;
-  r.ckpt_every = 4;
-  r.sample_tokens = 0;
-  return testutil::write_small_config(dir, r);
-}
+std::string small_config(const TempDir& dir) { return testutil::write_small_config(dir, testutil::short_run()); }
 
 // A prepared dataset whose train shard is rewritten by `edit` (header, payload)
 // with its payload checksum made valid again.
@@ -140,20 +130,7 @@ TEST(BadInput, CommandLinesAreJudgedBeforeAnyWork) {
   expect_refused(json, "--json /proc/x.json: cannot be written");
   EXPECT_EQ(json.output.find("[probe] compute"), std::string::npos) << "it probed first";
   const std::string cfg = small_config(dir);
-  // A metrics port in use: the OS's reason, and nothing left behind.
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(::listen(fd, 1), 0);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  const std::string busy = std::to_string(ntohs(a.sin_port));
-  expect_refused(run_crucible({"train", cfg, "--run-dir", dir / "m", "--metrics-port", busy}),
-                 "cannot listen on 127.0.0.1:" + busy + ": Address already in use");
-  ::close(fd);
-  EXPECT_FALSE(fs::exists(dir / "m"));
+  // (A metrics port in use: tests/profile/observability_e2e_test.cc.)
   expect_refused(run_crucible({"launch", "-n", "2", "--", "train", cfg, "--metrics-port", "65535"}),
                  "65536 (rank 1) is beyond 65535");
   // --stop-at before where the run already is.

@@ -37,13 +37,7 @@ std::vector<int64_t> metric_steps(const std::string& run) {
   return out;
 }
 
-std::string small_config(const TempDir& dir) {
-  testutil::SmallRun r;
-  r.steps = 8;
-  r.ckpt_every = 4;
-  r.sample_tokens = 0;
-  return testutil::write_small_config(dir, r);
-}
+std::string small_config(const TempDir& dir) { return testutil::write_small_config(dir, testutil::short_run()); }
 
 // The run in `run` is one whole run of `steps` steps.
 void expect_one_whole_run(const std::string& run, int steps) {

@@ -22,6 +22,16 @@ struct SmallRun {
   std::string extra;  // more TOML sections, appended
 };
 
+// 8 steps, checkpoints at 4 and 8, no samples: the shortest run with a
+// resumable middle.
+inline SmallRun short_run() {
+  SmallRun r;
+  r.steps = 8;
+  r.ckpt_every = 4;
+  r.sample_tokens = 0;
+  return r;
+}
+
 // Writes dir/<file> (the corpus goes to dir/corpus, the dataset cache to
 // dir/data) and returns its path.
 std::string write_small_config(const TempDir& dir, const SmallRun& run,
