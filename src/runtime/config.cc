@@ -3,6 +3,7 @@
 #include <toml++/toml.h>
 
 #include "core/file_io.h"
+#include "data/corpus.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -302,6 +303,14 @@ Status apply_override(Config& cfg, const std::string& text) {
                           std::holds_alternative<StringList*>(f->target);
     if (!is_text_target || n.is_string() || n.is_array()) return assign(*f, n);
   }
+  // A bare word is taken as text: it must be text TOML can hold, or the
+  // resolved config.toml could not give it back (found by fuzz/targets.cc).
+  size_t repaired = 0;
+  (void)data::sanitize_utf8(value, &repaired);
+  const bool control = std::any_of(value.begin(), value.end(),
+                                   [](char c) { return (unsigned char)c < 0x20 && c != '\t'; });
+  if (repaired || control)
+    return bad(key, "the value is not valid UTF-8 text (in --set)");
   if (auto* s = std::get_if<std::string*>(&f->target)) {
     **s = value;
     return Status::ok();
