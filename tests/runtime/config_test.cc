@@ -158,6 +158,16 @@ TEST(Config, ResolvedTomlNestsKeysWhereTheSchemaPutsThem) {
   EXPECT_NE(error_of("[curate.c4]\nx = 1\n").find("curate.c4: must be a value"), std::string::npos);
 }
 
+// Found by fuzz_config: a bare --set word that is not text TOML can hold
+// would be written to config.toml as something that reads back otherwise.
+TEST(Config, BareSetWordsMustBeText) {
+  for (const std::string v : {std::string("run.name=a\xff"), std::string("fault.inject=kill\x01@3"),
+                              std::string("data.source=a,\xc3")}) {
+    EXPECT_NE(error_of("", {v}).find("is not valid UTF-8 text (in --set)"), std::string::npos) << v;
+  }
+  EXPECT_EQ(error_of("", {"run.name=caf\xc3\xa9"}), "");  // UTF-8 is text
+}
+
 TEST(Config, OverridesAreTyped) {
   auto cfg = load_config("", {"train.steps=12", "optim.lr=3e-4", "data.format=text",
                               "data.source=[\"x.txt\"]", "run.name=\"quoted\"", "optim.lr=1"});
