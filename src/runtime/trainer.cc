@@ -176,8 +176,8 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     }
     CRUCIBLE_RETURN_IF_ERROR(agree(comm, s));
   }
-  // A directory this run created stays only once prepare_run has filled it:
-  // bad input found before that leaves nothing behind.
+  // A directory this run created stays only once everything before the first
+  // step has been validated: bad input found before that leaves nothing behind.
   struct Unused {
     std::string dir;
     bool keep = false;
