@@ -28,6 +28,7 @@ Status CheckedWriter::open(const std::string& path) {
   table_.clear();
   pending_.clear();
   offset_ = 0;
+  write_error_ = Status::ok();
   CRUCIBLE_RETURN_IF_ERROR(file_.open(path));
   open_ = true;
   return Status::ok();
@@ -44,7 +45,10 @@ void CheckedWriter::end_section() {
   // written when ended, so the hash is of exactly the bytes written.
   Entry e{offset_, pending_.size(), XXH3_64bits(pending_.data(), pending_.size())};
   Status s = file_.write(pending_.data(), pending_.size());
-  if (!s.is_ok()) open_ = false;  // commit() reports it
+  if (!s.is_ok() && open_) {  // commit() reports it, with the OS's reason
+    open_ = false;
+    write_error_ = s;
+  }
   offset_ += pending_.size();
   table_.push_back(e);
   pending_.clear();
@@ -52,7 +56,10 @@ void CheckedWriter::end_section() {
 
 Status CheckedWriter::commit() {
   end_section();
-  if (!open_) return Status::io("cannot write " + file_.path());
+  if (!open_) {
+    file_.abandon();  // nothing half-written stays behind
+    return write_error_.is_ok() ? Status::io("cannot write " + file_.path()) : write_error_;
+  }
   std::vector<uint64_t> words;
   for (const auto& e : table_) words.insert(words.end(), {e.offset, e.length, e.hash});
   words.push_back(table_.size());

@@ -45,6 +45,7 @@ class CheckedWriter {
   std::vector<char> pending_;  // current section
   uint64_t offset_ = 0;
   bool open_ = false;
+  Status write_error_;  // the first failed write (with the file and the OS error)
 };
 
 class CheckedReader {

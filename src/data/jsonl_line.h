@@ -58,7 +58,10 @@ class JsonlLine {
       if (field.unescaped_key().get(key) || field.value().get(value)) return fail();
       if (key == "text" && !seen_text) {
         std::string_view t;
-        if (value.get_string().get(t)) return fail();
+        if (value.get_string().get(t)) {
+          error = "\"text\" is not a valid JSON string (a lone surrogate such as \\ud800, or a bad escape)";
+          return false;
+        }
         text = t;
         seen_text = true;
         continue;

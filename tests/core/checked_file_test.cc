@@ -6,6 +6,8 @@
 
 #include <filesystem>
 #include <random>
+#include <unistd.h>
+#include <cstdlib>
 
 #include "support/files.h"
 
@@ -92,6 +94,40 @@ TEST(CheckedFile, TruncatedMissingAndForeignFiles) {
   auto whole = read_checked(dir / "f");
   ASSERT_TRUE(whole);
   EXPECT_EQ(*whole, std::string(5000, 'a'));
+}
+
+}  // namespace
+}  // namespace crucible
+
+namespace crucible {
+namespace {
+
+// A full disk: a real small tmpfs (needs root, as CI has; skipped otherwise).
+// The failure names the file and the OS's reason, and leaves no file.
+TEST(CheckedFile, AFullDiskNamesTheReason) {
+  testutil::TempDir dir("checked_full");
+  const std::string mnt = dir / "small";
+  std::filesystem::create_directories(mnt);
+  if (::geteuid() != 0 || std::system(("mount -t tmpfs -o size=64k tmpfs " + mnt + " 2>/dev/null").c_str()) != 0)
+    GTEST_SKIP() << "cannot mount a small tmpfs here";
+  Status s;
+  {
+    CheckedWriter w;
+    s = w.open(mnt + "/chunk-00000.sigs");
+    std::vector<char> block(32 * 1024, 'x');
+    for (int i = 0; i < 4 && s.is_ok(); ++i) {
+      s = w.append(block.data(), block.size());
+      w.end_section();
+    }
+    if (s.is_ok()) s = w.commit();
+  }
+  std::vector<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator(mnt)) left.push_back(e.path().filename());
+  EXPECT_EQ(std::system(("umount " + mnt).c_str()), 0);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("chunk-00000.sigs"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("No space left on device"), std::string::npos) << s.message();
+  EXPECT_TRUE(left.empty()) << testing::PrintToString(left);
 }
 
 }  // namespace

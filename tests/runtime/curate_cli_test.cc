@@ -429,6 +429,13 @@ TEST(CurateCli, BadInputGetsOneClearMessage) {
   EXPECT_NE(badline.output.find("expected a JSON object with a string field \"text\""), std::string::npos)
       << badline.output;
   EXPECT_FALSE(fs::exists(dir / "o3")) << "a fresh run stopped by bad input leaves nothing behind";
+  write_file(dir / "surrogate.jsonl", "{\"text\": \"fine\"}\n{\"text\": \"lone \\ud800 half\"}\n");
+  auto lone = run_crucible({"curate", dir / "surrogate.jsonl", "-o", dir / "o5"});
+  EXPECT_EQ(lone.code, 2);
+  EXPECT_NE(lone.output.find("surrogate.jsonl at byte 17"), std::string::npos) << lone.output;
+  EXPECT_NE(lone.output.find("\"text\" is not a valid JSON string (a lone surrogate"), std::string::npos)
+      << lone.output;
+  EXPECT_FALSE(fs::exists(dir / "o5"));
   fs::create_directories(dir / "busy");
   write_file(dir / "busy/notes.txt", "mine");
   auto busy = run_crucible({"curate", in, "-o", dir / "busy"});
