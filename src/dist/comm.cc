@@ -191,6 +191,16 @@ class SingleComm final : public Comm {
     return Status::invalid(
         "[dist] recv: a single-process world has no other rank to receive from (use sendrecv)");
   }
+  Request isend(const void* data, size_t bytes, int dest, int tag) override {
+    return Request::finished(send(data, bytes, dest, tag));
+  }
+  Request irecv(void* data, size_t bytes, int src, int tag) override {
+    return Request::finished(recv(data, bytes, src, tag));
+  }
+  Result<std::unique_ptr<Comm>> split(int color, int) override {
+    if (color < 0) return Status::invalid("[dist] split: color " + std::to_string(color) + " must be >= 0");
+    return make_single_comm();
+  }
   Status sendrecv(const void* send, size_t send_bytes, int dest, void* recv, size_t recv_bytes,
                   int src, int) override {
     CRUCIBLE_RETURN_IF_ERROR(detail::check_peer("sendrecv", "dest", dest, 1));

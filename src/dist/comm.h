@@ -133,8 +133,19 @@ class Comm {
   // errors, sendrecv to itself copies.
   virtual Status send(const void* data, size_t bytes, int dest, int tag) = 0;
   virtual Status recv(void* data, size_t bytes, int src, int tag) = 0;
+  // The same, non-blocking (send and recv are these plus wait()): the buffer
+  // stays untouched until the Request finishes. Pipeline stages post their
+  // receives early and their sends as soon as an activation is ready.
+  virtual Request isend(const void* data, size_t bytes, int dest, int tag) = 0;
+  virtual Request irecv(void* data, size_t bytes, int src, int tag) = 0;
   virtual Status sendrecv(const void* send, size_t send_bytes, int dest, void* recv,
                           size_t recv_bytes, int src, int tag) = 0;
+
+  // Sub-communicators, collective over this Comm: the ranks that pass the same
+  // color (>= 0) form one, ranked by key (ties by rank here). Tensor, pipeline
+  // and data-parallel groups are splits of the world (parallel/layout.h). The
+  // result is independent of this Comm's lifetime but not of MPI's.
+  virtual Result<std::unique_ptr<Comm>> split(int color, int key) = 0;
 
   virtual Status barrier() = 0;
   // Ends every rank of the job (MPI_Abort) with exit code `code` — for a rank

@@ -86,23 +86,32 @@ class MpiRequest final : public Request::Impl {
   std::vector<MPI_Request> reqs;
   std::vector<int> counts, displs;
   std::function<void()> on_success;  // e.g. moving an in-place result into place
+  // Checks the completed statuses (a receive's message sizes).
+  std::function<Status(const std::vector<MPI_Status>&)> check_statuses;
 
   bool test(Status* status) override {
     int flag = 0;
     std::vector<MPI_Status> st(reqs.size());
     int rc = MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &flag, st.data());
     if (rc == MPI_SUCCESS && !flag) return false;
-    *status = finish(err_.check(rc, op_, "MPI_Testall", __FILE__, __LINE__, &st));
+    *status = finish(err_.check(rc, op_, "MPI_Testall", __FILE__, __LINE__, &st), st);
     return true;
   }
   Status wait() override {
+    // One MPI_Wait per request, not MPI_Waitall: Open MPI 4.1's Waitall spins
+    // forever on a receive that completed with MPI_ERR_TRUNCATE.
     std::vector<MPI_Status> st(reqs.size());
-    int rc = MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), st.data());
-    return finish(err_.check(rc, op_, "MPI_Waitall", __FILE__, __LINE__, &st));
+    Status first;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      int rc = MPI_Wait(&reqs[i], &st[i]);
+      if (rc != MPI_SUCCESS && first.is_ok()) first = err_.check(rc, op_, "MPI_Wait", __FILE__, __LINE__);
+    }
+    return finish(first, st);
   }
 
  private:
-  Status finish(Status s) {
+  Status finish(Status s, const std::vector<MPI_Status>& st) {
+    if (s.is_ok() && check_statuses) s = check_statuses(st);
     if (s.is_ok() && on_success) on_success();
     return s;
   }
@@ -166,8 +175,17 @@ class MpiComm final : public Comm {
   Request iallgather(const float* send, float* recv, const std::vector<size_t>& counts) override;
   Status broadcast(void* data, size_t bytes, int root) override;
   Status allgather_bytes(const void* send, size_t bytes, void* recv) override;
-  Status send(const void* data, size_t bytes, int dest, int tag) override;
-  Status recv(void* data, size_t bytes, int src, int tag) override;
+  Status send(const void* data, size_t bytes, int dest, int tag) override {
+    trace::Scope scope("send", "comm");
+    return isend(data, bytes, dest, tag).wait();
+  }
+  Status recv(void* data, size_t bytes, int src, int tag) override {
+    trace::Scope scope("recv", "comm");
+    return irecv(data, bytes, src, tag).wait();
+  }
+  Request isend(const void* data, size_t bytes, int dest, int tag) override;
+  Request irecv(void* data, size_t bytes, int src, int tag) override;
+  Result<std::unique_ptr<Comm>> split(int color, int key) override;
   Status sendrecv(const void* send, size_t send_bytes, int dest, void* recv, size_t recv_bytes,
                   int src, int tag) override;
   Status barrier() override {
@@ -452,32 +470,66 @@ Status MpiComm::check_received(const char* op, const MPI_Status& st, int expecte
   return Status::ok();
 }
 
-Status MpiComm::send(const void* data, size_t bytes, int dest, int tag) {
-  trace::Scope scope("send", "comm");
-  CRUCIBLE_RETURN_IF_ERROR(detail::check_peer("send", "dest", dest, size()));
-  CRUCIBLE_RETURN_IF_ERROR(detail::check_buffer("send", data, bytes));
-  CRUCIBLE_RETURN_IF_ERROR(check_tag("send", tag));
+Request MpiComm::isend(const void* data, size_t bytes, int dest, int tag) {
+  Status bad = detail::check_peer("isend", "dest", dest, size());
+  if (bad) bad = detail::check_buffer("isend", data, bytes);
+  if (bad) bad = check_tag("isend", tag);
+  if (!bad) return Request::finished(bad);
+  auto req = std::make_unique<MpiRequest>(err_, "isend");
   const char* p = static_cast<const char*>(data);
   for (int c : message_chunks(bytes)) {
-    CRUCIBLE_MPI("send", MPI_Send, p, c, MPI_BYTE, dest, tag, comm_);
+    MPI_Request r;
+    int rc = MPI_Isend(p, c, MPI_BYTE, dest, tag, comm_, &r);
+    if (rc != MPI_SUCCESS) {
+      Status posted = err_.check(rc, "isend", "MPI_Isend", __FILE__, __LINE__);
+      Request earlier(std::move(req));  // the chunks already posted finish first
+      (void)earlier.wait();
+      return Request::finished(posted);
+    }
+    req->reqs.push_back(r);
     p += c;
   }
-  return Status::ok();
+  return Request(std::move(req));
 }
 
-Status MpiComm::recv(void* data, size_t bytes, int src, int tag) {
-  trace::Scope scope("recv", "comm");
-  CRUCIBLE_RETURN_IF_ERROR(detail::check_peer("recv", "src", src, size()));
-  CRUCIBLE_RETURN_IF_ERROR(detail::check_buffer("recv", data, bytes));
-  CRUCIBLE_RETURN_IF_ERROR(check_tag("recv", tag));
+Request MpiComm::irecv(void* data, size_t bytes, int src, int tag) {
+  Status bad = detail::check_peer("irecv", "src", src, size());
+  if (bad) bad = detail::check_buffer("irecv", data, bytes);
+  if (bad) bad = check_tag("irecv", tag);
+  if (!bad) return Request::finished(bad);
+  auto req = std::make_unique<MpiRequest>(err_, "irecv");
+  std::vector<int> chunks = message_chunks(bytes);
   char* p = static_cast<char*>(data);
-  for (int c : message_chunks(bytes)) {
-    MPI_Status st;
-    CRUCIBLE_MPI("recv", MPI_Recv, p, c, MPI_BYTE, src, tag, comm_, &st);
-    CRUCIBLE_RETURN_IF_ERROR(check_received("recv", st, c));
+  for (int c : chunks) {
+    MPI_Request r;
+    int rc = MPI_Irecv(p, c, MPI_BYTE, src, tag, comm_, &r);
+    if (rc != MPI_SUCCESS) {
+      Status posted = err_.check(rc, "irecv", "MPI_Irecv", __FILE__, __LINE__);
+      Request earlier(std::move(req));
+      (void)earlier.wait();
+      return Request::finished(posted);
+    }
+    req->reqs.push_back(r);
     p += c;
   }
-  return Status::ok();
+  // Each chunk must be as large as was sent (sender and receiver agree).
+  req->check_statuses = [this, chunks](const std::vector<MPI_Status>& st) -> Status {
+    for (size_t i = 0; i < st.size() && i < chunks.size(); ++i)
+      CRUCIBLE_RETURN_IF_ERROR(check_received("irecv", st[i], chunks[i]));
+    return Status::ok();
+  };
+  return Request(std::move(req));
+}
+
+Result<std::unique_ptr<Comm>> MpiComm::split(int color, int key) {
+  if (color < 0) return Status::invalid("[dist] split: color " + std::to_string(color) + " must be >= 0");
+  MPI_Comm sub = MPI_COMM_NULL;
+  CRUCIBLE_MPI("split", MPI_Comm_split, comm_, color, key, &sub);
+  CRUCIBLE_MPI("split", MPI_Comm_set_errhandler, sub, MPI_ERRORS_RETURN);
+  int r = 0, n = 0;
+  CRUCIBLE_MPI("split", MPI_Comm_rank, sub, &r);
+  CRUCIBLE_MPI("split", MPI_Comm_size, sub, &n);
+  return std::unique_ptr<Comm>(new MpiComm(sub, /*owns_mpi=*/false, r, n));
 }
 
 Status MpiComm::sendrecv(const void* send, size_t send_bytes, int dest, void* recv,

@@ -276,6 +276,73 @@ TEST(MpiComm, AllgatherBytesInRankOrder) {
 }
 
 // Ring: rank r sends to r+1 and receives from r-1; sizes differ per rank.
+// Non-blocking point to point: every rank posts its receive from the previous
+// rank and its send to the next, large and chunked (a small per-call limit),
+// and only then waits: no order of arrival can block.
+TEST(MpiComm, IsendIrecvRingInEveryOrder) {
+  const int next = (rank() + 1) % size(), prev = (rank() + size() - 1) % size();
+  const size_t old = detail::set_max_count_per_call_for_testing(100000);
+  for (int round = 0; round < 3; ++round) {
+    const size_t n = 262144 + 7 * size_t(round);
+    const std::vector<float> out = rank_data(rank(), n, 80 + round);
+    std::vector<float> in(n);
+    Request r = comm()->irecv(in.data(), n * sizeof(float), prev, 9);
+    Request s = comm()->isend(out.data(), n * sizeof(float), next, 9);
+    if (round == 1) {  // wait in the other order
+      ASSERT_TRUE(s.wait().is_ok());
+      ASSERT_TRUE(r.wait().is_ok());
+    } else if (round == 2) {  // or poll both to completion
+      while (!(r.test() && s.test())) {
+      }
+      ASSERT_TRUE(r.wait().is_ok());
+      ASSERT_TRUE(s.wait().is_ok());
+    } else {
+      ASSERT_TRUE(r.wait().is_ok());
+      ASSERT_TRUE(s.wait().is_ok());
+    }
+    EXPECT_TRUE(in == rank_data(prev, n, 80 + round)) << "round " << round;
+  }
+  detail::set_max_count_per_call_for_testing(old);
+  // A receive that names another size than was sent is an error, not a hang.
+  float one = 1, two[2] = {0, 0};
+  Request s = comm()->isend(&one, sizeof one, next, 10);
+  Status got = comm()->irecv(two, sizeof two, prev, 10).wait();
+  ASSERT_TRUE(s.wait().is_ok());
+  ASSERT_FALSE(got.is_ok());
+  EXPECT_NE(got.message().find("expected 8 bytes from rank " + std::to_string(prev) + ", got 4"),
+            std::string::npos)
+      << got.message();
+  EXPECT_FALSE(comm()->isend(&one, sizeof one, size(), 1).wait().is_ok());  // no such rank
+}
+
+// Sub-communicators: pairs of neighbours (a tensor-parallel group of 2) and
+// the strided groups across them; each reduces over its own members only.
+TEST(MpiComm, SplitMakesIndependentGroups) {
+  if (size() % 2 != 0) GTEST_SKIP() << "needs an even world";
+  auto pairs = comm()->split(rank() / 2, rank());
+  ASSERT_TRUE(pairs) << pairs.status().message();
+  auto strided = comm()->split(rank() % 2, rank());
+  ASSERT_TRUE(strided) << strided.status().message();
+  EXPECT_EQ((*pairs)->size(), 2);
+  EXPECT_EQ((*pairs)->rank(), rank() % 2);
+  EXPECT_EQ((*strided)->size(), size() / 2);
+  EXPECT_EQ((*strided)->rank(), rank() / 2);
+  double v = rank();
+  ASSERT_TRUE((*pairs)->allreduce(&v, 1, ReduceOp::kSum).is_ok());
+  EXPECT_EQ(v, double(rank() / 2 * 2) * 2 + 1);  // 2k + (2k + 1)
+  double w = rank();
+  ASSERT_TRUE((*strided)->allreduce(&w, 1, ReduceOp::kSum).is_ok());
+  double want = 0;
+  for (int r = rank() % 2; r < size(); r += 2) want += r;
+  EXPECT_EQ(w, want);
+  // Point to point inside a group uses the group's ranks.
+  const int peer = 1 - (*pairs)->rank();
+  int mine = rank(), theirs = -1;
+  ASSERT_TRUE((*pairs)->sendrecv(&mine, sizeof mine, peer, &theirs, sizeof theirs, peer, 3).is_ok());
+  EXPECT_EQ(theirs, rank() ^ 1);
+  EXPECT_FALSE(comm()->split(-1, 0).is_ok());
+}
+
 TEST(MpiComm, SendRecvAndSendrecvRing) {
   const int next = (rank() + 1) % size(), prev = (rank() + size() - 1) % size();
   auto len = [](int r) { return size_t{262144} + 13 * r; };  // 1 MiB: beyond eager sends
@@ -315,7 +382,7 @@ TEST(MpiComm, RecvOfTheWrongSizeIsAnError) {
         << shorter.message();
     Status longer = comm()->recv(got, 8, 0, 91);
     EXPECT_FALSE(longer.is_ok());
-    EXPECT_NE(longer.message().find("[dist] recv: MPI_Recv failed (src/dist/comm_mpi.cc:"),
+    EXPECT_NE(longer.message().find("[dist] irecv: MPI_Wait failed (src/dist/comm_mpi.cc:"),
               std::string::npos)
         << longer.message();
     EXPECT_NE(longer.message().find("TRUNCATE"), std::string::npos) << longer.message();
