@@ -4,6 +4,7 @@
 
 #include "core/file_io.h"
 #include "data/corpus.h"
+#include "parallel/layout.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -93,6 +94,10 @@ std::vector<Field> fields(Config& c) {
       {"dist.zero", &c.dist.zero},
       {"dist.reproducible", &c.dist.reproducible},
       {"dist.overlap", &c.dist.overlap},
+      {"dist.tp", &c.dist.tp},
+      {"dist.pp", &c.dist.pp},
+      {"dist.pp_virtual", &c.dist.pp_virtual},
+      {"dist.pp_schedule", &c.dist.pp_schedule},
       {"fault.hang_timeout_s", &c.fault.hang_timeout_s},
       {"fault.setup_timeout_s", &c.fault.setup_timeout_s},
       {"fault.max_restarts", &c.fault.max_restarts},
@@ -361,6 +366,10 @@ Status validate_curate(const Config& c) {
 
 }  // namespace
 
+parallel::LayoutSpec layout_spec(const Config& c) {
+  return {c.dist.tp, c.dist.pp, c.dist.pp_virtual, c.dist.pp_schedule};
+}
+
 Status validate(const Config& c) {
   CRUCIBLE_RETURN_IF_ERROR(c.model.validate());
   if (c.model.vocab_size > 65536 * 16) return bad("model.vocab_size", "must be <= 1048576");
@@ -401,6 +410,10 @@ Status validate(const Config& c) {
   if (c.dist.reproducible && c.dist.zero != 0)
     return bad("dist.reproducible",
                "needs dist.zero = 0 (the reproducible reduction is a tree over whole gradients)");
+  {  // what the layout needs of the model and the batch, whatever the world size
+    auto layout = parallel::Layout::make(layout_spec(c), c.dist.tp * c.dist.pp, c.model, c.train.grad_accum);
+    if (!layout) return Status::invalid("[config] " + layout.status().message().substr(9));
+  }
   if (!(c.run.log_every_s > 0)) return bad("run.log_every_s", "must be > 0");
   if (!(c.fault.hang_timeout_s > 0)) return bad("fault.hang_timeout_s", "must be > 0");
   if (!(c.fault.setup_timeout_s > 0)) return bad("fault.setup_timeout_s", "must be > 0");

@@ -14,6 +14,7 @@
 #include "core/status.h"
 #include "data/curate.h"
 #include "nn/gpt.h"
+#include "parallel/layout.h"
 
 namespace crucible::runtime {
 
@@ -71,6 +72,11 @@ struct DistConfig {
   int zero = 0;               // 0: replicated optimizer; 1: sharded state; 2: + sharded gradients
   bool reproducible = false;  // bit-identical weights for any world size (docs/training.md)
   bool overlap = true;        // start bucket reductions during backward (false: after it)
+  // The model-parallel grid (parallel/layout.h): tensor-parallel ranks,
+  // pipeline stages, virtual stages per rank, pipeline schedule. The
+  // micro-batches of a pipeline step are train.grad_accum.
+  int tp = 1, pp = 1, pp_virtual = 1;
+  std::string pp_schedule = "1f1b";
 };
 
 // Supervision by `crucible launch` (docs/fault_tolerance.md).
@@ -147,6 +153,8 @@ Result<Config> parse_config(const std::string& toml_text, const std::string& ori
 Result<Config> load_config(const std::string& path, const std::vector<std::string>& overrides = {});
 // Checks every value; the first problem is returned, naming its key.
 Status validate(const Config& cfg);
+// The [dist] keys of the model-parallel grid.
+parallel::LayoutSpec layout_spec(const Config& cfg);
 
 // The resolved config: TOML (written to RUN/config.toml; parse_config reads it
 // back to the same Config) and JSON (stored in checkpoint manifests).

@@ -149,6 +149,19 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   CRUCIBLE_RETURN_IF_ERROR(agree_on_config(comm, plan.config, plan.run_dir));
   // The ranks leave that agreement together: one time origin for their traces.
   trace::set_origin_ns(now_ns());
+  // The layout before any other communication: a grid that cannot be is bad
+  // input. Tensor and pipeline parallelism are checked and their groups can
+  // be formed; the model is not split yet (issue 16 lands in steps).
+  {
+    auto layout = parallel::Layout::make(layout_spec(plan.config), W, plan.config.model,
+                                         plan.config.train.grad_accum);
+    Status s = layout.status();
+    if (s && (layout->tp() > 1 || layout->pp() > 1))
+      s = Status::invalid("[layout] " + layout->describe() +
+                          ": tensor and pipeline parallelism are not in this build yet (the layout is "
+                          "checked; the model split comes next); use dist.tp = dist.pp = 1");
+    CRUCIBLE_RETURN_IF_ERROR(agree(comm, s));
+  }
   // Memory first: a run that cannot fit is refused before anything is
   // allocated or written (ranks on this machine: Open MPI's local size).
   {

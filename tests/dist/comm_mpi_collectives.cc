@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "parallel/layout.h"
 #include "core/rng.h"
 #include "dist/comm.h"
 #include "support/files.h"
@@ -341,6 +342,33 @@ TEST(MpiComm, SplitMakesIndependentGroups) {
   ASSERT_TRUE((*pairs)->sendrecv(&mine, sizeof mine, peer, &theirs, sizeof theirs, peer, 3).is_ok());
   EXPECT_EQ(theirs, rank() ^ 1);
   EXPECT_FALSE(comm()->split(-1, 0).is_ok());
+}
+
+// The layout's groups as sub-communicators: each reduces over exactly the
+// world ranks the layout lists for it.
+TEST(MpiComm, LayoutGroupsReduceOverTheirMembers) {
+  if (size() != 4) GTEST_SKIP() << "a 4-rank grid";
+  nn::GPTConfig m;
+  for (parallel::LayoutSpec spec : {parallel::LayoutSpec{2, 1, 1, "1f1b"}, parallel::LayoutSpec{2, 2, 1, "1f1b"},
+                                    parallel::LayoutSpec{1, 2, 1, "1f1b"}, parallel::LayoutSpec{4, 1, 1, "1f1b"}}) {
+    auto layout = parallel::Layout::make(spec, size(), m, 4);
+    ASSERT_TRUE(layout) << layout.status().message();
+    auto groups = parallel::make_groups(*comm(), *layout);
+    ASSERT_TRUE(groups) << groups.status().message();
+    struct G {
+      dist::Comm* comm;
+      std::vector<int> members;
+    };
+    for (const G& g : {G{groups->tp.get(), layout->tp_group(rank())}, G{groups->pp.get(), layout->pp_group(rank())},
+                       G{groups->dp.get(), layout->dp_group(rank())}}) {
+      ASSERT_EQ(g.comm->size(), int(g.members.size())) << layout->describe();
+      EXPECT_EQ(g.members[size_t(g.comm->rank())], rank()) << layout->describe();
+      double v = double(1 << rank()), want = 0;
+      for (int r : g.members) want += double(1 << r);
+      ASSERT_TRUE(g.comm->allreduce(&v, 1, ReduceOp::kSum).is_ok());
+      EXPECT_EQ(v, want) << layout->describe();
+    }
+  }
 }
 
 TEST(MpiComm, SendRecvAndSendrecvRing) {

@@ -139,6 +139,23 @@ TEST(BadInput, CommandLinesAreJudgedBeforeAnyWork) {
                  "--stop-at 2: " + dir / "s" + " is already at step 4");
 }
 
+TEST(BadInput, ALayoutThatCannotBeIsRefusedBeforeAnyWork) {
+  TempDir dir("bad_layout");
+  const std::string cfg = small_config(dir);
+  ::setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
+  expect_refused(run_crucible({"launch", "-n", "3", "--threads", "1", "--", "train", cfg, "--run-dir", dir / "a",
+                               "--set", "dist.tp=2"}),
+                 "[layout] dist.tp x dist.pp: 2 x 1 does not divide the world of 3 ranks");
+  expect_refused(run_crucible({"train", cfg, "--run-dir", dir / "b", "--set", "dist.pp=3"}),
+                 "[config] dist.pp: model.n_layer = 2 does not split over pp x pp_virtual = 3 stages");
+  // A valid grid is checked, and refused as not built yet rather than run as
+  // something else.
+  expect_refused(run_crucible({"launch", "-n", "2", "--threads", "1", "--", "train", cfg, "--run-dir", dir / "c",
+                               "--set", "dist.tp=2"}),
+                 "dp=1 tp=2 pp=1 (v=1, 1f1b): tensor and pipeline parallelism are not in this build yet");
+  EXPECT_FALSE(fs::exists(dir / "b"));
+}
+
 TEST(BadInput, RunsThatCannotFitAreRefusedBeforeAnythingIsWritten) {
   TempDir dir("bad_memory");
   const std::string cfg = small_config(dir);

@@ -1,0 +1,102 @@
+#include "parallel/layout.h"
+
+#include <algorithm>
+
+namespace crucible::parallel {
+
+namespace {
+
+Status bad(const std::string& key, const std::string& why) {
+  return Status::invalid("[layout] " + key + ": " + why);
+}
+
+}  // namespace
+
+Result<Layout> Layout::make(const LayoutSpec& s, int world, const nn::GPTConfig& m, int micro) {
+  if (s.tp < 1) return bad("dist.tp", std::to_string(s.tp) + " must be >= 1");
+  if (s.pp < 1) return bad("dist.pp", std::to_string(s.pp) + " must be >= 1");
+  if (s.virtual_stages < 1) return bad("dist.pp_virtual", std::to_string(s.virtual_stages) + " must be >= 1");
+  if (std::find(std::begin(kSchedules), std::end(kSchedules), s.schedule) == std::end(kSchedules))
+    return bad("dist.pp_schedule", "'" + s.schedule + "' is not one of 1f1b, interleaved, zb-h1");
+  if (world % (s.tp * s.pp) != 0)
+    return bad("dist.tp x dist.pp", std::to_string(s.tp) + " x " + std::to_string(s.pp) +
+                                        " does not divide the world of " + std::to_string(world) +
+                                        " ranks (dp x tp x pp must equal it)");
+  if (m.n_head % s.tp != 0)
+    return bad("dist.tp", "model.n_head = " + std::to_string(m.n_head) + " does not divide by tp = " +
+                              std::to_string(s.tp) + " (each rank owns whole heads)");
+  if ((4 * m.n_embd) % s.tp != 0)
+    return bad("dist.tp", "the MLP width 4 x model.n_embd = " + std::to_string(4 * m.n_embd) +
+                              " does not divide by tp = " + std::to_string(s.tp));
+  if (s.virtual_stages > 1 && s.schedule != "interleaved")
+    return bad("dist.pp_virtual", std::to_string(s.virtual_stages) +
+                                      " virtual stages need dist.pp_schedule = \"interleaved\"");
+  const int stages = s.pp * s.virtual_stages;
+  if (m.n_layer % stages != 0)
+    return bad("dist.pp", "model.n_layer = " + std::to_string(m.n_layer) + " does not split over pp x pp_virtual = " +
+                              std::to_string(stages) + " stages");
+  if (s.pp > 1 && micro < s.pp)
+    return bad("train.grad_accum", std::to_string(micro) + " micro-batches are fewer than pp = " +
+                                       std::to_string(s.pp) + " stages (the pipeline would never fill)");
+  if (s.pp > 1 && s.schedule == "interleaved" && micro % s.pp != 0)
+    return bad("train.grad_accum", std::to_string(micro) + " micro-batches are not a multiple of pp = " +
+                                       std::to_string(s.pp) + " (the interleaved schedule's rounds)");
+  Layout l;
+  l.tp_ = s.tp;
+  l.pp_ = s.pp;
+  l.v_ = s.virtual_stages;
+  l.dp_ = world / (s.tp * s.pp);
+  l.schedule_ = s.schedule;
+  return l;
+}
+
+Coords Layout::coords(int rank) const { return {rank / (tp_ * pp_), (rank / tp_) % pp_, rank % tp_}; }
+
+int Layout::rank_of(const Coords& c) const { return (c.dp * pp_ + c.pp) * tp_ + c.tp; }
+
+std::vector<int> Layout::tp_group(int rank) const {
+  Coords c = coords(rank);
+  std::vector<int> g;
+  for (c.tp = 0; c.tp < tp_; ++c.tp) g.push_back(rank_of(c));
+  return g;
+}
+
+std::vector<int> Layout::pp_group(int rank) const {
+  Coords c = coords(rank);
+  std::vector<int> g;
+  for (c.pp = 0; c.pp < pp_; ++c.pp) g.push_back(rank_of(c));
+  return g;
+}
+
+std::vector<int> Layout::dp_group(int rank) const {
+  Coords c = coords(rank);
+  std::vector<int> g;
+  for (c.dp = 0; c.dp < dp_; ++c.dp) g.push_back(rank_of(c));
+  return g;
+}
+
+std::string Layout::describe() const {
+  return "dp=" + std::to_string(dp_) + " tp=" + std::to_string(tp_) + " pp=" + std::to_string(pp_) + " (v=" +
+         std::to_string(v_) + ", " + schedule_ + ")";
+}
+
+Result<Groups> make_groups(dist::Comm& world, const Layout& l) {
+  if (world.size() != l.world())
+    return Status::invalid("[layout] the layout is for " + std::to_string(l.world()) + " ranks, the world has " +
+                           std::to_string(world.size()));
+  const Coords c = l.coords(world.rank());
+  Groups g;
+  // A group's color is the index of what its members share; the key orders them.
+  auto tp = world.split(c.dp * l.pp() + c.pp, c.tp);
+  if (!tp) return tp.status();
+  auto pp = world.split(c.dp * l.tp() + c.tp, c.pp);
+  if (!pp) return pp.status();
+  auto dp = world.split(c.pp * l.tp() + c.tp, c.dp);
+  if (!dp) return dp.status();
+  g.tp = std::move(*tp);
+  g.pp = std::move(*pp);
+  g.dp = std::move(*dp);
+  return g;
+}
+
+}  // namespace crucible::parallel

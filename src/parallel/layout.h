@@ -1,0 +1,74 @@
+// The parallel layout of a job: how the world's ranks form a grid of data
+// (dp), pipeline (pp, with v virtual stages per rank) and tensor (tp)
+// parallelism, checked before any communication (torchtitan's ParallelDims).
+//
+// Rank <-> coordinates, tp varying fastest (a TP group is tp consecutive
+// ranks, so it stays on one host), then pp, then dp:
+//   rank = (dp_index * pp + pp_index) * tp + tp_index
+// The groups are the ranks that share every other coordinate: a TP group
+// shares (dp, pp), a PP group (dp, tp), a DP group (pp, tp).
+//
+// The checks (each failure is one invalid Status naming the constraint, so a
+// wrong layout is bad input, exit 2): dp * tp * pp equals the world size;
+// model.n_head and the MLP width (4 * n_embd) divide by tp; model.n_layer
+// splits evenly over pp * v stages; a pipeline step has at least pp
+// micro-batches (train.grad_accum) and, interleaved, a multiple of pp; v > 1
+// only with the interleaved schedule. Pure; thread-compatible.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "dist/comm.h"
+#include "nn/gpt.h"
+
+namespace crucible::parallel {
+
+inline constexpr const char* kSchedules[] = {"1f1b", "interleaved", "zb-h1"};
+
+struct LayoutSpec {  // what the config asks for ([dist] tp, pp, pp_virtual, pp_schedule)
+  int tp = 1, pp = 1, virtual_stages = 1;
+  std::string schedule = "1f1b";
+};
+
+struct Coords {
+  int dp = 0, pp = 0, tp = 0;
+};
+
+class Layout {
+ public:
+  // Checks spec against the world size, the model and the micro-batches.
+  static Result<Layout> make(const LayoutSpec& spec, int world, const nn::GPTConfig& model,
+                             int micro_batches);
+
+  int world() const { return dp_ * pp_ * tp_; }
+  int dp() const { return dp_; }
+  int tp() const { return tp_; }
+  int pp() const { return pp_; }
+  int virtual_stages() const { return v_; }
+  const std::string& schedule() const { return schedule_; }
+  // Blocks per model chunk (pp * v chunks in all).
+  int layers_per_chunk(const nn::GPTConfig& m) const { return m.n_layer / (pp_ * v_); }
+
+  Coords coords(int rank) const;
+  int rank_of(const Coords& c) const;
+  // The world ranks of the group `rank` belongs to, in the group's rank order.
+  std::vector<int> tp_group(int rank) const;
+  std::vector<int> pp_group(int rank) const;
+  std::vector<int> dp_group(int rank) const;
+  // "dp=2 tp=1 pp=2 (v=1, 1f1b)"
+  std::string describe() const;
+
+ private:
+  int dp_ = 1, tp_ = 1, pp_ = 1, v_ = 1;
+  std::string schedule_ = "1f1b";
+};
+
+// This rank's three groups as sub-communicators of `world` (collective over
+// it: every rank calls it with the same layout).
+struct Groups {
+  std::unique_ptr<dist::Comm> tp, pp, dp;
+};
+Result<Groups> make_groups(dist::Comm& world, const Layout& layout);
+
+}  // namespace crucible::parallel

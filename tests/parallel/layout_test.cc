@@ -1,0 +1,115 @@
+// The layout value: coordinates (tp fastest), groups that partition the world
+// for every layout up to 8 ranks, and each constraint refused with one line
+// naming it.
+#include "parallel/layout.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "runtime/config.h"
+
+namespace crucible::parallel {
+namespace {
+
+nn::GPTConfig model(int layers = 4, int heads = 4, int embd = 256) {
+  nn::GPTConfig m;
+  m.n_layer = layers, m.n_head = heads, m.n_embd = embd;
+  return m;
+}
+
+TEST(Layout, EveryGridUpToEightRanksPartitionsTheWorld) {
+  int layouts = 0;
+  for (int world = 1; world <= 8; ++world)
+    for (int tp = 1; tp <= world; ++tp)
+      for (int pp = 1; pp * tp <= world; ++pp) {
+        if (world % (tp * pp) != 0) continue;
+        auto l = Layout::make({tp, pp, 1, "1f1b"}, world, model(840, 840, 840), 8);
+        ASSERT_TRUE(l) << l.status().message();
+        ASSERT_EQ(l->dp() * l->tp() * l->pp(), world);
+        ++layouts;
+        for (auto group : {&Layout::tp_group, &Layout::pp_group, &Layout::dp_group}) {
+          std::set<int> seen;
+          std::set<std::vector<int>> groups;
+          for (int r = 0; r < world; ++r) {
+            EXPECT_EQ(l->rank_of(l->coords(r)), r);
+            const std::vector<int> g = (*l.*group)(r);
+            EXPECT_NE(std::find(g.begin(), g.end(), r), g.end());
+            groups.insert(g);
+            for (int m : g) EXPECT_EQ((*l.*group)(m), g) << "a group is the same seen from each member";
+          }
+          for (const auto& g : groups)
+            for (int m : g) EXPECT_TRUE(seen.insert(m).second) << "rank " << m << " in two groups";
+          EXPECT_EQ(int(seen.size()), world);
+        }
+        // tp varies fastest: a TP group is consecutive ranks.
+        for (int r = 0; r < world; ++r) {
+          const std::vector<int> g = l->tp_group(r);
+          for (size_t i = 1; i < g.size(); ++i) EXPECT_EQ(g[i], g[i - 1] + 1);
+        }
+      }
+  EXPECT_EQ(layouts, 1 + 3 + 3 + 6 + 3 + 9 + 3 + 10);  // sum over world of ordered (tp, pp) dividing it
+}
+
+TEST(Layout, CoordinatesAreDpPpTpWithTpFastest) {
+  auto l = Layout::make({2, 2, 1, "1f1b"}, 8, model(), 4);
+  ASSERT_TRUE(l);
+  EXPECT_EQ(l->dp(), 2);
+  const Coords c = l->coords(6);  // 6 = (1 * 2 + 1) * 2 + 0
+  EXPECT_EQ(c.dp, 1);
+  EXPECT_EQ(c.pp, 1);
+  EXPECT_EQ(c.tp, 0);
+  EXPECT_EQ(l->tp_group(6), (std::vector<int>{6, 7}));
+  EXPECT_EQ(l->pp_group(6), (std::vector<int>{4, 6}));
+  EXPECT_EQ(l->dp_group(6), (std::vector<int>{2, 6}));
+  EXPECT_EQ(l->describe(), "dp=2 tp=2 pp=2 (v=1, 1f1b)");
+}
+
+TEST(Layout, EachConstraintIsOneLineNamingIt) {
+  struct Case {
+    LayoutSpec spec;
+    int world;
+    nn::GPTConfig m;
+    int micro;
+    std::string needle;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{2, 2, 1, "1f1b"}, 6, model(), 4, "2 x 2 does not divide the world of 6 ranks"},
+           {{3, 1, 1, "1f1b"}, 3, model(4, 4, 258), 4, "model.n_head = 4 does not divide by tp = 3"},
+           {{3, 1, 1, "1f1b"}, 3, model(4, 3, 250), 4, "4 x model.n_embd = 1000 does not divide by tp = 3"},
+           {{8, 1, 1, "1f1b"}, 8, model(4, 8, 251), 4, "does not divide by tp = 8"},
+           {{1, 3, 1, "1f1b"}, 3, model(4), 4, "model.n_layer = 4 does not split over pp x pp_virtual = 3 stages"},
+           {{1, 2, 2, "interleaved"}, 2, model(6), 4, "does not split over pp x pp_virtual = 4 stages"},
+           {{1, 2, 2, "1f1b"}, 2, model(8), 4, "need dist.pp_schedule = \"interleaved\""},
+           {{1, 4, 1, "1f1b"}, 4, model(4), 2, "2 micro-batches are fewer than pp = 4"},
+           {{1, 2, 2, "interleaved"}, 2, model(8), 3, "3 micro-batches are not a multiple of pp = 2"},
+           {{1, 2, 1, "gpipe"}, 2, model(4), 4, "'gpipe' is not one of 1f1b, interleaved, zb-h1"},
+           {{0, 1, 1, "1f1b"}, 1, model(4), 4, "dist.tp: 0 must be >= 1"},
+       }) {
+    auto l = Layout::make(c.spec, c.world, c.m, c.micro);
+    ASSERT_FALSE(l) << c.needle;
+    EXPECT_EQ(l.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(l.status().message().find(c.needle), std::string::npos) << l.status().message();
+    EXPECT_EQ(l.status().message().rfind("[layout] ", 0), 0u) << l.status().message();
+  }
+  // Vocabularies that do not divide by tp are allowed (vocab-parallel pads).
+  nn::GPTConfig odd = model();
+  odd.vocab_size = 50257;
+  EXPECT_TRUE(Layout::make({2, 1, 1, "1f1b"}, 2, odd, 1));
+}
+
+TEST(Layout, ConfigKeysAreCheckedWithTheModel) {
+  auto ok = runtime::load_config("", {"dist.tp=2", "dist.pp=2", "train.grad_accum=2"});
+  ASSERT_TRUE(ok) << ok.status().message();
+  EXPECT_EQ(ok->dist.tp, 2);
+  auto bad = runtime::load_config("", {"dist.pp=3"});
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.status().message().find("[config] dist.pp: model.n_layer = 4 does not split"), std::string::npos)
+      << bad.status().message();
+  auto sched = runtime::load_config("", {"dist.pp_schedule=zb-h2"});
+  ASSERT_FALSE(sched);
+  EXPECT_NE(sched.status().message().find("dist.pp_schedule: 'zb-h2'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace crucible::parallel
