@@ -734,7 +734,7 @@ Result<int> supervise(const SuperviseOptions& opt) {
   if (opt.launch.hostfile.empty())
     CRUCIBLE_RETURN_IF_ERROR(check_memory_fits(estimate_memory(plan->config, opt.launch.ranks, 0),
                                                opt.launch.ranks, available_memory()));
-  const std::string& run = plan->run_dir;
+  const std::string run = plan->run_dir;  // a copy: the plan moves into the Supervisor
   // The supervisor owns the run directory for the job's whole life (its ranks
   // take only the attempt lock); nothing is written before it holds it.
   DirLock owner;
@@ -769,6 +769,12 @@ Result<int> supervise(const SuperviseOptions& opt) {
   Result<int> code = sup.run();
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
+  // A fresh job its ranks refused as bad input leaves nothing behind (the
+  // directory was made here, for the lock; no step ran).
+  if (code && *code == 2 && owner.created_dir() && !has_checkpoints(run)) {
+    std::error_code rm;
+    fs::remove_all(run, rm);
+  }
   return code;
 }
 
