@@ -124,7 +124,7 @@ int checked_file(const uint8_t* data, size_t size) {
 
 int jsonl(const uint8_t* data, size_t size) {
   const std::string_view all(reinterpret_cast<const char*>(data), size);
-  static data::JsonlLine line;  // reused as the scanner reuses it
+  data::JsonlLine line;  // one per input, reused line to line as the scanner does per segment
   for (size_t p = 0; p < all.size();) {
     size_t nl = all.find('\n', p);
     if (nl == std::string_view::npos) nl = all.size();

@@ -1,6 +1,8 @@
 // Curation pass 1 (scan): per chunk, read the documents, clean and filter them,
 // and write the survivors with their exact-hash keys, band keys and signature
 // fingerprints. See data/curate.h for the files.
+#include <simdjson.h>
+
 #include <fcntl.h>
 #include <unistd.h>
 #include <xxhash.h>
