@@ -121,7 +121,14 @@ namespace {
 volatile std::sig_atomic_t g_signals = 0;
 extern "C" void on_supervisor_signal(int) { g_signals = g_signals + 1; }
 
-double mono_s() { return now_ns() * 1e-9; }  // the one monotonic clock (core/clock.h)
+double mono_s() { return now_ns() * 1e-9; }
+
+// RUN/job.json (the supervisor's account of the job); null when there is none
+// or it does not parse.
+json read_job(const std::string& run) {
+  auto j = read_json(run + "/job.json");
+  return j ? *j : json();
+}  // the one monotonic clock (core/clock.h)
 
 std::string fmt_s(double s) {
   char buf[32];
@@ -575,12 +582,7 @@ Result<int> Supervisor::run() {
                    (min_ranks < full ? ", down to " + std::to_string(min_ranks) + " ranks" : "") +
                    ")");
   // A continued job (the same command run again) numbers its attempts on.
-  int first_attempt = 0;
-  {
-    std::ifstream in(plan_.run_dir + "/job.json");
-    auto j = in ? json::parse(in, nullptr, false) : json();
-    first_attempt = int(json_int_or(j, "attempt", -1)) + 1;
-  }
+  const int first_attempt = int(json_int_or(read_job(plan_.run_dir), "attempt", -1)) + 1;
   for (int attempt = first_attempt;; ++attempt) {
     const bool resume = has_checkpoints(plan_.run_dir);
     write_job_state("running", attempt, world);
@@ -699,10 +701,8 @@ std::string newest_unfinished_run(const std::string& name) {
   for (auto it = fs::directory_iterator("runs", ec); !ec && it != fs::end(it); it.increment(ec)) {
     const std::string base = it->path().filename().string();
     if (base.rfind(name + "-", 0) != 0 || !has_checkpoints(it->path().string())) continue;
-    std::ifstream in(it->path() / "job.json");
-    if (!in) continue;
-    auto j = json::parse(in, nullptr, false);
-    if (!j.is_discarded() && json_string_or(j, "state", "") != "finished") dirs.push_back(it->path().string());
+    const json j = read_job(it->path().string());
+    if (j.is_object() && json_string_or(j, "state", "") != "finished") dirs.push_back(it->path().string());
   }
   std::sort(dirs.begin(), dirs.end());
   return dirs.empty() ? "" : dirs.back();
@@ -740,9 +740,7 @@ Result<int> supervise(const SuperviseOptions& opt) {
   DirLock owner;
   CRUCIBLE_RETURN_IF_ERROR(owner.acquire(run, kOwnerLock, "crucible launch", 0, kRunDirHint));
   {
-    std::ifstream in(run + "/job.json");
-    auto j = in ? json::parse(in, nullptr, false) : json();
-    if (json_string_or(j, "state", "") == "finished") {
+    if (json_string_or(read_job(run), "state", "") == "finished") {
       // Finished at its train.steps; a relaunch asking for more continues it.
       auto found = ckpt::find_latest_valid(run + "/ckpt");
       const int64_t done = found ? found->step : 0;

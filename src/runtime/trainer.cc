@@ -263,6 +263,10 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   if (rank == 0) console.open_log(run + "/log.txt");
   if (resume_from)
     for (const auto& w : resume_from->warnings) log(w);
+  if (pinned)  // what the resumed run trains on, as a fresh run says it
+    log("[data] dataset " + setup.ds->dir + ": " + std::to_string(setup.train_shard->size()) + " train / " +
+        std::to_string(setup.val_shard->size()) + " validation tokens, pinned by " + ckpt_name(resume_from->dir) +
+        " (shard checksums and tokenizer verified)");
   if (plan.resume && !pinned)
     log("[ckpt] warning: " + ckpt_name(resume_from->dir) +
         " records no dataset (written by an older crucible); resuming on " + setup.ds->dir +

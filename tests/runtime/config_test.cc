@@ -1,5 +1,7 @@
 #include "runtime/config.h"
 
+#include "support/kernel_harness.h"
+
 #include <gtest/gtest.h>
 
 #include <toml++/toml.h>
@@ -88,8 +90,7 @@ TEST(Config, ResolvedDefaultKeepsTheShortProfileWhenReadBack) {
 // default, every shipped config and random --set overrides (profiles,
 // formats, thresholds and ordinary keys). Seed: CRUCIBLE_TEST_SEED.
 TEST(Config, ResolutionIsAFixedPoint) {
-  const char* env = std::getenv("CRUCIBLE_TEST_SEED");
-  const unsigned seed = env ? unsigned(std::strtoul(env, nullptr, 10)) : std::random_device{}();
+  const unsigned seed = unsigned(crucible::testing::test_seed());
   SCOPED_TRACE("CRUCIBLE_TEST_SEED=" + std::to_string(seed));
   std::mt19937 rng(seed);
   const std::vector<std::vector<std::string>> pool = {

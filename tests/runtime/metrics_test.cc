@@ -8,17 +8,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "support/cli_runner.h"
 #include "support/files.h"
 
 namespace crucible::runtime {
 namespace {
 
-std::vector<int64_t> steps_in(const std::string& path) {
-  std::vector<int64_t> out;
-  std::istringstream in(testutil::read_file(path));
-  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line)["step"]);
-  return out;
-}
 
 std::string rows(int from, int to) {
   std::string s;
@@ -39,7 +34,7 @@ TEST(MetricsWriter, ResumeCutsBackAndRestoresTheCheckpointsRow) {
   }
   std::vector<int64_t> want(10);
   for (int i = 0; i < 10; ++i) want[size_t(i)] = i + 1;
-  EXPECT_EQ(steps_in(path), want);
+  EXPECT_EQ(e2e::metric_steps(dir.path()), want);
   EXPECT_DOUBLE_EQ(nlohmann::json::parse(testutil::read_file(path).substr(
                        testutil::read_file(path).rfind("{\"")))["loss"].get<double>(),
                    2.5);
@@ -48,13 +43,13 @@ TEST(MetricsWriter, ResumeCutsBackAndRestoresTheCheckpointsRow) {
     MetricsWriter w;
     ASSERT_TRUE(w.open(path, 10, to_json(m)).is_ok());
   }
-  EXPECT_EQ(steps_in(path), want);
+  EXPECT_EQ(e2e::metric_steps(dir.path()), want);
   {  // torn, foreign and repeated lines are dropped, never a crash
     testutil::write_file(path, rows(1, 5) + "{\"step\": \"x\"}\n" + rows(5, 9) + "{\"step\":1");
     MetricsWriter w;
     ASSERT_TRUE(w.open(path, 10, to_json(m)).is_ok());
   }
-  EXPECT_EQ(steps_in(path), want);
+  EXPECT_EQ(e2e::metric_steps(dir.path()), want);
 }
 
 }  // namespace

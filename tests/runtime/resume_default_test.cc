@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "support/cli_runner.h"
+#include "support/kernel_harness.h"
 
 namespace crucible::e2e {
 namespace {
@@ -36,13 +37,6 @@ std::vector<std::string> default_train(const std::string& run_dir, int steps = 2
   return a;
 }
 
-std::vector<int64_t> metric_steps(const std::string& run) {
-  std::vector<int64_t> out;
-  std::istringstream in(read_file(run + "/metrics.jsonl"));
-  for (std::string line; std::getline(in, line);)
-    out.push_back(nlohmann::json::parse(line)["step"].get<int64_t>());
-  return out;
-}
 
 std::vector<int64_t> one_to(int64_t n) {
   std::vector<int64_t> v;
@@ -60,11 +54,6 @@ size_t count_of(const std::string& text, const std::string& needle) {
   size_t n = 0;
   for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
   return n;
-}
-
-unsigned test_seed() {
-  const char* env = std::getenv("CRUCIBLE_TEST_SEED");
-  return env ? unsigned(std::strtoul(env, nullptr, 10)) : std::random_device{}();
 }
 
 // Starts `args` in the background and SIGKILLs it once `ready()` holds.
@@ -86,7 +75,7 @@ TEST(ResumeDefault, KilledAtARandomStepResumesToTheSameRun) {
   ASSERT_NE(ref.output.find("profile short"), std::string::npos) << ref.output;
   ASSERT_NE(ref.output.find("14532 (2.4 MB) kept"), std::string::npos) << ref.output;
 
-  std::mt19937 rng(test_seed());
+  std::mt19937 rng(unsigned(testing::test_seed()));
   const size_t kill_at = 9 + rng() % 12;  // after the first checkpoint (8), before the end
   SCOPED_TRACE("killed after step " + std::to_string(kill_at));
   const std::string run = dir / killed;
@@ -98,6 +87,10 @@ TEST(ResumeDefault, KilledAtARandomStepResumesToTheSameRun) {
   auto resumed = run_crucible({"train", "--resume", "--run-dir", killed}, dir.path());
   ASSERT_EQ(resumed.code, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("[ckpt] resumed from"), std::string::npos) << resumed.output;
+  // It names the data it trains on: the one the fresh run built, by checksum.
+  const std::string built = ref.output.substr(ref.output.find("[data] dataset "), 60);
+  EXPECT_NE(resumed.output.find(built.substr(0, built.find(':'))), std::string::npos) << resumed.output;
+  EXPECT_NE(resumed.output.find("pinned by step_00000"), std::string::npos) << resumed.output;
   // The pinned dataset is opened as it is: nothing curated or tokenized again.
   EXPECT_EQ(resumed.output.find("[curate]"), std::string::npos) << resumed.output;
   EXPECT_EQ(resumed.output.find("tokenizer ..."), std::string::npos) << resumed.output;
@@ -211,7 +204,7 @@ TEST(ResumeDefault, LaunchRestartAfterAKilledRankIsTheSameRun) {
   };
   auto ref = launch("runs/ref", {});
   ASSERT_EQ(ref.code, 0) << ref.output;
-  std::mt19937 rng(test_seed());
+  std::mt19937 rng(unsigned(testing::test_seed()));
   const int kill_at = 6 + int(rng() % 8);  // after the checkpoint of step 4
   SCOPED_TRACE("rank 1 killed at step " + std::to_string(kill_at));
   auto faulty = launch("runs/faulty",

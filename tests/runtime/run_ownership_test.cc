@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "support/cli_runner.h"
+#include "support/kernel_harness.h"
 #include "support/train_config.h"
 
 namespace crucible::e2e {
@@ -23,19 +24,10 @@ namespace fs = std::filesystem;
 constexpr int kTrials = 20;
 
 std::mt19937& rng() {
-  static std::mt19937 r([] {
-    const char* env = std::getenv("CRUCIBLE_TEST_SEED");
-    return env ? unsigned(std::strtoul(env, nullptr, 10)) : std::random_device{}();
-  }());
+  static std::mt19937 r(unsigned(testing::test_seed()));
   return r;
 }
 
-std::vector<int64_t> metric_steps(const std::string& run) {
-  std::vector<int64_t> out;
-  std::istringstream in(read_file(run + "/metrics.jsonl"));
-  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line)["step"]);
-  return out;
-}
 
 std::string small_config(const TempDir& dir) { return testutil::write_small_config(dir, testutil::short_run()); }
 
@@ -151,7 +143,7 @@ TEST(RunOwnership, TwoRunsBuildingOneDatasetCacheEntry) {
     std::vector<std::string> names;
     for (const auto& e : fs::directory_iterator(dir / "data"))
       if (e.path().filename().string()[0] != '.') names.push_back(e.path().filename().string());
-    ASSERT_EQ(names.size(), 1u) << testing::PrintToString(names);
+    ASSERT_EQ(names.size(), 1u) << ::testing::PrintToString(names);
     entry = names[0];
     EXPECT_NE((read_file(a.log) + b.output).find("using cached dataset"), std::string::npos);
   }

@@ -9,6 +9,7 @@
 #include <thread>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 namespace crucible::e2e {
@@ -59,6 +60,14 @@ int Background::wait() {
   int st = 0;
   ::waitpid(pid, &st, 0);
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+std::vector<int64_t> metric_steps(const std::string& run) {
+  std::vector<int64_t> out;
+  std::ifstream in(run + "/metrics.jsonl");
+  for (std::string line; std::getline(in, line);)
+    out.push_back(nlohmann::json::parse(line)["step"].get<int64_t>());
+  return out;
 }
 
 size_t count_lines(const std::string& path) {

@@ -3,6 +3,7 @@
 #pragma once
 #include <sys/types.h>
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -27,6 +28,9 @@ struct Background {
   Background(const std::vector<std::string>& args, const std::string& cwd, std::string log_path);
   int wait();
 };
+
+// The "step" of every row of RUN/metrics.jsonl, in file order.
+std::vector<int64_t> metric_steps(const std::string& run);
 
 // Lines in a file (0 when it is missing).
 size_t count_lines(const std::string& path);
