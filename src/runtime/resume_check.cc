@@ -1,5 +1,8 @@
 #include "runtime/resume_check.h"
 
+#include <algorithm>
+#include <filesystem>
+
 #include "core/hash.h"
 
 namespace crucible::runtime {
@@ -70,6 +73,25 @@ Status check_resume_config(const nlohmann::json& ckpt_config, const Config& cfg,
                              " (a resumed run keeps the model's shape; start a new run to change it)");
   }
   return Status::ok();
+}
+
+Result<ResumePoint> find_resume_point(Config& cfg, const std::string& run_dir) {
+  auto found = ckpt::find_latest_valid(run_dir + "/ckpt");
+  if (!found) return found.status();
+  const std::string name = std::filesystem::path(found->dir).filename().string();
+  CRUCIBLE_RETURN_IF_ERROR(check_resume_config(found->state.config, cfg, name));
+  ResumePoint p;
+  if (!found->state.data.is_null()) {
+    auto pin = DataPin::from_json(found->state.data, found->dir + "/manifest.json");
+    if (!pin) return pin.status();
+    p.pin = *pin;
+    const auto& given = cfg.explicit_keys;
+    const bool dataset_given =
+        std::find(given.begin(), given.end(), "data.dataset") != given.end() && !cfg.data.dataset.empty();
+    if (!dataset_given) cfg.data.dataset = pin->dataset;
+  }
+  p.checkpoint = std::move(*found);
+  return p;
 }
 
 }  // namespace crucible::runtime

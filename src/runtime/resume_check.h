@@ -4,12 +4,16 @@
 // fingerprint. A resume (by hand or a supervisor's restart) opens the pinned
 // dataset, checks it is still that data, and refuses a run whose model shape
 // differs from the checkpoint's, naming the key. `crucible generate` checks
-// RUN/tokenizer.model against the pin. Pure functions; no I/O.
+// RUN/tokenizer.model against the pin. The checks are pure functions;
+// find_resume_point reads the run's checkpoints.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include <optional>
+
+#include "ckpt/checkpoint.h"
 #include "core/status.h"
 #include "runtime/config.h"
 
@@ -41,5 +45,15 @@ Status check_tokenizer_pin(const DataPin& pinned, uint64_t fingerprint, const st
 // "config" member (to_json of the run's Config).
 Status check_resume_config(const nlohmann::json& ckpt_config, const Config& cfg,
                            const std::string& ckpt_name);
+
+struct ResumePoint {
+  ckpt::FoundCheckpoint checkpoint;  // the newest valid one
+  std::optional<DataPin> pin;        // none in checkpoints of earlier versions
+};
+
+// The checkpoint a resume of run_dir continues, checked against cfg (the
+// model's shape); cfg.data.dataset is pointed at the pinned dataset unless
+// the run was given one explicitly (which the pin then checks).
+Result<ResumePoint> find_resume_point(Config& cfg, const std::string& run_dir);
 
 }  // namespace crucible::runtime

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include <algorithm>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <system_error>
@@ -15,6 +16,7 @@
 #include "core/clock.h"
 #include "core/file_io.h"
 #include "core/process.h"
+#include "runtime/heartbeat.h"
 
 namespace crucible::runtime {
 
@@ -38,6 +40,22 @@ std::string newest_run(const std::string& name) {
 }
 
 }  // namespace
+
+Status RunOwnership::acquire(const RunPlan& plan) {
+  const std::string& dir = plan.run_dir;
+  const bool supervised = std::getenv(kSupervisorPidEnv) != nullptr;
+  if (!supervised) CRUCIBLE_RETURN_IF_ERROR(owner_.acquire(dir, kOwnerLock, "crucible train", 0, kRunDirHint));
+  CRUCIBLE_RETURN_IF_ERROR(attempt_.acquire(dir, kAttemptLock, "crucible train", supervised ? 30 : 0, kRunDirHint));
+  if (owner_.created_dir() || attempt_.created_dir()) created_ = dir;
+  if (!plan.resume && has_checkpoints(dir))
+    return Status::invalid("[run] " + dir + " already holds a training run; pass --resume to continue it");
+  return Status::ok();
+}
+
+RunOwnership::~RunOwnership() {
+  std::error_code ec;
+  if (!keep_ && !created_.empty()) fs::remove_all(created_, ec);
+}
 
 bool has_checkpoints(const std::string& run_dir) {
   std::error_code ec;

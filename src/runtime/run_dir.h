@@ -49,6 +49,28 @@ inline constexpr const char* kOwnerLock = "owner.lock";
 inline constexpr const char* kAttemptLock = "train.lock";
 inline constexpr const char* kRunDirHint = "wait for it to end or choose another --run-dir";
 
+// What a training process (rank 0) holds for its run directory, taken
+// before anything is written into it: the owner lock (unless the supervisor
+// of `crucible launch` holds it: CRUCIBLE_SUPERVISOR_PID is set) and the
+// attempt lock (a supervised relaunch waits 30 s for the ranks of the attempt
+// before it). A fresh run is refused when the directory already holds
+// checkpoints. A directory the locks created is removed on destruction unless
+// keep() was called: bad input found before the first step leaves nothing.
+class RunOwnership {
+ public:
+  RunOwnership() = default;
+  RunOwnership(const RunOwnership&) = delete;
+  RunOwnership& operator=(const RunOwnership&) = delete;
+  ~RunOwnership();
+  Status acquire(const RunPlan& plan);
+  void keep() { keep_ = true; }
+
+ private:
+  DirLock owner_, attempt_;
+  std::string created_;
+  bool keep_ = false;
+};
+
 // True when dir/ckpt holds at least one step_* directory.
 bool has_checkpoints(const std::string& run_dir);
 

@@ -41,6 +41,7 @@
 #include "runtime/metrics_server.h"
 #include "runtime/resume_check.h"
 #include "runtime/run_health.h"
+#include "runtime/stop_signals.h"
 #include "runtime/train_setup.h"
 #include "runtime/world.h"
 
@@ -52,44 +53,6 @@ namespace {
 
 // "step_0000020" of ".../ckpt/step_0000020": how messages name a checkpoint.
 std::string ckpt_name(const std::string& dir) { return fs::path(dir).filename().string(); }
-
-volatile std::sig_atomic_t g_stop_signal = 0;
-// The first SIGINT or SIGTERM asks for a stop; both go back to their default
-// action at once, so a second one of either kind kills.
-extern "C" void on_stop_signal(int sig) {
-  g_stop_signal = sig;
-  ::signal(SIGINT, SIG_DFL);  // async-signal-safe (POSIX.1-2008)
-  ::signal(SIGTERM, SIG_DFL);
-}
-
-// Installs SIGINT/SIGTERM handlers for the lifetime of a training run: the
-// first signal asks for a checkpoint at the next step boundary; the handlers
-// are restored afterwards so a second Ctrl-C during shutdown still kills.
-class StopSignals {
- public:
-  StopSignals() {
-    g_stop_signal = 0;
-    struct sigaction sa {};
-    sa.sa_handler = on_stop_signal;
-    // The other stop signal waits while the handler runs: it then meets the
-    // default action the handler restored, instead of the handler again.
-    sigemptyset(&sa.sa_mask);
-    sigaddset(&sa.sa_mask, SIGINT);
-    sigaddset(&sa.sa_mask, SIGTERM);
-    sa.sa_flags = SA_RESETHAND;
-    sigaction(SIGINT, &sa, &old_int_);
-    sigaction(SIGTERM, &sa, &old_term_);
-  }
-  ~StopSignals() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-  }
-  int pending() const { return g_stop_signal; }
-
- private:
-  struct sigaction old_int_ {
-  }, old_term_{};
-};
 
 // Where this rank is in the step, told once per phase change: the
 // supervisor hears it (heartbeat) and, inside the trace window, the phase
@@ -176,52 +139,18 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   // live one owns is refused at once. Under `crucible launch` the supervisor
   // owns the directory and a relaunch waits for the last ranks of the attempt
   // before it.
-  DirLock owner_lock, attempt_lock;
-  {
-    Status s;
-    if (rank == 0) {
-      const bool supervised = std::getenv(kSupervisorPidEnv) != nullptr;
-      const std::string& dir = plan.run_dir;
-      if (!supervised) s = owner_lock.acquire(dir, kOwnerLock, "crucible train", 0, kRunDirHint);
-      if (s) s = attempt_lock.acquire(dir, kAttemptLock, "crucible train", supervised ? 30 : 0, kRunDirHint);
-      if (s && !plan.resume && has_checkpoints(dir))
-        s = Status::invalid("[run] " + dir + " already holds a training run; pass --resume to continue it");
-    }
-    CRUCIBLE_RETURN_IF_ERROR(agree(comm, s));
-  }
-  // A directory this run created stays only once everything before the first
-  // step has been validated: bad input found before that leaves nothing behind.
-  struct Unused {
-    std::string dir;
-    bool keep = false;
-    ~Unused() {
-      std::error_code ec;
-      if (!keep && !dir.empty()) fs::remove_all(dir, ec);
-    }
-  } created{rank == 0 && (owner_lock.created_dir() || attempt_lock.created_dir()) ? plan.run_dir : ""};
+  RunOwnership ownership;
+  CRUCIBLE_RETURN_IF_ERROR(agree(comm, rank == 0 ? ownership.acquire(plan) : Status::ok()));
 
   // A resumed run trains on the data its checkpoint pins, found from the
   // checkpoint itself (a resumed config never re-derives it).
   std::optional<ckpt::FoundCheckpoint> resume_from;
   std::optional<DataPin> pinned;
   if (plan.resume) {
-    auto found = ckpt::find_latest_valid(plan.run_dir + "/ckpt");
-    Status s = found.status();
-    if (found) {
-      s = check_resume_config(found->state.config, plan.config, ckpt_name(found->dir));
-      if (s && !found->state.data.is_null()) {
-        auto pin = DataPin::from_json(found->state.data, found->dir + "/manifest.json");
-        s = pin.status();
-        if (pin) pinned = *pin;
-      }
-      resume_from = std::move(*found);
-    }
-    CRUCIBLE_RETURN_IF_ERROR(agree(comm, s));
-    const auto& explicit_keys = plan.config.explicit_keys;
-    const bool dataset_given = std::find(explicit_keys.begin(), explicit_keys.end(), "data.dataset") !=
-                                   explicit_keys.end() &&
-                               !plan.config.data.dataset.empty();
-    if (pinned && !dataset_given) plan.config.data.dataset = pinned->dataset;
+    auto point = find_resume_point(plan.config, plan.run_dir);
+    CRUCIBLE_RETURN_IF_ERROR(agree(comm, point.status()));
+    resume_from = std::move(point->checkpoint);
+    pinned = point->pin;
     const int64_t at = resume_from->step;
     if (topt.stop_at > 0 && topt.stop_at <= at)
       return Status::invalid("[train] --stop-at " + std::to_string(topt.stop_at) + ": " + plan.run_dir +
@@ -478,7 +407,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   arena.reserve(nn::GPT::activation_bytes(cfg.model, B, T));
   // Everything is prepared and validated: from here the run directory is the
   // run's, whatever happens.
-  created.keep = true;
+  ownership.keep();
   auto in_trace_window = [&](int64_t s) { return s >= cfg.run.trace_from && s < trace_end; };
   while (step < total) {
     trace::set_active(in_trace_window(step + 1));

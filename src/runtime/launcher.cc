@@ -1,0 +1,88 @@
+#include "runtime/launcher.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <sstream>
+
+#include "core/file_io.h"
+#include "core/threads.h"
+
+namespace crucible::runtime {
+
+Status check_hostfile(const std::string& path, int ranks) {
+  auto text = read_file(path);
+  if (!text) return Status::invalid("[launch] --hostfile " + text.status().message());
+  std::istringstream in(*text);
+  int hosts = 0, line_no = 0;
+  int64_t slots = 0;
+  bool all_counted = true;  // a host without slots= gets its core count from Open MPI
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    line = line.substr(0, line.find('#'));
+    std::istringstream words(line);
+    std::string host, word;
+    if (!(words >> host)) continue;
+    ++hosts;
+    bool counted = false;
+    while (words >> word) {
+      const size_t eq = word.find('=');
+      const std::string key = word.substr(0, eq);
+      if (eq == std::string::npos || (key != "slots" && key != "max_slots" && key != "max-slots"))
+        return Status::invalid("[launch] " + path + ":" + std::to_string(line_no) + ": '" + word +
+                               "' is not slots=N or max_slots=N");
+      const std::string v = word.substr(eq + 1);
+      if (v.empty() || v.size() > 6 || v.find_first_not_of("0123456789") != std::string::npos ||
+          std::stoi(v) < 1)
+        return Status::invalid("[launch] " + path + ":" + std::to_string(line_no) + ": " + key +
+                               " must be a positive integer, got '" + v + "'");
+      if (key == "slots") {
+        slots += std::stoi(v);
+        counted = true;
+      }
+    }
+    all_counted = all_counted && counted;
+  }
+  if (hosts == 0) return Status::invalid("[launch] " + path + " names no host");
+  if (all_counted && slots < ranks)
+    return Status::invalid("[launch] " + path + " has " + std::to_string(slots) + " slot(s) for " +
+                           std::to_string(ranks) + " ranks (-n); add slots or lower -n");
+  return Status::ok();
+}
+
+std::vector<std::string> launcher_command(const LaunchSpec& o, const std::string& self,
+                                          const std::vector<std::string>& command) {
+  const bool slurm = std::getenv("SLURM_JOB_ID") != nullptr;
+  const int threads = o.threads > 0        ? o.threads
+                      : o.hostfile.empty() ? std::max(1, hardware_threads() / o.ranks)
+                                           : 0;
+  std::vector<std::string> argv;
+  if (slurm) {
+    argv = {"srun", "-n", std::to_string(o.ranks)};
+    if (threads > 0) argv.push_back("--cpus-per-task=" + std::to_string(threads));
+  } else {
+    argv = {"mpirun", "-n", std::to_string(o.ranks)};
+    if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
+    if (o.hostfile.empty()) {
+      if (o.ranks > hardware_threads()) argv.push_back("--oversubscribe");
+      // One machine: shared memory and self only, bind nothing (threads are
+      // set per rank below; binding N ranks to cores fights OpenMP).
+      for (const char* a : {"--mca", "btl", "self,vader", "--bind-to", "none"}) argv.push_back(a);
+    } else {
+      argv.insert(argv.end(), {"--hostfile", o.hostfile});
+    }
+  }
+  std::vector<std::string> forward = o.env_to_forward;
+  if (threads > 0) {
+    ::setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1);
+    forward.push_back("OMP_NUM_THREADS");
+  }
+  if (!slurm)  // srun passes the whole environment by default
+    for (const auto& v : forward) argv.insert(argv.end(), {"-x", v});
+  argv.push_back(self);
+  argv.insert(argv.end(), command.begin(), command.end());
+  return argv;
+}
+
+}  // namespace crucible::runtime
