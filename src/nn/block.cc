@@ -20,14 +20,19 @@ void Block::forward(Arena& arena, const float* r_a, const float* r_b, float** ou
 }
 
 // dr: d r_next on entry (= d mlp_out = d r_mid's direct path), d r on exit.
-void Block::backward(Arena& arena, float* dr, int B, int T) {
+void Block::backward(Arena& arena, float* dr, int B, int T, BackwardPass pass) {
+  if (pass == BackwardPass::kWeight) {
+    mlp.backward(arena, nullptr, nullptr, B * T, pass);
+    attn.backward(arena, nullptr, nullptr, B, T, pass);
+    return;
+  }
   Arena::Mark m = arena.mark();
   float* dh = arena.allocate_array<float>(size_t(B) * T * C);
-  mlp.backward(arena, dh, dr, B * T);
+  mlp.backward(arena, dh, dr, B * T, pass);
   ln_2.backward(dr, dh, B * T);  // dr += : now d r_mid
-  attn.backward(arena, dh, dr, B, T);
+  attn.backward(arena, dh, dr, B, T, pass);
   ln_1.backward(dr, dh, B * T);  // dr += : now d r
-  arena.rewind(m);
+  if (pass == BackwardPass::kAll) arena.rewind(m);  // kInput: the layers kept theirs after dh
 }
 
 }  // namespace crucible::nn

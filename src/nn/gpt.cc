@@ -1,6 +1,9 @@
 #include "nn/gpt.h"
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "kernels/gemm.h"
@@ -40,77 +43,124 @@ struct LayerIdx {
   size_t ln1w, ln1b, attw, attb, prjw, prjb, ln2w, ln2b, fcw, fcb, mpw, mpb;
 };
 
-// Registers every parameter, in memory order (HF GPT-2 names); the one
+struct PartIdx {
+  size_t wte = SIZE_MAX, wpe = SIZE_MAX, lnfw = SIZE_MAX, lnfb = SIZE_MAX;
+  std::vector<std::vector<LayerIdx>> chunks;
+};
+
+void check_part(const GPTConfig& cfg, const GPTPart& part) {
+  CRUCIBLE_CHECK(!part.chunks.empty(), "[nn] a model part holds at least one chunk");
+  int prev = 0;
+  for (const BlockRange& r : part.chunks) {
+    CRUCIBLE_CHECK(r.first >= prev && r.first < r.last && r.last <= cfg.n_layer,
+                   "[nn] model chunks are ascending, disjoint, non-empty block ranges");
+    prev = r.last;
+  }
+  CRUCIBLE_CHECK(!part.embedding || part.chunks.front().first == 0,
+                 "[nn] the embedding's chunk starts at block 0");
+  CRUCIBLE_CHECK(!part.head || part.chunks.back().last == cfg.n_layer,
+                 "[nn] the head's chunk ends at the last block");
+}
+
+// Registers the part's parameters, in memory order (HF GPT-2 names); the one
 // definition of the model's parameters, for the model and for size queries.
-void register_params(const GPTConfig& cfg, ParamRegistry& P, size_t* wte, size_t* wpe,
-                     std::vector<LayerIdx>* idx, size_t* lnfw, size_t* lnfb) {
+// wte comes first wherever it is (embedding or head: its gradient is final
+// only at the end of backward, after the tied copies are summed), then wpe,
+// the chunks' blocks, ln_f.
+PartIdx register_params(const GPTConfig& cfg, const GPTPart& part, ParamRegistry& P) {
+  check_part(cfg, part);
   const int C = cfg.n_embd, L = cfg.n_layer;
   const float std = 0.02f, proj_std = 0.02f / std::sqrt(2.0f * L);
-  *wte = P.add("transformer.wte.weight", {cfg.vocab_size, C}, false, Init::normal, std);
-  *wpe = P.add("transformer.wpe.weight", {cfg.seq_len, C}, false, Init::normal, std);
-  idx->resize(size_t(L));
-  for (int l = 0; l < L; ++l) {
-    std::string p = "transformer.h." + std::to_string(l) + ".";
-    auto& i = (*idx)[size_t(l)];
-    i.ln1w = P.add(p + "ln_1.weight", {C}, false, Init::ones);
-    i.ln1b = P.add(p + "ln_1.bias", {C}, false, Init::zeros);
-    i.attw = P.add(p + "attn.c_attn.weight", {C, 3 * C}, true, Init::normal, std);
-    i.attb = P.add(p + "attn.c_attn.bias", {3 * C}, false, Init::zeros);
-    i.prjw = P.add(p + "attn.c_proj.weight", {C, C}, true, Init::normal, proj_std);
-    i.prjb = P.add(p + "attn.c_proj.bias", {C}, false, Init::zeros);
-    i.ln2w = P.add(p + "ln_2.weight", {C}, false, Init::ones);
-    i.ln2b = P.add(p + "ln_2.bias", {C}, false, Init::zeros);
-    i.fcw = P.add(p + "mlp.c_fc.weight", {C, 4 * C}, true, Init::normal, std);
-    i.fcb = P.add(p + "mlp.c_fc.bias", {4 * C}, false, Init::zeros);
-    i.mpw = P.add(p + "mlp.c_proj.weight", {4 * C, C}, true, Init::normal, proj_std);
-    i.mpb = P.add(p + "mlp.c_proj.bias", {C}, false, Init::zeros);
+  PartIdx x;
+  if (part.embedding || part.head) {
+    x.wte = P.add("transformer.wte.weight", {cfg.vocab_size, C}, false, Init::normal, std);
+    if (!part.embedding) P.mark_replica(x.wte);
   }
-  *lnfw = P.add("transformer.ln_f.weight", {C}, false, Init::ones);
-  *lnfb = P.add("transformer.ln_f.bias", {C}, false, Init::zeros);
+  if (part.embedding) x.wpe = P.add("transformer.wpe.weight", {cfg.seq_len, C}, false, Init::normal, std);
+  for (const BlockRange& range : part.chunks) {
+    auto& chunk = x.chunks.emplace_back();
+    for (int l = range.first; l < range.last; ++l) {
+      std::string p = "transformer.h." + std::to_string(l) + ".";
+      auto& i = chunk.emplace_back();
+      i.ln1w = P.add(p + "ln_1.weight", {C}, false, Init::ones);
+      i.ln1b = P.add(p + "ln_1.bias", {C}, false, Init::zeros);
+      i.attw = P.add(p + "attn.c_attn.weight", {C, 3 * C}, true, Init::normal, std);
+      i.attb = P.add(p + "attn.c_attn.bias", {3 * C}, false, Init::zeros);
+      i.prjw = P.add(p + "attn.c_proj.weight", {C, C}, true, Init::normal, proj_std);
+      i.prjb = P.add(p + "attn.c_proj.bias", {C}, false, Init::zeros);
+      i.ln2w = P.add(p + "ln_2.weight", {C}, false, Init::ones);
+      i.ln2b = P.add(p + "ln_2.bias", {C}, false, Init::zeros);
+      i.fcw = P.add(p + "mlp.c_fc.weight", {C, 4 * C}, true, Init::normal, std);
+      i.fcb = P.add(p + "mlp.c_fc.bias", {4 * C}, false, Init::zeros);
+      i.mpw = P.add(p + "mlp.c_proj.weight", {4 * C, C}, true, Init::normal, proj_std);
+      i.mpb = P.add(p + "mlp.c_proj.bias", {C}, false, Init::zeros);
+    }
+  }
+  if (part.head) {
+    x.lnfw = P.add("transformer.ln_f.weight", {C}, false, Init::ones);
+    x.lnfb = P.add("transformer.ln_f.bias", {C}, false, Init::zeros);
+  }
+  return x;
 }
 
 // Bytes an Arena hands out for n floats (64-byte alignment).
 size_t arena_floats(size_t n) { return (n * sizeof(float) + 63) / 64 * 64; }
 
+// out (n) = a + b: the residual stream handed to the next stage is one tensor.
+void add(float* out, const float* a, const float* b, size_t n) {
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+
 }  // namespace
 
-size_t GPT::flat_params(const GPTConfig& cfg) {
+size_t GPT::flat_params(const GPTConfig& cfg, const GPTPart& part) {
   ParamRegistry P;
-  size_t wte, wpe, lnfw, lnfb;
-  std::vector<LayerIdx> idx;
-  register_params(cfg, P, &wte, &wpe, &idx, &lnfw, &lnfb);
+  register_params(cfg, part, P);
   return (P.numel() + 15) / 16 * 16;  // as allocate() pads it
 }
 
-// Mirrors the arena allocations of forward() and backward() below and in the
-// layers (block.cc, attention.cc, mlp.cc, layernorm.cc); the test
+// Mirrors the arena allocations of bind(), forward() and backward() below and
+// in the layers (block.cc, attention.cc, mlp.cc, layernorm.cc); the test
 // (tests/nn/memory_estimate_test.cc) holds it to Arena::high_water().
-size_t GPT::activation_bytes(const GPTConfig& cfg, int B, int T) {
+size_t GPT::activation_bytes(const GPTConfig& cfg, const GPTPart& part, int chunk, int B, int T,
+                             bool split_backward) {
   const size_t N = size_t(B) * T, C = size_t(cfg.n_embd), NC = N * C;
   const auto a = arena_floats;
+  const bool first = part.starts_model(chunk), last = part.ends_model(chunk);
+  const BlockRange r = part.chunks.at(size_t(chunk));
   auto layernorm = [&] { return 2 * a(N); };  // mean, rstd
-  size_t fwd = a(NC);                         // x
-  for (int l = 0; l < cfg.n_layer; ++l) {
-    fwd += (l > 0 ? a(NC) : 0) + 5 * a(NC);                          // r, h, attn_out, mlp_out, h2, r_mid
+  size_t fwd = first ? a(N) + a(NC) : a(NC);   // tokens and x, or the received input
+  for (int l = r.first; l < r.last; ++l) {
+    fwd += (l > r.first ? a(NC) : 0) + 5 * a(NC);                    // r, h, attn_out, mlp_out, h2, r_mid
     fwd += layernorm() + a(3 * NC) + a(NC) + a(size_t(B) * cfg.n_head * T);  // ln_1; qkv, y, lse
     fwd += layernorm() + 2 * a(4 * NC);                              // ln_2; pre, act
   }
-  fwd += 2 * a(NC) + layernorm() + a(N * size_t(cfg.vocab_size)) + a(N);  // r_final, lnf_out; logits, losses
-  // backward: dh, dr for the whole pass, then one block's scratch at a time
-  // (its dh and the larger of the MLP's dact and attention's dy + dqkv).
-  const size_t block_scratch = a(NC) + std::max(a(4 * NC), a(NC) + a(3 * NC));
-  return fwd + 2 * a(NC) + block_scratch;
+  if (last)  // targets, r_final, lnf_out; ln_f; logits, losses
+    fwd += a(N) + 2 * a(NC) + layernorm() + a(N * size_t(cfg.vocab_size)) + a(N);
+  else
+    fwd += a(NC);  // the output residual
+  // backward: dr (and the head's dh) for the whole pass, then one block's
+  // scratch at a time (its dh and the larger of the MLP's dact and
+  // attention's dy + dqkv); a kInput pass keeps every block's (nn/layers.h).
+  size_t bwd = a(NC) + (last ? a(NC) : 0);
+  if (split_backward)
+    bwd += size_t(r.last - r.first) * (a(NC) + a(NC) + a(4 * NC) + 2 * a(NC) + a(3 * NC));
+  else
+    bwd += a(NC) + std::max(a(4 * NC), a(NC) + a(3 * NC));
+  return fwd + bwd;
 }
 
-GPT::GPT(const GPTConfig& cfg) : cfg_(cfg) {
-  const int C = cfg.n_embd, L = cfg.n_layer;
+GPT::GPT(const GPTConfig& cfg, const GPTPart& part) : cfg_(cfg), part_(part) {
+  const int C = cfg.n_embd;
   auto& P = params_;
-  size_t wte, wpe, lnfw, lnfb;
-  std::vector<LayerIdx> idx;
-  register_params(cfg, P, &wte, &wpe, &idx, &lnfw, &lnfb);
+  PartIdx idx = register_params(cfg, part, P);
   P.allocate();
 
-  embed_ = Embedding{P.param(wte), P.param(wpe), cfg.vocab_size, C};
+  if (idx.wte != SIZE_MAX) embed_.wte = P.param(idx.wte);
+  if (idx.wpe != SIZE_MAX) embed_.wpe = P.param(idx.wpe);
+  embed_.V = cfg.vocab_size;
+  embed_.C = C;
   auto linear = [&](size_t w, size_t b, int in, int out) {
     Linear lin;
     lin.w = P.param(w);
@@ -126,77 +176,153 @@ GPT::GPT(const GPTConfig& cfg) : cfg_(cfg) {
     ln.C = C;
     return ln;
   };
-  blocks_.resize(L);
-  for (int l = 0; l < L; ++l) {
-    auto& i = idx[l];
-    Block& bl = blocks_[l];
-    bl.C = C;
-    bl.ln_1 = layernorm(i.ln1w, i.ln1b);
-    bl.ln_2 = layernorm(i.ln2w, i.ln2b);
-    bl.attn.c_attn = linear(i.attw, i.attb, C, 3 * C);
-    bl.attn.c_proj = linear(i.prjw, i.prjb, C, C);
-    bl.attn.C = C;
-    bl.attn.NH = cfg.n_head;
-    bl.mlp.c_fc = linear(i.fcw, i.fcb, C, 4 * C);
-    bl.mlp.c_proj = linear(i.mpw, i.mpb, 4 * C, C);
-    bl.mlp.C = C;
+  for (const auto& chunk : idx.chunks) {
+    auto& blocks = chunks_.emplace_back();
+    for (const LayerIdx& i : chunk) {
+      Block& bl = blocks.emplace_back();
+      bl.C = C;
+      bl.ln_1 = layernorm(i.ln1w, i.ln1b);
+      bl.ln_2 = layernorm(i.ln2w, i.ln2b);
+      bl.attn.c_attn = linear(i.attw, i.attb, C, 3 * C);
+      bl.attn.c_proj = linear(i.prjw, i.prjb, C, C);
+      bl.attn.C = C;
+      bl.attn.NH = cfg.n_head;
+      bl.mlp.c_fc = linear(i.fcw, i.fcb, C, 4 * C);
+      bl.mlp.c_proj = linear(i.mpw, i.mpb, 4 * C, C);
+      bl.mlp.C = C;
+    }
   }
-  ln_f_ = layernorm(lnfw, lnfb);
+  if (part.head) ln_f_ = layernorm(idx.lnfw, idx.lnfb);
+}
+
+void GPT::bind(Activations& a, Arena& arena, int chunk, int B, int T) const {
+  CRUCIBLE_CHECK(chunk >= 0 && chunk < part_.num_chunks(), "[nn] chunk index in range");
+  CRUCIBLE_CHECK(T >= 1 && T <= cfg_.seq_len, "[nn] sequence longer than model.seq_len");
+  CRUCIBLE_CHECK(a.state_ == Activations::State::kDone, "[nn] Activations rebound before its backward");
+  a.arena_ = &arena;
+  a.chunk_ = chunk;
+  a.B_ = B;
+  a.T_ = T;
+  a.embed_ = embed_;
+  a.blocks_ = chunks_[size_t(chunk)];  // this micro-batch's copies (they carry its saved state)
+  a.ln_f_ = ln_f_;
+  a.input_ = part_.starts_model(chunk) ? nullptr
+                                       : arena.allocate_array<float>(size_t(B) * T * cfg_.n_embd);
+  a.output_ = a.lnf_out_ = a.logits_ = a.losses_ = a.dr_ = nullptr;
+  a.input_grad_ = nullptr;
+  a.tokens_ = nullptr;
+  a.have_grad_ = false;
+  a.state_ = Activations::State::kBound;
+}
+
+float GPT::forward(Activations& a, const int32_t* tokens, const int32_t* targets,
+                   float grad_scale) const {
+  CRUCIBLE_CHECK(a.state_ == Activations::State::kBound, "[nn] forward of an unbound Activations");
+  Arena& arena = *a.arena_;
+  const int C = cfg_.n_embd, V = cfg_.vocab_size, B = a.B_, T = a.T_, N = B * T;
+  const size_t NC = size_t(N) * C;
+  const float* ra = a.input_;
+  const float* rb = nullptr;
+  if (part_.starts_model(a.chunk_)) {
+    CRUCIBLE_CHECK(tokens, "[nn] the first chunk's forward needs tokens");
+    int32_t* toks = arena.allocate_array<int32_t>(size_t(N));
+    std::copy(tokens, tokens + N, toks);
+    a.tokens_ = toks;
+    float* x = arena.allocate_array<float>(NC);
+    a.embed_.forward(x, toks, B, T);
+    ra = x;
+  }
+  float* oa = nullptr;
+  float* ob = nullptr;
+  for (Block& bl : a.blocks_) {
+    bl.forward(arena, ra, rb, &oa, &ob, B, T);
+    ra = oa, rb = ob;
+  }
+  a.state_ = Activations::State::kForward;
+  if (!part_.ends_model(a.chunk_)) {
+    a.output_ = arena.allocate_array<float>(NC);
+    add(a.output_, ra, rb, NC);
+    a.have_grad_ = true;
+    return 0.0f;
+  }
+  int32_t* tgts = nullptr;
+  if (targets) {
+    tgts = arena.allocate_array<int32_t>(size_t(N));
+    std::copy(targets, targets + N, tgts);
+  }
+  float* r_final = arena.allocate_array<float>(NC);
+  a.lnf_out_ = arena.allocate_array<float>(NC);
+  a.ln_f_.forward(arena, a.lnf_out_, r_final, ra, rb, N);
+  // Tied LM head: logits (N,V) = lnf_out (N,C) @ wte^T
+  a.logits_ = arena.allocate_array<float>(size_t(N) * V);
+  kernels::gemm(false, true, N, V, C, a.lnf_out_, C, a.embed_.wte.value, C, a.logits_, V, false);
+  if (!targets) return 0.0f;
+  a.losses_ = arena.allocate_array<float>(size_t(N));
+  float dscale = grad_scale / float(N);
+  kernels::softmax_cross_entropy(a.losses_, a.logits_, tgts, N, V, dscale);
+  a.have_grad_ = grad_scale != 0.0f;
+  double sum = 0;
+  for (int i = 0; i < N; ++i) sum += a.losses_[i];
+  return float(sum / N);
+}
+
+void GPT::backward(Activations& a, const float* dout, BackwardPass pass,
+                   const GradsReady& grads_ready) const {
+  using S = Activations::State;
+  const bool weight_pass = pass == BackwardPass::kWeight;
+  CRUCIBLE_CHECK(a.state_ == (weight_pass ? S::kInputDone : S::kForward) && a.have_grad_,
+                 "[nn] backward pass out of order, or without a training forward (grad_scale != 0)");
+  Arena& arena = *a.arena_;
+  const int C = cfg_.n_embd, V = cfg_.vocab_size, B = a.B_, T = a.T_, N = B * T;
+  const size_t NC = size_t(N) * C;
+  const bool first = part_.starts_model(a.chunk_), last = part_.ends_model(a.chunk_);
+  const bool weights = pass != BackwardPass::kInput;  // this pass forms weight gradients
+  // Parameters are laid out in forward order, so backward finalises the flat
+  // gradient buffer from its end towards offset 0 (wte last).
+  auto ready_from = [&](const float* grad) {
+    if (grads_ready && weights) grads_ready(size_t(grad - params_.grads()));
+  };
+  if (!weight_pass) {
+    a.dr_ = arena.allocate_array<float>(NC);
+    if (last) {
+      // LM head: dlnf (N,C) = dlogits (N,V) @ wte (V,C); ln_f's backward starts dr
+      float* dh = arena.allocate_array<float>(NC);
+      kernels::gemm(false, false, N, C, V, a.logits_, V, a.embed_.wte.value, C, dh, C, false);
+      if (weights)  // dwte (V,C) += dlogits^T @ lnf_out
+        kernels::gemm(true, false, V, C, N, a.logits_, V, a.lnf_out_, C, a.embed_.wte.grad, C, true);
+      std::fill(a.dr_, a.dr_ + NC, 0.0f);
+      a.ln_f_.backward(a.dr_, dh, N);
+    } else {
+      CRUCIBLE_CHECK(dout, "[nn] a chunk that does not end the model needs its output's gradient");
+      std::copy(dout, dout + NC, a.dr_);
+    }
+  } else if (last) {
+    kernels::gemm(true, false, V, C, N, a.logits_, V, a.lnf_out_, C, a.embed_.wte.grad, C, true);
+  }
+  if (last) ready_from(a.ln_f_.w.grad);
+  for (int l = int(a.blocks_.size()) - 1; l >= 0; --l) {
+    a.blocks_[size_t(l)].backward(arena, a.dr_, B, T, pass);
+    ready_from(a.blocks_[size_t(l)].ln_1.w.grad);
+  }
+  if (first && weights) a.embed_.backward(a.dr_, B, T);
+  a.input_grad_ = first ? nullptr : a.dr_;
+  if (a.chunk_ == 0) ready_from(params_.grads());
+  a.state_ = pass == BackwardPass::kInput ? S::kInputDone : S::kDone;
 }
 
 float GPT::forward(Arena& arena, const int32_t* tokens, const int32_t* targets, int B, int T,
                    float grad_scale) {
-  CRUCIBLE_CHECK(T >= 1 && T <= cfg_.seq_len, "[nn] sequence longer than model.seq_len");
-  const int C = cfg_.n_embd, V = cfg_.vocab_size, N = B * T;
-  B_ = B;
-  T_ = T;
-  float* x = arena.allocate_array<float>(size_t(N) * C);
-  embed_.forward(x, tokens, B, T);
-  float* ra = x;
-  float* rb = nullptr;
-  for (auto& bl : blocks_) bl.forward(arena, ra, rb, &ra, &rb, B, T);
-  float* r_final = arena.allocate_array<float>(size_t(N) * C);
-  lnf_out_ = arena.allocate_array<float>(size_t(N) * C);
-  ln_f_.forward(arena, lnf_out_, r_final, ra, rb, N);
-  // Tied LM head: logits (N,V) = lnf_out (N,C) @ wte^T
-  logits_ = arena.allocate_array<float>(size_t(N) * V);
-  kernels::gemm(false, true, N, V, C, lnf_out_, C, embed_.wte.value, C, logits_, V, false);
-  have_grad_ = false;
-  if (!targets) return 0.0f;
-  losses_ = arena.allocate_array<float>(size_t(N));
-  float dscale = grad_scale / float(N);
-  kernels::softmax_cross_entropy(losses_, logits_, targets, N, V, dscale);
-  have_grad_ = grad_scale != 0.0f;
-  double sum = 0;
-  for (int i = 0; i < N; ++i) sum += losses_[i];
-  return float(sum / N);
+  CRUCIBLE_CHECK(part_.num_chunks() == 1 && part_.embedding && part_.head,
+                 "[nn] a whole-model forward on a part of the model");
+  last_.state_ = Activations::State::kDone;  // a forward without backward may have gone before
+  bind(last_, arena, 0, B, T);
+  return forward(last_, tokens, targets, grad_scale);
 }
 
-void GPT::backward(Arena& arena, const GradsReady& grads_ready) {
-  CRUCIBLE_CHECK(have_grad_, "[nn] backward() without a training forward (grad_scale != 0)");
-  const int C = cfg_.n_embd, V = cfg_.vocab_size, B = B_, T = T_, N = B * T;
-  const float* dlogits = logits_;
-  float* dh = arena.allocate_array<float>(size_t(N) * C);
-  float* dr = arena.allocate_array<float>(size_t(N) * C);
-  // LM head: dlnf (N,C) = dlogits (N,V) @ wte (V,C) ; dwte (V,C) += dlogits^T @ lnf_out
-  kernels::gemm(false, false, N, C, V, dlogits, V, embed_.wte.value, C, dh, C, false);
-  kernels::gemm(true, false, V, C, N, dlogits, V, lnf_out_, C, embed_.wte.grad, C, true);
-  std::fill(dr, dr + size_t(N) * C, 0.0f);
-  ln_f_.backward(dr, dh, N);
-  // Parameters are laid out in forward order, so backward finalises the flat
-  // gradient buffer from its end towards offset 0 (wte last: the LM head and
-  // the embedding both add to it).
-  auto ready_from = [&](const float* grad) {
-    if (grads_ready) grads_ready(size_t(grad - params_.grads()));
-  };
-  ready_from(ln_f_.w.grad);
-  for (int l = int(blocks_.size()) - 1; l >= 0; --l) {
-    blocks_[l].backward(arena, dr, B, T);
-    ready_from(blocks_[l].ln_1.w.grad);
-  }
-  embed_.backward(dr, B, T);
-  if (grads_ready) grads_ready(0);
-  have_grad_ = false;
+void GPT::backward(Arena&, const GradsReady& grads_ready) {
+  CRUCIBLE_CHECK(last_.state_ == Activations::State::kForward && last_.have_grad_,
+                 "[nn] backward() without a training forward (grad_scale != 0)");
+  backward(last_, nullptr, BackwardPass::kAll, grads_ready);
 }
 
 }  // namespace crucible::nn

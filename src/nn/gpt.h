@@ -2,10 +2,12 @@
 // eps 1e-5, biases on every linear, GELU tanh, tied embedding / LM head,
 // init N(0, 0.02) with residual projections scaled by 1/sqrt(2 n_layer)).
 //
-// Owns the ParamRegistry (one flat buffer for parameters, one for gradients).
-// Activations come from the caller's step arena; forward saves what backward
-// needs there, so call arena.reset() before each micro-batch's forward and
-// backward() before the next reset(). Not thread-safe.
+// Owns the ParamRegistry (one flat buffer for parameters, one for gradients)
+// of the part of the model it holds (GPTPart: all of it, or a pipeline
+// stage's chunks). Activations come from the caller's arenas; forward saves
+// what backward needs there (Activations). The model knows nothing of
+// parallelism: what crosses a stage boundary is handed to and taken from the
+// caller (parallel/pipeline.h). Not thread-safe.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -34,51 +36,140 @@ struct GPTConfig {
   double flops_per_token(int T) const;
 };
 
+// Blocks [first, last) of the model: one model chunk.
+struct BlockRange {
+  int first = 0, last = 0;
+};
+
+// The part of the model one GPT object holds, for pipeline stages (the layout
+// decides it from outside, parallel/pipeline.h): its model chunks (ascending,
+// disjoint, non-empty block ranges), whether it holds the embedding (wte and
+// wpe: its first chunk then starts the model at block 0) and whether it holds
+// the head (ln_f, the tied LM head and the loss: its last chunk then ends the
+// model). A head without the embedding holds its own copy of the tied wte,
+// registered as a replica (ParamSpec::replica): its gradient is summed with
+// the embedding's copy between stages and counted once in the norm.
+// Parameter names, shapes and initial values are the whole model's.
+struct GPTPart {
+  std::vector<BlockRange> chunks;
+  bool embedding = true, head = true;
+
+  static GPTPart whole(const GPTConfig& cfg) { return {{{0, cfg.n_layer}}, true, true}; }
+  int num_chunks() const { return int(chunks.size()); }
+  bool starts_model(int chunk) const { return embedding && chunk == 0; }
+  bool ends_model(int chunk) const { return head && chunk == num_chunks() - 1; }
+};
+
+class GPT;
+
+// What one forward of one model chunk saved for its backward, for one
+// micro-batch: copies of the chunk's layers (a layer copy carries its own
+// saved state, nn/layers.h) and the buffers at the chunk's boundaries. The
+// storage is the arena it is bound to, valid until that arena's next reset(),
+// so each micro-batch in flight has its own arena. Several Activations of one
+// model may be alive at once: a pipeline's 1F1B keeps up to pp of them.
+class Activations {
+ public:
+  // (B,T,C): where the previous stage's output is received (chunks that do
+  // not start the model), and the gradient of it to send back after backward.
+  float* input() const { return input_; }
+  const float* input_grad() const { return input_grad_; }
+  // (B,T,C): the chunk's output residual for the next stage (chunks that do
+  // not end the model), valid after forward.
+  const float* output() const { return output_; }
+  // The head chunk's (B,T,V) logits (a forward without grad) and (B,T) losses.
+  const float* logits() const { return logits_; }
+  const float* losses() const { return losses_; }
+  int chunk() const { return chunk_; }
+
+ private:
+  friend class GPT;
+  Arena* arena_ = nullptr;
+  int chunk_ = -1, B_ = 0, T_ = 0;
+  Embedding embed_;
+  std::vector<Block> blocks_;
+  LayerNorm ln_f_;
+  const int32_t* tokens_ = nullptr;  // the arena's copy: the embedding's backward reads it
+  float* input_ = nullptr;
+  float* output_ = nullptr;
+  float* lnf_out_ = nullptr;  // (B,T,C)
+  float* logits_ = nullptr;   // (B,T,V), or dlogits after a training forward
+  float* losses_ = nullptr;   // (B,T)
+  float* dr_ = nullptr;       // (B,T,C) the running residual gradient of backward
+  const float* input_grad_ = nullptr;
+  enum class State { kBound, kForward, kInputDone, kDone } state_ = State::kDone;
+  bool have_grad_ = false;
+};
+
 class GPT {
  public:
-  explicit GPT(const GPTConfig& cfg);
+  explicit GPT(const GPTConfig& cfg) : GPT(cfg, GPTPart::whole(cfg)) {}
+  GPT(const GPTConfig& cfg, const GPTPart& part);
 
   // Sizes known before anything is allocated (the memory check and planner):
   // floats in the flat parameter buffer (padding included; the gradient
-  // buffer is as large), and the peak bytes of the step arena for one
-  // micro-batch of B sequences of T tokens (forward + backward).
-  static size_t flat_params(const GPTConfig& cfg);
-  static size_t activation_bytes(const GPTConfig& cfg, int B, int T);
+  // buffer is as large), and the peak bytes of one micro-batch's arena
+  // through one chunk (forward + backward; split_backward: the kInput pass
+  // keeps the weight pass's inputs, see nn/layers.h).
+  static size_t flat_params(const GPTConfig& cfg, const GPTPart& part);
+  static size_t flat_params(const GPTConfig& cfg) { return flat_params(cfg, GPTPart::whole(cfg)); }
+  static size_t activation_bytes(const GPTConfig& cfg, const GPTPart& part, int chunk, int B, int T,
+                                 bool split_backward = false);
+  static size_t activation_bytes(const GPTConfig& cfg, int B, int T) {
+    return activation_bytes(cfg, GPTPart::whole(cfg), 0, B, T);
+  }
 
   const GPTConfig& config() const { return cfg_; }
+  const GPTPart& part() const { return part_; }
   ParamRegistry& params() { return params_; }
   const ParamRegistry& params() const { return params_; }
   void init_weights(uint64_t seed) { params_.init(seed); }
 
-  // tokens, targets (B,T) int32 (targets may be null: logits only).
-  // Returns the mean cross-entropy loss over B*T (0 without targets).
-  // grad_scale != 0 prepares backward(): the loss gradient, scaled by
-  // grad_scale / (B*T), is formed in place of the logits (fused kernel).
-  float forward(Arena& arena, const int32_t* tokens, const int32_t* targets, int B, int T,
-                float grad_scale = 0.0f);
+  // ---- one chunk, one micro-batch (pipeline stages) ----
+  // Binds `a` to `arena` for B x T tokens through `chunk`; allocates a.input()
+  // when the chunk does not start the model.
+  void bind(Activations& a, Arena& arena, int chunk, int B, int T) const;
+  // The bound chunk's forward. tokens (B,T) int32 when the chunk starts the
+  // model (copied into the arena), else a.input() holds the residual. On the
+  // chunk that ends the model with targets (B,T): returns the mean
+  // cross-entropy over B*T, and grad_scale != 0 prepares backward (the loss
+  // gradient, scaled by grad_scale / (B*T), replaces the logits: fused
+  // kernel). Otherwise returns 0 and a.output() is the residual.
+  float forward(Activations& a, const int32_t* tokens, const int32_t* targets,
+                float grad_scale = 0.0f) const;
   // Called during backward with an offset into the flat gradient buffer:
   // every gradient at or after it is final for this backward (used to start
-  // communicating gradient buckets while backward continues).
+  // communicating gradient buckets while backward continues). Pass it only to
+  // the backward that finalises this part's gradients (the step's last of
+  // each chunk, in chunk order from the last): it reports 0 at the end of
+  // chunk 0.
   using GradsReady = std::function<void(size_t ready_from)>;
-  // Accumulates (+=) every parameter gradient for the last forward.
-  void backward(Arena& arena, const GradsReady& grads_ready = nullptr);
+  // The bound chunk's backward; accumulates (+=) parameter gradients. dout
+  // (B,T,C): the gradient of a.output() (null on the chunk that ends the
+  // model). kAll or kInput leaves a.input_grad() for the previous stage; the
+  // hook fires on kAll and kWeight only (after kInput nothing is final).
+  void backward(Activations& a, const float* dout, BackwardPass pass = BackwardPass::kAll,
+                const GradsReady& grads_ready = nullptr) const;
 
-  // (B,T,V) logits of the last forward when it ran with grad_scale == 0.
-  const float* logits() const { return logits_; }
-  const float* losses() const { return losses_; }
+  // ---- the whole model in one call (a part with one chunk, embedding and head) ----
+  // tokens, targets (B,T) int32 (targets may be null: logits only), as above.
+  // Activations come from `arena`: call arena.reset() before each micro-batch's
+  // forward and backward() before the next reset().
+  float forward(Arena& arena, const int32_t* tokens, const int32_t* targets, int B, int T,
+                float grad_scale = 0.0f);
+  void backward(Arena& arena, const GradsReady& grads_ready = nullptr);
+  // (B,T,V) logits of the last whole-model forward when it ran with grad_scale == 0.
+  const float* logits() const { return last_.logits(); }
+  const float* losses() const { return last_.losses(); }
 
  private:
   GPTConfig cfg_;
+  GPTPart part_;
   ParamRegistry params_;
   Embedding embed_;
-  std::vector<Block> blocks_;
+  std::vector<std::vector<Block>> chunks_;  // per chunk, its blocks
   LayerNorm ln_f_;
-  // State of the last forward.
-  int B_ = 0, T_ = 0;
-  float* lnf_out_ = nullptr;  // (B,T,C)
-  float* logits_ = nullptr;   // (B,T,V), or dlogits after a training forward
-  float* losses_ = nullptr;   // (B,T)
-  bool have_grad_ = false;
+  Activations last_;  // the whole-model calls'
 };
 
 }  // namespace crucible::nn

@@ -6,6 +6,18 @@
 // Backward reads as forward in reverse. Parameter gradients accumulate (+=),
 // so gradient accumulation over micro-batches is just calling backward again.
 // Shapes: N = B*T rows, C channels. Not thread-safe (kernels parallelise inside).
+//
+// A layer value is its parameter views plus what its last forward saved, so
+// a copy of a layer is the same layer for another micro-batch: a pipeline
+// keeps several micro-batches in flight by giving each its own copies
+// (nn/gpt.h, Activations).
+//
+// Backward can run in two passes (the zero-bubble pipeline schedules):
+// kInput computes only the input gradient, the one the previous stage waits
+// for, and keeps in the arena what the weight gradients need (each Linear's
+// output gradient; LayerNorm and the GELU bias gradients are done here, they
+// ride on the input-gradient kernels); kWeight then forms the matmul weight
+// and bias gradients from it. kAll is both, in the order of one pass.
 #pragma once
 #include <cstdint>
 
@@ -13,6 +25,12 @@
 #include "nn/params.h"
 
 namespace crucible::nn {
+
+enum class BackwardPass { kAll, kInput, kWeight };
+
+// A copy of x (n floats) in the arena: what a kInput pass keeps of a gradient
+// that its caller goes on changing.
+const float* arena_copy(Arena& arena, const float* x, size_t n);
 
 // out (B,T,C) = wte[tokens] + wpe[t]
 struct Embedding {
@@ -40,11 +58,15 @@ struct LayerNorm {
 struct Linear {
   Param w, b;
   int in = 0, out = 0;
-  const float* x = nullptr;  // saved input (N,in)
+  const float* x = nullptr;   // saved input (N,in)
+  const float* dy = nullptr;  // output gradient (N,out) kept by a kInput pass for kWeight
   // with_bias=false leaves the bias to a fused consumer (bias+GELU).
   void forward(float* y, const float* x, int N, bool with_bias = true);
   // dx (N,in) = dy W^T (overwrites; may be null), dW += x^T dy, db += colsum(dy).
-  void backward(float* dx, const float* dy, int N, bool with_bias = true);
+  // kInput: dx only (dy must stay valid for kWeight); kWeight: dW, db from the
+  // kept dy (the arguments dx and dy are unused).
+  void backward(float* dx, const float* dy, int N, bool with_bias = true,
+                BackwardPass pass = BackwardPass::kAll);
 };
 
 // qkv = c_attn(x); y = attention(qkv); out = c_proj(y)
@@ -55,8 +77,9 @@ struct CausalSelfAttention {
   float* y = nullptr;    // (B,T,C)
   float* lse = nullptr;  // (B,NH,T)
   void forward(Arena& arena, float* out, const float* x, int B, int T);
-  // dx (B,T,C) = ... (overwrites); scratch from the arena.
-  void backward(Arena& arena, float* dx, const float* dout, int B, int T);
+  // dx (B,T,C) = ... (overwrites); scratch from the arena (kept after a kInput pass).
+  void backward(Arena& arena, float* dx, const float* dout, int B, int T,
+                BackwardPass pass = BackwardPass::kAll);
 };
 
 // out = c_proj(gelu(c_fc(x)))
@@ -66,7 +89,8 @@ struct MLP {
   float* pre = nullptr;  // (N,4C) pre-activation
   float* act = nullptr;  // (N,4C)
   void forward(Arena& arena, float* out, const float* x, int N);
-  void backward(Arena& arena, float* dx, const float* dout, int N);
+  void backward(Arena& arena, float* dx, const float* dout, int N,
+                BackwardPass pass = BackwardPass::kAll);
 };
 
 // Pre-LN transformer block. The residual adds are fused into the LayerNorms:
@@ -83,8 +107,9 @@ struct Block {
   // On return: *out_a = r_mid, *out_b = mlp output, to be summed by the caller.
   void forward(Arena& arena, const float* r_a, const float* r_b, float** out_a, float** out_b,
                int B, int T);
-  // dr (N,C): on entry the gradient w.r.t. r_next; on exit w.r.t. this block's input.
-  void backward(Arena& arena, float* dr, int B, int T);
+  // dr (N,C): on entry the gradient w.r.t. r_next; on exit w.r.t. this block's
+  // input (a kWeight pass leaves it alone).
+  void backward(Arena& arena, float* dr, int B, int T, BackwardPass pass = BackwardPass::kAll);
 };
 
 }  // namespace crucible::nn

@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "core/allocator.h"
+#include "core/check.h"
 #include "kernels/gemm.h"
 #include "nn/layers.h"
 
@@ -21,6 +22,12 @@ const float* ones(int n) {
 }
 }  // namespace
 
+const float* arena_copy(Arena& arena, const float* x, size_t n) {
+  float* copy = arena.allocate_array<float>(n);
+  std::copy(x, x + n, copy);
+  return copy;
+}
+
 // x (N,in) -> y (N,out) = x W (+ b)
 void Linear::forward(float* y, const float* xin, int N, bool with_bias) {
   x = xin;
@@ -29,10 +36,21 @@ void Linear::forward(float* y, const float* xin, int N, bool with_bias) {
 }
 
 // dy (N,out) -> dx (N,in) = dy W^T ; dW (in,out) += x^T dy ; db (out) += 1^T dy
-void Linear::backward(float* dx, const float* dy, int N, bool with_bias) {
-  kernels::gemm(true, false, in, out, N, x, in, dy, out, w.grad, out, true);
-  if (with_bias) kernels::gemm(false, false, 1, out, N, ones(N), N, dy, out, b.grad, out, true);
-  if (dx) kernels::gemm(false, true, N, in, out, dy, out, w.value, out, dx, in, false);
+void Linear::backward(float* dx, const float* dyin, int N, bool with_bias, BackwardPass pass) {
+  if (pass == BackwardPass::kInput) {
+    dy = dyin;
+    if (dx) kernels::gemm(false, true, N, in, out, dyin, out, w.value, out, dx, in, false);
+    return;
+  }
+  if (pass == BackwardPass::kWeight) {
+    CRUCIBLE_CHECK(dy, "[nn] Linear weight pass without its input pass");
+    dyin = dy;
+    dx = nullptr;
+    dy = nullptr;
+  }
+  kernels::gemm(true, false, in, out, N, x, in, dyin, out, w.grad, out, true);
+  if (with_bias) kernels::gemm(false, false, 1, out, N, ones(N), N, dyin, out, b.grad, out, true);
+  if (dx) kernels::gemm(false, true, N, in, out, dyin, out, w.value, out, dx, in, false);
 }
 
 }  // namespace crucible::nn

@@ -13,13 +13,21 @@ void MLP::forward(Arena& arena, float* out, const float* x, int N) {
 }
 
 // dout (N,C) -> dx (N,C)
-void MLP::backward(Arena& arena, float* dx, const float* dout, int N) {
+void MLP::backward(Arena& arena, float* dx, const float* dout, int N, BackwardPass pass) {
+  const size_t NC = size_t(N) * C;
+  if (pass == BackwardPass::kWeight) {
+    c_proj.backward(nullptr, nullptr, N, true, pass);
+    c_fc.backward(nullptr, nullptr, N, false, pass);
+    return;
+  }
+  const bool keep = pass == BackwardPass::kInput;  // the weight pass reads these later
   Arena::Mark m = arena.mark();
-  float* dact = arena.allocate_array<float>(size_t(N) * 4 * C);
-  c_proj.backward(dact, dout, N);
+  if (keep) dout = arena_copy(arena, dout, NC);  // the block's running gradient: it changes after this
+  float* dact = arena.allocate_array<float>(4 * NC);
+  c_proj.backward(dact, dout, N, true, pass);
   kernels::bias_gelu_backward(dact, c_fc.b.grad, dact, pre, N, 4 * C);  // dact := dpre
-  c_fc.backward(dx, dact, N, /*with_bias=*/false);
-  arena.rewind(m);
+  c_fc.backward(dx, dact, N, /*with_bias=*/false, pass);
+  if (!keep) arena.rewind(m);
 }
 
 }  // namespace crucible::nn

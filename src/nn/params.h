@@ -26,6 +26,10 @@ struct ParamSpec {
   bool decay = false;  // AdamW weight decay applies (2-D matmul weights)
   Init init = Init::zeros;
   float init_std = 0.0f;
+  // A copy of a parameter that another part of the model holds as well (the
+  // tied wte on the last pipeline stage): its gradient is summed with the
+  // other copy's, so norms count it once (the other copy).
+  bool replica = false;
 };
 
 struct Param {
@@ -37,6 +41,7 @@ class ParamRegistry {
  public:
   // Returns the index of the new parameter.
   size_t add(std::string name, Shape shape, bool decay, Init init, float init_std = 0.0f);
+  void mark_replica(size_t index) { specs_.at(index).replica = true; }
   // Allocates the flat buffers (pool-backed, zeroed). Call once, after all add().
   void allocate();
 

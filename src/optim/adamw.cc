@@ -51,13 +51,23 @@ AdamW::AdamW(nn::ParamRegistry& params, const AdamWConfig& cfg, std::vector<Rang
     }
     state += r.end - r.begin;
   }
+  // The norm's ranges: the shard cut around every replica.
+  for (const Range& r : shard_) {
+    size_t at = r.begin;
+    for (const auto& s : params.specs()) {
+      if (!s.replica || s.offset + s.numel <= at || s.offset >= r.end) continue;
+      if (s.offset > at) norm_.push_back(Range{at, s.offset});
+      at = std::min(r.end, s.offset + s.numel);
+    }
+    if (at < r.end) norm_.push_back(Range{at, r.end});
+  }
 }
 
 StepInfo AdamW::step(float lr, const AllSum& all_sum) {
   StepInfo info;
   float* g = params_.grads();
   double sq = 0;
-  for (const Range& r : shard_) sq += kernels::sum_squares(g + r.begin, r.end - r.begin);
+  for (const Range& r : norm_) sq += kernels::sum_squares(g + r.begin, r.end - r.begin);
   if (all_sum) sq = all_sum(sq);
   info.grad_norm = std::sqrt(sq);
   // PyTorch's clip_grad_norm_: scale by max_norm / (norm + 1e-6) when below 1.

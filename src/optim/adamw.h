@@ -52,8 +52,9 @@ class AdamW {
   AdamW(nn::ParamRegistry& params, const AdamWConfig& cfg, std::vector<Range> shard = {});
 
   // One update with learning rate lr over the shard. The gradient norm for
-  // clipping is over the shard's gradients, summed over ranks by all_sum when
-  // given (each element belongs to exactly one rank's shard).
+  // clipping is over the shard's gradients but replicas (ParamSpec::replica:
+  // another rank holds the same gradient), summed over ranks by all_sum when
+  // given (each counted element belongs to exactly one rank).
   StepInfo step(float lr, const AllSum& all_sum = nullptr);
   int64_t steps_taken() const { return t_; }
   void set_steps_taken(int64_t t) { t_ = t; }
@@ -80,6 +81,7 @@ class AdamW {
   size_t shard_numel_ = 0;
   Tensor m_, v_;
   std::vector<Group> groups_;  // runs with the same decay flag, within one range
+  std::vector<Range> norm_;    // the shard without replicas: what the norm counts
   int64_t t_ = 0;
 };
 
