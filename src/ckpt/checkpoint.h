@@ -101,11 +101,12 @@ struct FoundCheckpoint {
 Result<FoundCheckpoint> find_latest_valid(const std::string& ckpt_dir);
 
 // Verifies step_dir, then loads the weights (names and shapes must match the
-// model) and, if opt is non-null, the AdamW moments and step count. Returns
+// model; part: `params` is a part of it, a pipeline stage, and loads its
+// tensors only) and, if opt is non-null, the AdamW moments and step count. Returns
 // the state from the manifest. On error params / opt may be partly
 // overwritten; the caller must not train from them.
 Result<CheckpointState> load_checkpoint(const std::string& step_dir, nn::ParamRegistry& params,
-                                        optim::AdamW* opt);
+                                        optim::AdamW* opt, bool part = false);
 
 // Test facility (also behind the trainer's `fault.inject`): the next
 // write_checkpoint for `step` fails while writing `file` (e.g.

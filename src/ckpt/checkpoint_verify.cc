@@ -143,7 +143,7 @@ bool lists_file(const nlohmann::json& manifest, const std::string& name) {
 // Reads and checks the AdamW moments against the model's parameters before
 // anything is overwritten.
 Result<SafetensorsFile> read_moments(const std::string& path, const std::string& label,
-                                     const nn::ParamRegistry& params, int64_t& adam_steps) {
+                                     const nn::ParamRegistry& params, int64_t& adam_steps, bool part) {
   auto file = read_safetensors(path);
   if (!file) return file.status();
   auto it = file->metadata.find("adam_steps");
@@ -161,7 +161,7 @@ Result<SafetensorsFile> read_moments(const std::string& path, const std::string&
                                t->dtype + " with a shape other than the model's " + s.shape.str());
     }
   }
-  if (file->tensors.size() != 2 * params.specs().size())
+  if (!part && file->tensors.size() != 2 * params.specs().size())
     return Status::corrupt("[ckpt] " + label + ": holds " + std::to_string(file->tensors.size()) +
                            " tensors, the model's optimizer has " +
                            std::to_string(2 * params.specs().size()));
@@ -267,7 +267,7 @@ Result<FoundCheckpoint> find_latest_valid(const std::string& ckpt_dir) {
 }
 
 Result<CheckpointState> load_checkpoint(const std::string& step_dir, nn::ParamRegistry& params,
-                                        optim::AdamW* opt) {
+                                        optim::AdamW* opt, bool part) {
   auto manifest = verified_manifest(step_dir);
   if (!manifest) return manifest.status();
   const nlohmann::json& m = *manifest;
@@ -280,11 +280,11 @@ Result<CheckpointState> load_checkpoint(const std::string& step_dir, nn::ParamRe
   int64_t adam_steps = 0;
   if (opt) {
     auto file = read_moments(step_dir + "/optimizer.safetensors", label + "/optimizer.safetensors",
-                             params, adam_steps);
+                             params, adam_steps, part);
     if (!file) return file.status();
     moments = std::move(file.value());
   }
-  CRUCIBLE_RETURN_IF_ERROR(load_params(params, step_dir + "/model.safetensors"));
+  CRUCIBLE_RETURN_IF_ERROR(load_params(params, step_dir + "/model.safetensors", part));
   if (opt) {
     // Staged in the full layout, then each optimizer takes its shard: a
     // checkpoint written at any world size loads at any other.

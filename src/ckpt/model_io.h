@@ -14,7 +14,8 @@ namespace crucible::ckpt {
 Status save_params(const nn::ParamRegistry& params, const std::string& path, bool grads = false,
                    const std::map<std::string, std::string>& metadata = {});
 // Loads every parameter by name; a missing tensor, an extra tensor, or a shape
-// or dtype mismatch is an error naming the tensor.
-Status load_params(nn::ParamRegistry& params, const std::string& path);
+// or dtype mismatch is an error naming the tensor. part: `params` is a part of
+// the model (a pipeline stage): the file's other tensors are not its.
+Status load_params(nn::ParamRegistry& params, const std::string& path, bool part = false);
 
 }  // namespace crucible::ckpt

@@ -114,6 +114,12 @@ void add(float* out, const float* a, const float* b, size_t n) {
 
 }  // namespace
 
+std::vector<ParamSpec> GPT::param_specs(const GPTConfig& cfg, const GPTPart& part) {
+  ParamRegistry P;
+  register_params(cfg, part, P);
+  return P.specs();
+}
+
 size_t GPT::flat_params(const GPTConfig& cfg, const GPTPart& part) {
   ParamRegistry P;
   register_params(cfg, part, P);
@@ -131,6 +137,7 @@ size_t GPT::activation_bytes(const GPTConfig& cfg, const GPTPart& part, int chun
   const BlockRange r = part.chunks.at(size_t(chunk));
   auto layernorm = [&] { return 2 * a(N); };  // mean, rstd
   size_t fwd = first ? a(N) + a(NC) : a(NC);   // tokens and x, or the received input
+  if (!last) fwd += a(NC);                     // where the output's gradient is received
   for (int l = r.first; l < r.last; ++l) {
     fwd += (l > r.first ? a(NC) : 0) + 5 * a(NC);                    // r, h, attn_out, mlp_out, h2, r_mid
     fwd += layernorm() + a(3 * NC) + a(NC) + a(size_t(B) * cfg.n_head * T);  // ln_1; qkv, y, lse
@@ -140,10 +147,10 @@ size_t GPT::activation_bytes(const GPTConfig& cfg, const GPTPart& part, int chun
     fwd += a(N) + 2 * a(NC) + layernorm() + a(N * size_t(cfg.vocab_size)) + a(N);
   else
     fwd += a(NC);  // the output residual
-  // backward: dr (and the head's dh) for the whole pass, then one block's
+  // backward: the head's dr and dh for the whole pass, then one block's
   // scratch at a time (its dh and the larger of the MLP's dact and
   // attention's dy + dqkv); a kInput pass keeps every block's (nn/layers.h).
-  size_t bwd = a(NC) + (last ? a(NC) : 0);
+  size_t bwd = last ? 2 * a(NC) : 0;  // dr and dh (elsewhere dr is the received gradient)
   if (split_backward)
     bwd += size_t(r.last - r.first) * (a(NC) + a(NC) + a(4 * NC) + 2 * a(NC) + a(3 * NC));
   else
@@ -208,6 +215,9 @@ void GPT::bind(Activations& a, Arena& arena, int chunk, int B, int T) const {
   a.ln_f_ = ln_f_;
   a.input_ = part_.starts_model(chunk) ? nullptr
                                        : arena.allocate_array<float>(size_t(B) * T * cfg_.n_embd);
+  a.output_grad_ = part_.ends_model(chunk)
+                       ? nullptr
+                       : arena.allocate_array<float>(size_t(B) * T * cfg_.n_embd);
   a.output_ = a.lnf_out_ = a.logits_ = a.losses_ = a.dr_ = nullptr;
   a.input_grad_ = nullptr;
   a.tokens_ = nullptr;
@@ -283,8 +293,8 @@ void GPT::backward(Activations& a, const float* dout, BackwardPass pass,
     if (grads_ready && weights) grads_ready(size_t(grad - params_.grads()));
   };
   if (!weight_pass) {
-    a.dr_ = arena.allocate_array<float>(NC);
     if (last) {
+      a.dr_ = arena.allocate_array<float>(NC);
       // LM head: dlnf (N,C) = dlogits (N,V) @ wte (V,C); ln_f's backward starts dr
       float* dh = arena.allocate_array<float>(NC);
       kernels::gemm(false, false, N, C, V, a.logits_, V, a.embed_.wte.value, C, dh, C, false);
@@ -293,8 +303,8 @@ void GPT::backward(Activations& a, const float* dout, BackwardPass pass,
       std::fill(a.dr_, a.dr_ + NC, 0.0f);
       a.ln_f_.backward(a.dr_, dh, N);
     } else {
-      CRUCIBLE_CHECK(dout, "[nn] a chunk that does not end the model needs its output's gradient");
-      std::copy(dout, dout + NC, a.dr_);
+      a.dr_ = a.output_grad_;  // the running gradient starts as the received one, in place
+      if (dout && dout != a.dr_) std::copy(dout, dout + NC, a.dr_);
     }
   } else if (last) {
     kernels::gemm(true, false, V, C, N, a.logits_, V, a.lnf_out_, C, a.embed_.wte.grad, C, true);

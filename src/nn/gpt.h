@@ -75,8 +75,10 @@ class Activations {
   float* input() const { return input_; }
   const float* input_grad() const { return input_grad_; }
   // (B,T,C): the chunk's output residual for the next stage (chunks that do
-  // not end the model), valid after forward.
+  // not end the model), valid after forward; and where the gradient of it is
+  // received (backward uses it in place).
   const float* output() const { return output_; }
+  float* output_grad() const { return output_grad_; }
   // The head chunk's (B,T,V) logits (a forward without grad) and (B,T) losses.
   const float* logits() const { return logits_; }
   const float* losses() const { return losses_; }
@@ -92,6 +94,7 @@ class Activations {
   const int32_t* tokens_ = nullptr;  // the arena's copy: the embedding's backward reads it
   float* input_ = nullptr;
   float* output_ = nullptr;
+  float* output_grad_ = nullptr;
   float* lnf_out_ = nullptr;  // (B,T,C)
   float* logits_ = nullptr;   // (B,T,V), or dlogits after a training forward
   float* losses_ = nullptr;   // (B,T)
@@ -112,6 +115,8 @@ class GPT {
   // through one chunk (forward + backward; split_backward: the kInput pass
   // keeps the weight pass's inputs, see nn/layers.h).
   static size_t flat_params(const GPTConfig& cfg, const GPTPart& part);
+  // The part's parameters as a ParamRegistry lays them out (nothing allocated).
+  static std::vector<ParamSpec> param_specs(const GPTConfig& cfg, const GPTPart& part);
   static size_t flat_params(const GPTConfig& cfg) { return flat_params(cfg, GPTPart::whole(cfg)); }
   static size_t activation_bytes(const GPTConfig& cfg, const GPTPart& part, int chunk, int B, int T,
                                  bool split_backward = false);
@@ -127,7 +132,8 @@ class GPT {
 
   // ---- one chunk, one micro-batch (pipeline stages) ----
   // Binds `a` to `arena` for B x T tokens through `chunk`; allocates a.input()
-  // when the chunk does not start the model.
+  // when the chunk does not start the model and a.output_grad() when it does
+  // not end it.
   void bind(Activations& a, Arena& arena, int chunk, int B, int T) const;
   // The bound chunk's forward. tokens (B,T) int32 when the chunk starts the
   // model (copied into the arena), else a.input() holds the residual. On the
@@ -146,7 +152,7 @@ class GPT {
   using GradsReady = std::function<void(size_t ready_from)>;
   // The bound chunk's backward; accumulates (+=) parameter gradients. dout
   // (B,T,C): the gradient of a.output() (null on the chunk that ends the
-  // model). kAll or kInput leaves a.input_grad() for the previous stage; the
+  // model; null elsewhere: a.output_grad() holds it). kAll or kInput leaves a.input_grad() for the previous stage; the
   // hook fires on kAll and kWeight only (after kInput nothing is final).
   void backward(Activations& a, const float* dout, BackwardPass pass = BackwardPass::kAll,
                 const GradsReady& grads_ready = nullptr) const;

@@ -9,6 +9,8 @@
 
 #include "core/allocator.h"
 #include "nn/gpt.h"
+#include "parallel/pipeline.h"
+#include "runtime/train_step.h"
 
 namespace crucible::runtime {
 
@@ -43,14 +45,34 @@ std::string MemoryEstimate::describe() const {
 
 MemoryEstimate estimate_memory(const Config& cfg, int world, int rank) {
   MemoryEstimate e;
-  const uint64_t P = nn::GPT::flat_params(cfg.model);
+  // This rank's part of the model and its pipeline's contexts in flight (the
+  // whole model, one context, when the layout is not valid: that is refused
+  // on its own).
+  auto layout = TrainStep::plan_layout(cfg, world);
+  nn::GPTPart part = nn::GPTPart::whole(cfg.model);
+  int contexts = 1, dp = world, pp = 1;
+  bool leader = true;
+  if (layout) {
+    const parallel::Coords c = layout->coords(rank);
+    part = stage_part(*layout, c.pp, cfg.model);
+    dp = layout->dp(), pp = layout->pp();
+    leader = c.dp == 0;
+    auto s = parallel::make_schedule(layout->schedule(), pp, layout->virtual_stages(), cfg.train.grad_accum);
+    if (s) contexts = parallel::PipelineStage::peak_contexts(*s, c.pp) + (pp > 1 ? 1 : 0);  // + a send in flight
+  }
+  const uint64_t P_whole = nn::GPT::flat_params(cfg.model);
+  const uint64_t P = nn::GPT::flat_params(cfg.model, part);
   const uint64_t B = uint64_t(cfg.train.batch_size), T = uint64_t(cfg.model.seq_len);
   e.weights = rounded(P * 4);
   e.grads = rounded(P * 4);
-  const bool sharded = cfg.dist.zero > 0 && world > 1;
-  const uint64_t shard = sharded ? (P + uint64_t(world) - 1) / uint64_t(world) + 16 : P;
+  const bool sharded = cfg.dist.zero > 0 && dp > 1;
+  const uint64_t shard = sharded ? (P + uint64_t(dp) - 1) / uint64_t(dp) + 16 : P;
   e.optimizer = 2 * rounded(shard * 4);
-  e.activations = rounded(nn::GPT::activation_bytes(cfg.model, int(B), int(T)));
+  size_t per_context = 0;
+  for (int c = 0; c < part.num_chunks(); ++c)
+    per_context = std::max(per_context, nn::GPT::activation_bytes(cfg.model, part, c, int(B), int(T),
+                                                                  cfg.dist.pp_schedule == "zb-h1" && pp > 1));
+  e.activations = uint64_t(contexts) * rounded(per_context);
   e.other = rounded(B * T * 4);  // the row of ones for bias gradients (nn/linear.cc)
   // oneDNN's scratchpad, taken from crucible's allocator at the largest size
   // a primitive asked for; oneDNN decides it (measured on AVX-512 here:
@@ -59,7 +81,12 @@ MemoryEstimate estimate_memory(const Config& cfg, int world, int rank) {
   if (sharded) e.other += rounded(shard * 4);  // ZeRO-2's reduce-scatter target
   // The checkpoint snapshot: params and both moments in full (rank 0 writes;
   // under ZeRO every rank gathers the moments into one).
-  if (rank == 0 || sharded) e.snapshot = 3 * P * 4;
+  // Under pipeline parallelism rank 0's copy is the whole model's, and each
+  // stage's first data-parallel rank holds its part twice (the copy, and the
+  // message to rank 0).
+  if (rank == 0) e.snapshot = 3 * P_whole * 4 + (pp > 1 ? 2 * 3 * P * 4 : 0);
+  else if (pp > 1 && (leader || sharded)) e.snapshot = (leader ? 2 : 1) * 3 * P * 4;
+  else if (sharded) e.snapshot = 3 * P * 4;
   // After training, samples: the KV cache ((L, T, C) keys and values).
   const uint64_t kv = 2ull * uint64_t(cfg.model.n_layer) * T * uint64_t(cfg.model.n_embd) * 4;
   e.snapshot += cfg.run.sample_tokens > 0 && rank == 0 ? kv : 0;

@@ -2,10 +2,12 @@
 // large is allocated, and the check that refuses a run that cannot fit
 // (DESIGN.md: bad input is one line and exit 2, never an abort mid-run).
 //
-// Per rank: weights and gradients (the flat buffers), AdamW's two moments
-// (1/world of them under ZeRO), the step arena (nn::GPT::activation_bytes,
-// reserved up front), the GEMM's ones row, and, outside crucible's allocator,
-// the checkpoint snapshot (rank 0, or every rank under ZeRO) and the
+// Per rank, of its part of the model under the job's layout (a pipeline
+// stage's chunks): weights and gradients (the flat buffers), AdamW's two
+// moments (1/dp of them under ZeRO), one arena per micro-batch context the
+// schedule holds at once (nn::GPT::activation_bytes, reserved up front), the
+// GEMM's ones row, and, outside crucible's allocator, the checkpoint snapshot
+// (rank 0's of the whole model; each stage's and ZeRO's parts) and the
 // generator's KV cache after training. Each allocator buffer is counted as
 // the allocator rounds it (Allocator::size_class). Pure functions but for
 // available_memory().

@@ -28,6 +28,10 @@ struct StepMetrics {
   // Bytes this rank moved for gradients and parameters by the ring
   // algorithm's count (data parallel; 0 otherwise).
   double comm_bytes = 0;
+  // Pipeline parallel: time blocked in the schedule's receives and final send
+  // waits (the bubble as this rank saw it; 0 without a pipeline). Part of
+  // forward/backward's wall time is not in it: it is between them.
+  double pipeline_wait_ms = 0;
   double val_loss = -1;                   // < 0: not an evaluation step
   double eval_ms = 0;                     // outside step_ms
   // Checkpoints (outside step_ms): what the loop paid for a save (snapshot,

@@ -35,6 +35,7 @@
 #include "profile/report.h"
 #include "profile/trace_file.h"
 #include "runtime/faults.h"
+#include "runtime/checkpointer.h"
 #include "runtime/heartbeat.h"
 #include "runtime/memory_estimate.h"
 #include "runtime/metrics.h"
@@ -43,6 +44,7 @@
 #include "runtime/run_health.h"
 #include "runtime/stop_signals.h"
 #include "runtime/train_setup.h"
+#include "runtime/train_step.h"
 #include "runtime/world.h"
 
 namespace crucible::runtime {
@@ -113,18 +115,11 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   // The ranks leave that agreement together: one time origin for their traces.
   trace::set_origin_ns(now_ns());
   // The layout before any other communication: a grid that cannot be is bad
-  // input. Tensor and pipeline parallelism are checked and their groups can
-  // be formed; the model is not split yet (issue 16 lands in steps).
-  {
-    auto layout = parallel::Layout::make(layout_spec(plan.config), W, plan.config.model,
-                                         plan.config.train.grad_accum);
-    Status s = layout.status();
-    if (s && (layout->tp() > 1 || layout->pp() > 1))
-      s = Status::invalid("[layout] " + layout->describe() +
-                          ": tensor and pipeline parallelism are not in this build yet (the layout is "
-                          "checked; the model split comes next); use dist.tp = dist.pp = 1");
-    CRUCIBLE_RETURN_IF_ERROR(agree(comm, s));
-  }
+  // input.
+  auto planned = TrainStep::plan_layout(plan.config, W);
+  CRUCIBLE_RETURN_IF_ERROR(agree(comm, planned.status()));
+  const parallel::Layout layout = *planned;
+  const parallel::Coords coords = layout.coords(rank);
   // Memory first: a run that cannot fit is refused before anything is
   // allocated or written (ranks on this machine: Open MPI's local size).
   {
@@ -209,39 +204,31 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   const data::Tokenizer& tok = *setup.tok;
 
   const int B = cfg.train.batch_size, T = cfg.model.seq_len, accum = cfg.train.grad_accum;
+  // Each data-parallel rank reads its share; the stages of one pipeline read
+  // the same micro-batches (the first for its tokens, the last its targets).
+  const int dp_rank = coords.dp, dp_size = layout.dp();
   auto loader =
-      data::Loader::create(setup.train_shard, {B, T, cfg.train.seed, rank, W, accum, true});
+      data::Loader::create(setup.train_shard, {B, T, cfg.train.seed, dp_rank, dp_size, accum, true});
   auto val_loader = data::Loader::create(setup.val_shard, {B, T, cfg.train.seed, 0, 1, 1, false});
   Status ls = !loader ? loader.status() : !val_loader ? val_loader.status() : Status::ok();
   CRUCIBLE_RETURN_IF_ERROR(agree(comm, ls));
-  // The validation set is train.eval_batches global batches (B x accum x W
+  // The validation set is train.eval_batches global batches (B x accum x dp
   // sequences each) from the start of the validation shard, so every layout
   // of one global batch evaluates the same tokens; it is cut to whole global
   // batches when the shard is shorter.
-  const uint64_t per_global = uint64_t(accum) * uint64_t(W), val_micro = (*val_loader)->steps_per_epoch();
+  const uint64_t per_global = uint64_t(accum) * uint64_t(dp_size), val_micro = (*val_loader)->steps_per_epoch();
   uint64_t eval_micro = std::min<uint64_t>(uint64_t(cfg.train.eval_batches) * per_global,
                                            val_micro / per_global * per_global);
   if (eval_micro == 0) eval_micro = val_micro;
   const int eval_batches = int(eval_micro);
-  // ---- model, optimizer, data parallelism, checkpoint ----
-  nn::GPT model(cfg.model);
-  model.init_weights(cfg.train.seed);  // identical on every rank: same seed, same streams
-  std::unique_ptr<dist::DataParallel> dp;
-  std::unique_ptr<dist::TreeReducer> tree;
-  if (cfg.dist.reproducible) {
-    auto pow2 = [](int x) { return x > 0 && (x & (x - 1)) == 0; };
-    if (!pow2(W) || !pow2(accum))
-      return Status::invalid("[config] dist.reproducible: needs a power-of-two number of ranks (" +
-                             std::to_string(W) + ") and train.grad_accum (" +
-                             std::to_string(accum) + ")");
-    tree = std::make_unique<dist::TreeReducer>(comm, model.params(), accum);
-  } else if (W > 1)
-    dp = std::make_unique<dist::DataParallel>(
-        comm, model.params(), dist::DataParallelConfig{cfg.dist.bucket_mb, cfg.dist.zero});
-  optim::AdamWConfig acfg{float(cfg.optim.lr),           float(cfg.optim.beta1),
-                          float(cfg.optim.beta2),        float(cfg.optim.eps),
-                          float(cfg.optim.weight_decay), float(cfg.optim.grad_clip)};
-  optim::AdamW adam(model.params(), acfg, dp ? dp->optimizer_shard() : std::vector<optim::Range>{});
+  // ---- this rank's part of the model, its optimizer and step, checkpoints ----
+  auto made = TrainStep::create(cfg, comm);
+  CRUCIBLE_RETURN_IF_ERROR(agree(comm, made.status()));
+  TrainStep& ts = **made;
+  nn::GPT& model = ts.model();
+  optim::AdamW& adam = ts.optimizer();
+  dist::DataParallel* dp = ts.data_parallel();
+  const bool pipeline = layout.pp() > 1;
   const std::string ckpt_dir = run + "/ckpt";
   int64_t step = 0;
   if (plan.resume) {
@@ -249,7 +236,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     // any other (full-layout tensors; each optimizer takes its shard).
     auto resume = [&]() -> Status {
       const ckpt::FoundCheckpoint* found = &*resume_from;
-      auto state = ckpt::load_checkpoint(found->dir, model.params(), &adam);
+      auto state = ckpt::load_checkpoint(found->dir, model.params(), &adam, /*part=*/pipeline);
       if (!state) return state.status();
       auto ls = data::loader_state_from_json(state->loader);
       if (!ls) return ls.status();
@@ -294,62 +281,21 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   // Checkpoints are written by rank 0 on a background thread from a host
   // snapshot; the loop pays for the snapshot and, when the previous save is
   // still being written, for waiting on it (at most one in flight).
-  std::unique_ptr<ckpt::AsyncCheckpointWriter> writer;
-  if (rank == 0) writer = std::make_unique<ckpt::AsyncCheckpointWriter>(ckpt_dir, cfg.ckpt.keep);
-  ckpt::Snapshot shard_snapshot;  // other ranks, when ZeRO needs them in the moments gather
-  if (writer || (dp && cfg.dist.zero > 0)) {
-    // Fault the snapshot's pages in now (zero-filled by resize), not in the
-    // first checkpoint's stall: ~14 us per fresh 4 KiB page on these VMs.
-    ckpt::Snapshot& snap = writer ? writer->buffer() : shard_snapshot;
-    for (auto* v : {&snap.params, &snap.exp_avg, &snap.exp_avg_sq}) v->resize(model.params().numel());
-  }
-  // Rank 0 reaps finished saves at every step boundary (block: wait for the
-  // one in flight); a failure waits in ckpt_error until the job agrees on it,
-  // so a failed background write stops the run within a step, not a
-  // checkpoint interval later.
-  Status ckpt_error;
-  auto reap = [&](bool block, StepMetrics* m) {
-    if (!writer || (!block && writer->busy())) return;
-    ckpt::AsyncCheckpointWriter::Outcome o = writer->wait();
-    if (m) m->ckpt_wait_ms += o.waited_s * 1e3;
-    if (!o.had_save) return;
-    if (m) m->ckpt_write_ms = o.write_s * 1e3;
-    if (!o.status && ckpt_error) ckpt_error = o.status;
-  };
-  // Every rank learns how the saves so far ended (a collective).
-  auto collect = [&](StepMetrics* m) -> Status {
-    reap(true, m);
-    return agree(comm, ckpt_error);
-  };
+  Checkpointer checkpoints(comm, ts, cfg, ckpt_dir);
   auto save = [&](int64_t at, bool flush, const nlohmann::json& row, StepMetrics& m) -> Status {
-    Stopwatch sw;
-    CRUCIBLE_RETURN_IF_ERROR(collect(&m));
-    const bool zero_gather = dp && cfg.dist.zero > 0;
-    if (writer || zero_gather) {
-      ckpt::CheckpointState st;
-      st.step = at;
-      st.config = to_json(cfg);
-      st.loader = data::to_json((*loader)->state());
-      st.world = {{"world_size", W}, {"zero", cfg.dist.zero}, {"batch_size", B},
-                  {"grad_accum", accum}, {"threads", num_threads()}};
-      st.data = data_pin.to_json();
-      st.metrics = row;
-      // No random draws happen during training (no dropout); the seed and the
-      // stream layout are all the RNG state there is.
-      st.rng = {{"seed", cfg.train.seed}, {"init_streams", "fnv1a64(param name)"}};
-      ckpt::Snapshot& snap = writer ? writer->buffer() : shard_snapshot;
-      ckpt::take_snapshot(st, model.params(), adam, snap);  // reuses its buffers
-      if (zero_gather)
-        CRUCIBLE_RETURN_IF_ERROR(dp->gather_moments(snap.exp_avg.data(), snap.exp_avg_sq.data()));
-    }
-    if (writer) writer->start();
-    m.ckpt_stall_ms = sw.elapsed_ms();
-    if (flush) {  // the run ends here: the checkpoint must be on disk first
-      Stopwatch fw;
-      CRUCIBLE_RETURN_IF_ERROR(collect(nullptr));
-      m.ckpt_flush_ms = fw.elapsed_ms();
-    }
-    return Status::ok();
+    ckpt::CheckpointState st;
+    st.step = at;
+    st.config = to_json(cfg);
+    st.loader = data::to_json((*loader)->state());
+    st.world = {{"world_size", W},       {"zero", cfg.dist.zero},     {"batch_size", B},
+                {"grad_accum", accum},   {"threads", num_threads()},  {"dp", dp_size},
+                {"tp", layout.tp()},     {"pp", layout.pp()},         {"pp_virtual", layout.virtual_stages()}};
+    st.data = data_pin.to_json();
+    st.metrics = row;
+    // No random draws happen during training (no dropout); the seed and the
+    // stream layout are all the RNG state there is.
+    st.rng = {{"seed", cfg.train.seed}, {"init_streams", "fnv1a64(param name)"}};
+    return checkpoints.save(st, flush, m);
   };
   // A failed collective (a rank gone, the network down) is reported, not an abort.
   auto all_sum = [&](double v) -> Result<double> {
@@ -358,9 +304,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   };
 
   // ---- the loop ----
-  std::vector<int32_t> tokens(size_t(B) * T), targets(size_t(B) * T);
-  Arena arena("train.activations");
-  const double tokens_per_step = double(B) * T * accum * W;
+  const double tokens_per_step = double(B) * T * accum * dp_size;
   const double flops_per_step = cfg.model.flops_per_token(T) * tokens_per_step;
   const profile::CpuPeak peak = profile::measure_cpu_peak(num_threads(), 0.2);
   // The probe's best f32 GEMM at this thread count, when a probe.json is at
@@ -368,17 +312,17 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   const double gemm_ceiling_gflops = profile::probe_gemm_ceiling(
       {run + "/probe.json", "probe.json"}, num_threads());
   // Validation: the same eval_batches micro-batches for any layout, dealt
-  // out over the ranks; the mean over all of them.
+  // out over the data-parallel ranks and forwarded through each pipeline;
+  // the mean over all of them (the loss comes from the last stages).
   auto evaluate = [&]() -> Result<double> {
-    double sum = 0;
-    for (int i = rank; i < eval_batches; i += W) {
-      CRUCIBLE_CHECK((*val_loader)->restore({0, uint64_t(i), 0}).is_ok(),
+    const int mine = (eval_batches - dp_rank + dp_size - 1) / dp_size;
+    auto sum = ts.evaluate(mine, [&](int k, int32_t* toks, int32_t* tgts) {
+      CRUCIBLE_CHECK((*val_loader)->restore({0, uint64_t(dp_rank + k * dp_size), 0}).is_ok(),
                      "[train] validation loader position");
-      (*val_loader)->next(tokens.data(), targets.data());
-      arena.reset();
-      sum += model.forward(arena, tokens.data(), targets.data(), B, T, 0.0f);
-    }
-    auto total = all_sum(sum);
+      (*val_loader)->next(toks, tgts);
+    });
+    if (!sum) return sum.status();
+    auto total = all_sum(*sum);
     if (!total) return total.status();
     return *total / eval_batches;
   };
@@ -392,9 +336,11 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   const int64_t first_step = step;
   Stopwatch run_clock;
   double ema_step_s = 0;
-  // Pre-scaled so that summing gradients over ranks gives the global mean.
-  const float grad_scale = 1.0f / float(accum * W);
-  log("[train] " + std::to_string(model.params().numel()) + " parameters, " +
+  double bubble_wait_s = 0, bubble_compute_s = 0;  // this rank's, over the steps after the first
+  log("[train] " + std::to_string(nn::GPT::flat_params(cfg.model)) + " parameters" +
+      (pipeline ? " (" + std::to_string(model.params().numel()) + " on this stage, " + layout.describe() + ")"
+                : std::string()) +
+      ", " +
       std::to_string(int64_t(tokens_per_step)) + " tokens per step, steps " + std::to_string(step) +
       " -> " + std::to_string(total) +
       (dp ? ", " + std::to_string(dp->num_buckets()) + " gradient buckets, ZeRO-" +
@@ -402,9 +348,6 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
           : ""));
   // The trace window: steps [trace_from, trace_from + trace_steps).
   const int64_t trace_end = cfg.run.trace_from + cfg.run.trace_steps;
-  // The step's activations in one chunk from the start (their size is known:
-  // no chain of growing chunks in step 1, the peak is what the estimate says).
-  arena.reserve(nn::GPT::activation_bytes(cfg.model, B, T));
   // Everything is prepared and validated: from here the run directory is the
   // run's, whatever happens.
   ownership.keep();
@@ -416,67 +359,37 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     m.lr = optim::lr_schedule(step, float(cfg.optim.lr), cfg.optim.warmup_steps, total,
                               float(cfg.optim.min_lr_ratio));
     Stopwatch step_clock;
-    double loss_sum = 0;
     const data::LoaderState step_start = (*loader)->state();
-    for (int micro = 0; micro < accum; ++micro) {
-      if (tree) {  // the reproducible tree visits micro-batches in bit-reversed order
+    int next_micro = 0;  // the loader's position within the step
+    auto load = [&](int micro, int32_t* toks, int32_t* tgts) {
+      if (micro != next_micro) {  // the reproducible tree's order
         data::LoaderState at = step_start;
-        at.micro = uint64_t(dist::bit_reversed(micro, accum));
+        at.micro = uint64_t(micro);
         CRUCIBLE_CHECK((*loader)->restore(at).is_ok(), "[train] loader position in the step");
       }
+      next_micro = micro + 1;
       phases.enter(step + 1, Phase::kData);
-      m.data_wait_ms += 1e3 * (*loader)->next(tokens.data(), targets.data());
-      phases.enter(step + 1, Phase::kForward);
-      faults.before_forward(step + 1);
-      int64_t t0 = now_ns();
-      arena.reset();
-      loss_sum += model.forward(arena, tokens.data(), targets.data(), B, T, grad_scale);
-      int64_t t1 = now_ns();
-      const bool last = micro == accum - 1;
-      phases.enter(step + 1, Phase::kBackward);
-      faults.before_backward(step + 1);
-      if (dp && last && cfg.dist.overlap) {
-        dp->begin_reduction();
-        model.backward(arena, [&](size_t from) { dp->on_grads_ready(from); });
-      } else {
-        model.backward(arena);
-      }
-      if (tree) tree->add_quantum();
-      m.forward_ms += (t1 - t0) * 1e-6;
-      m.backward_ms += (now_ns() - t1) * 1e-6;
-    }
-    phases.enter(step + 1, Phase::kReduce);
-    if (tree) {
-      auto waited = tree->finish();
-      if (!waited) return waited.status();
-      m.comm_ms += *waited * 1e3;
-    } else if (dp) {
-      if (!cfg.dist.overlap) dp->begin_reduction();
-      // Time inside communication calls during backward is communication.
-      m.backward_ms -= std::min(m.backward_ms, dp->seconds_in_backward() * 1e3);
-      auto waited = dp->finish_reduction();
-      if (!waited) return waited.status();
-      m.comm_ms += *waited * 1e3;
-    }
-    phases.enter(step + 1, Phase::kOptimizer);
-    int64_t t2 = now_ns();
-    optim::StepInfo info = adam.step(m.lr, dp ? dp->norm_all_sum() : nullptr);
-    m.optimizer_ms = (now_ns() - t2) * 1e-6;
-    if (dp) {
-      phases.enter(step + 1, Phase::kGather);
-      auto gathered = dp->gather_parameters();
-      if (!gathered) return gathered.status();
-      m.comm_ms += *gathered * 1e3;
-    }
-    model.params().zero_grad();
-    if (dp) m.comm_bytes = dp->take_traffic_bytes();
+      return (*loader)->next(toks, tgts);
+    };
+    auto before = [&](const parallel::Action& a) {
+      const bool fwd = a.op == parallel::Op::kForward || a.op == parallel::Op::kSendActivation ||
+                       a.op == parallel::Op::kRecvActivation;
+      phases.enter(step + 1, fwd ? Phase::kForward : Phase::kBackward);
+      if (a.op == parallel::Op::kForward) faults.before_forward(step + 1);
+      if (a.op == parallel::Op::kBackward || a.op == parallel::Op::kBackwardInput) faults.before_backward(step + 1);
+    };
+    CRUCIBLE_RETURN_IF_ERROR(ts.run(m.lr, load, before, [&](Phase p) { phases.enter(step + 1, p); }, m));
     m.step_ms = step_clock.elapsed_ms();
     phases.enter(step + 1, Phase::kSync);
-    auto loss_total = all_sum(loss_sum / accum);
+    // The mean over the global batch: each pipeline's last stage holds its
+    // data-parallel share's.
+    auto loss_total = all_sum(ts.has_loss() ? m.loss : 0.0);
     if (!loss_total) return loss_total.status();
-    if (dp) CRUCIBLE_RETURN_IF_ERROR(dp->take_error());  // the gradient norm's allreduce
-    m.loss = *loss_total / W;
-    m.grad_norm = info.grad_norm;
+    m.loss = *loss_total / dp_size;
+    if (step > first_step) {  // the bubble after the first step (warm-up)
+      bubble_wait_s += m.pipeline_wait_ms * 1e-3;
+      bubble_compute_s += (m.forward_ms + m.backward_ms) * 1e-3;
+    }
     ++step;
     if (!std::isfinite(m.loss))
       return Status::internal("[train] loss is " + std::to_string(m.loss) + " at step " +
@@ -486,12 +399,12 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     // Every rank stops at the same step: the signal may reach them apart.
     // One allreduce carries both step-end questions: did any rank get a stop
     // request, did a background save fail (rank 0).
-    reap(false, &m);
+    checkpoints.reap(false, &m);
     double flags[2] = {signals.pending() || heartbeat_stop_requested() ? 1.0 : 0.0,
-                       ckpt_error ? 0.0 : 1.0};
+                       checkpoints.error() ? 0.0 : 1.0};
     if (W > 1) CRUCIBLE_RETURN_IF_ERROR(comm.allreduce(flags, 2, dist::ReduceOp::kSum));
     if (flags[1] > 0) {
-      Status failed = agree(comm, ckpt_error);
+      Status failed = agree(comm, checkpoints.error());
       CRUCIBLE_CHECK(!failed.is_ok(), "[train] a failed save is agreed on by every rank");
       return failed;
     }
@@ -566,9 +479,22 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   result.steps_done = step;
   // What the layout implies each rank moves per step (no dp: nothing to check).
   const double expected_comm =
-      dp ? profile::expected_comm_bytes_per_step(int64_t(model.params().numel()), W, cfg.dist.zero,
+      dp ? profile::expected_comm_bytes_per_step(int64_t(model.params().numel()), dp_size, cfg.dist.zero,
                                                  int(sizeof(float)))
          : 0.0;
+  if (pipeline) {  // the bubble each stage measured, against the schedule's theory
+    // Rank 0 is stage 0 of the first pipeline: its figure next to the worst.
+    const double mine = bubble_compute_s > 0 ? bubble_wait_s / bubble_compute_s : 0;
+    double worst = mine;
+    CRUCIBLE_RETURN_IF_ERROR(comm.allreduce(&worst, 1, dist::ReduceOp::kMax));
+    char line[200];
+    std::snprintf(line, sizeof line,
+                  "[pipeline] bubble (time waiting / compute): stage 0 %.1f%%, worst stage %.1f%%; "
+                  "theory for %s with pp=%d, v=%d, m=%d: %.1f%%",
+                  100 * mine, 100 * worst, layout.schedule().c_str(), layout.pp(), layout.virtual_stages(),
+                  accum, 100 * ts.theoretical_bubble());
+    log(line);
+  }
   auto warnings = health.finish(comm, expected_comm);
   if (!warnings) return warnings.status();
   for (const std::string& w : *warnings) log(w);
@@ -607,7 +533,10 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
                 gap >= 0 ? "below" : "ABOVE: not learned yet");
   log(buf);
 
-  if (cfg.run.sample_tokens > 0) {
+  if (cfg.run.sample_tokens > 0 && pipeline) {
+    log("[train] samples need the whole model on one rank: crucible generate --run-dir " + run +
+        " samples from this run's checkpoint");
+  } else if (cfg.run.sample_tokens > 0) {
     nn::Generator gen(model);
     Rng rng(cfg.train.seed, 0x5a3b1e);
     for (int i = 0; i < 3; ++i) {

@@ -107,7 +107,9 @@ TEST(GPTPart, ChainedChunksEqualTheWholeModel) {
       for (int s = 3; s >= 0; --s) {
         const float* dout = s == 3 ? nullptr : acts[size_t(i)][size_t(s + 1)].input_grad();
         p.at(s).backward(acts[size_t(i)][size_t(s)], dout, mode);
-        if (s > 0) EXPECT_NE(acts[size_t(i)][size_t(s)].input_grad(), nullptr);
+        if (s > 0) {
+          EXPECT_NE(acts[size_t(i)][size_t(s)].input_grad(), nullptr);
+        }
       }
     if (mode == BackwardPass::kInput)  // the weight passes later, in another order
       for (int i = 0; i < M; ++i)

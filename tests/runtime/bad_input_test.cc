@@ -152,7 +152,7 @@ TEST(BadInput, ALayoutThatCannotBeIsRefusedBeforeAnyWork) {
   // something else.
   expect_refused(run_crucible({"launch", "-n", "2", "--threads", "1", "--", "train", cfg, "--run-dir", dir / "c",
                                "--set", "dist.tp=2"}),
-                 "dp=1 tp=2 pp=1 (v=1, 1f1b): tensor and pipeline parallelism are not in this build yet");
+                 "dp=1 tp=2 pp=1 (v=1, 1f1b): tensor parallelism is not in this build yet");
   for (const char* d : {"a", "b", "c"}) EXPECT_FALSE(fs::exists(dir / d)) << d << " left behind";
 }
 

@@ -10,12 +10,14 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "ckpt/safetensors.h"
 #include "support/cli_runner.h"
 #include "support/train_config.h"
+#include "support/weights.h"
 
 namespace crucible::e2e {
 namespace {
+
+using testutil::weight_difference;
 
 namespace fs = std::filesystem;
 
@@ -40,29 +42,6 @@ std::vector<double> losses(const std::string& run) {
   for (std::string line; std::getline(in, line);)
     out.push_back(nlohmann::json::parse(line)["loss"].get<double>());
   return out;
-}
-
-// ||a - b|| / ||a|| over all weights (L2). Not a max over elements: the key
-// bias has no gradient in exact arithmetic, so both runs update it with Adam-
-// normalised rounding noise (see tests/parity/gpt_parity_test.cc) and single
-// elements differ at the 1e-4 level whatever the reduction order.
-double weight_difference(const std::string& a_path, const std::string& b_path) {
-  auto a = ckpt::read_safetensors(a_path);
-  auto b = ckpt::read_safetensors(b_path);
-  EXPECT_TRUE(a && b) << a_path << " / " << b_path;
-  if (!a || !b) return 1e9;
-  double diff = 0, norm = 0;
-  for (const auto& [name, t] : a->tensors) {
-    const ckpt::LoadedTensor* u = b->find(name);
-    EXPECT_NE(u, nullptr) << name;
-    if (!u) return 1e9;
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      double d = double(t.f32()[i]) - u->f32()[i];
-      diff += d * d;
-      norm += double(t.f32()[i]) * t.f32()[i];
-    }
-  }
-  return std::sqrt(diff / norm);
 }
 
 std::vector<std::string> launch(int ranks, std::vector<std::string> train_args) {

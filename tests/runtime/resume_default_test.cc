@@ -1,7 +1,8 @@
 // The README's own path, interrupted and resumed: `crucible train` on the
 // embedded default (curation on with profile auto, the tokenizer trained into
 // the ./data cache), killed with SIGKILL, then `--resume` on the run
-// directory, by hand and under `crucible launch` with a rank killed. The
+// directory, by hand and under `crucible launch` with a rank killed (data
+// and pipeline parallel). The
 // resumed run must be the same run: the final model.safetensors byte for byte
 // that of an uninterrupted run, metrics.jsonl with every step exactly once,
 // and no curation or tokenizer training on resume (the checkpoint pins the
@@ -193,11 +194,16 @@ TEST(ResumeDefault, ACheckpointRefusesOtherDataTokenizerAndModelShape) {
 // Under `crucible launch -n 2` with rank 1 killed mid-run: the supervisor's
 // restart resumes the same run on the pinned data, bit-identical to an
 // uninterrupted 2-rank job.
-TEST(ResumeDefault, LaunchRestartAfterAKilledRankIsTheSameRun) {
-  TempDir dir("resume_default_launch");
+// Under `crucible launch`, data parallel and pipeline parallel (two stages,
+// the micro-batches of the same global batch): a rank killed mid-run, the job
+// restarts from its checkpoint by itself and ends with the uninterrupted
+// job's weights, byte for byte.
+void expect_restart_is_the_same_run(const std::string& label, const std::vector<std::string>& layout) {
+  TempDir dir("resume_default_launch_" + label);
   ::setenv("ASAN_OPTIONS", "detect_leaks=0", 1);  // Open MPI's own leaks (dist_train_test.cc)
   auto launch = [&](const std::string& name, std::vector<std::string> more) {
     std::vector<std::string> a = {"launch", "-n", "2", "--threads", "1", "--"};
+    more.insert(more.end(), layout.begin(), layout.end());
     auto t = default_train(name, 16, 4, more);
     a.insert(a.end(), t.begin(), t.end());
     return run_crucible(a, dir.path());
@@ -206,7 +212,7 @@ TEST(ResumeDefault, LaunchRestartAfterAKilledRankIsTheSameRun) {
   ASSERT_EQ(ref.code, 0) << ref.output;
   std::mt19937 rng(unsigned(testing::test_seed()));
   const int kill_at = 6 + int(rng() % 8);  // after the checkpoint of step 4
-  SCOPED_TRACE("rank 1 killed at step " + std::to_string(kill_at));
+  SCOPED_TRACE(label + ": rank 1 killed at step " + std::to_string(kill_at));
   auto faulty = launch("runs/faulty",
                        {"--set", "fault.inject=[\"kill@" + std::to_string(kill_at) +
                                      ":rank=1\", \"slow@1:ms=100:attempt=all\"]"});
@@ -218,6 +224,13 @@ TEST(ResumeDefault, LaunchRestartAfterAKilledRankIsTheSameRun) {
               read_file(dir / "runs/ref/ckpt/step_0000016/model.safetensors"))
       << "the restarted job's weights differ from the uninterrupted job's";
   EXPECT_EQ(metric_steps(dir / "runs/faulty"), one_to(16));
+}
+
+TEST(ResumeDefault, LaunchRestartAfterAKilledRankIsTheSameRun) { expect_restart_is_the_same_run("dp", {}); }
+
+TEST(ResumeDefault, PipelineRestartAfterAKilledStageIsTheSameRun) {
+  expect_restart_is_the_same_run(
+      "pp", {"--set", "dist.pp=2", "--set", "train.grad_accum=2", "--set", "train.batch_size=4"});
 }
 
 }  // namespace

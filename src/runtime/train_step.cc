@@ -1,0 +1,184 @@
+#include "runtime/train_step.h"
+
+#include <cmath>
+
+#include "core/check.h"
+#include "core/clock.h"
+
+namespace crucible::runtime {
+
+nn::GPTPart stage_part(const parallel::Layout& layout, int pp_index, const nn::GPTConfig& model) {
+  const int pp = layout.pp(), v = layout.virtual_stages(), per = layout.layers_per_chunk(model);
+  nn::GPTPart part;
+  for (int c = 0; c < v; ++c) {
+    const int stage = parallel::stage_of(pp, pp_index, c);
+    part.chunks.push_back({stage * per, (stage + 1) * per});
+  }
+  part.embedding = pp_index == 0;
+  part.head = pp_index == pp - 1;
+  return part;
+}
+
+TrainStep::~TrainStep() = default;
+
+Result<parallel::Layout> TrainStep::plan_layout(const Config& cfg, int world) {
+  const int accum = cfg.train.grad_accum;
+  auto layout = parallel::Layout::make(layout_spec(cfg), world, cfg.model, accum);
+  if (!layout) return layout.status();
+  const parallel::Layout& L = *layout;
+  if (L.tp() > 1)
+    return Status::invalid("[layout] " + L.describe() +
+                           ": tensor parallelism is not in this build yet (the layout is checked; "
+                           "the tensor-parallel layers come next); use dist.tp = 1");
+  auto schedule = parallel::make_schedule(L.schedule(), L.pp(), L.virtual_stages(), accum);
+  if (!schedule) return schedule.status();
+  CRUCIBLE_RETURN_IF_ERROR(parallel::check_schedule(*schedule));
+  if (cfg.dist.reproducible) {
+    auto pow2 = [](int x) { return x > 0 && (x & (x - 1)) == 0; };
+    if (!pow2(L.dp()) || !pow2(accum))
+      return Status::invalid("[config] dist.reproducible: needs a power-of-two number of data-parallel ranks (" +
+                             std::to_string(L.dp()) + ") and train.grad_accum (" + std::to_string(accum) + ")");
+    // The tree adds each micro-batch's gradient as one quantum: a schedule
+    // that interleaves micro-batches' gradient passes mixes them.
+    if (L.pp() > 1 && (L.virtual_stages() > 1 || L.schedule() == "zb-h1"))
+      return Status::invalid("[config] dist.reproducible: the " + L.schedule() +
+                             " schedule interleaves micro-batches' gradient passes; use dist.pp_schedule = \"1f1b\"");
+  }
+  return layout;
+}
+
+Result<std::unique_ptr<TrainStep>> TrainStep::create(const Config& cfg, dist::Comm& world) {
+  std::unique_ptr<TrainStep> t(new TrainStep());
+  t->cfg_ = cfg;
+  const int accum = cfg.train.grad_accum;
+  auto layout = plan_layout(cfg, world.size());
+  if (!layout) return layout.status();
+  t->layout_ = *layout;
+  const parallel::Layout& L = t->layout_;
+  t->coords_ = L.coords(world.rank());
+  auto schedule = parallel::make_schedule(L.schedule(), L.pp(), L.virtual_stages(), accum);
+  if (!schedule) return schedule.status();
+  auto groups = parallel::make_groups(world, L);
+  if (!groups) return groups.status();
+  t->groups_ = std::move(*groups);
+  if (L.pp() > 1) {  // the embedding group: this pipeline's first and last stage
+    const int p = t->coords_.pp;
+    const bool ends = p == 0 || p == L.pp() - 1;
+    auto tied = world.split(ends ? t->coords_.dp * L.tp() + t->coords_.tp : L.world() + world.rank(), p);
+    if (!tied) return tied.status();
+    t->tied_ = std::move(*tied);
+  }
+  t->model_ = std::make_unique<nn::GPT>(cfg.model, stage_part(L, t->coords_.pp, cfg.model));
+  // Each parameter draws from its own stream keyed by its name: every part's
+  // initial weights are the whole model's (nn/params.h).
+  t->model_->init_weights(cfg.train.seed);
+  if (cfg.dist.reproducible)
+    t->tree_ = std::make_unique<dist::TreeReducer>(*t->groups_.dp, t->model_->params(), accum);
+  else if (L.dp() > 1)
+    t->dp_ = std::make_unique<dist::DataParallel>(*t->groups_.dp, t->model_->params(),
+                                                  dist::DataParallelConfig{cfg.dist.bucket_mb, cfg.dist.zero});
+  optim::AdamWConfig acfg{float(cfg.optim.lr),    float(cfg.optim.beta1),        float(cfg.optim.beta2),
+                          float(cfg.optim.eps),   float(cfg.optim.weight_decay), float(cfg.optim.grad_clip)};
+  t->adam_ = std::make_unique<optim::AdamW>(t->model_->params(), acfg,
+                                           t->dp_ ? t->dp_->optimizer_shard() : std::vector<optim::Range>{});
+  t->stage_ = std::make_unique<parallel::PipelineStage>(*t->model_, *t->groups_.pp, std::move(*schedule),
+                                                        t->coords_.pp, cfg.train.batch_size, cfg.model.seq_len);
+  return t;
+}
+
+double TrainStep::theoretical_bubble() const {
+  return parallel::theoretical_bubble(layout_.schedule(), layout_.pp(), layout_.virtual_stages(),
+                                      cfg_.train.grad_accum);
+}
+
+Status TrainStep::tie_embedding() {
+  if (!tied_ || tied_->size() < 2) return Status::ok();
+  const nn::ParamSpec* wte = model_->params().find("transformer.wte.weight");
+  CRUCIBLE_CHECK(wte, "[train] the first and last stage hold wte");
+  return tied_->allreduce(model_->params().grads() + wte->offset, wte->numel);
+}
+
+Status TrainStep::run(float lr, const std::function<double(int, int32_t*, int32_t*)>& load,
+                      const std::function<void(const parallel::Action&)>& before,
+                      const std::function<void(Phase)>& phase, StepMetrics& m) {
+  const int accum = cfg_.train.grad_accum;
+  // Pre-scaled so that summing gradients over the data-parallel ranks gives
+  // the global mean.
+  const float grad_scale = 1.0f / float(accum * layout_.dp());
+  parallel::StepHooks hooks;
+  hooks.before = before;
+  // The reproducible tree visits micro-batches in bit-reversed order.
+  hooks.load = [&](int micro, int32_t* tokens, int32_t* targets) {
+    return load(tree_ ? dist::bit_reversed(micro, accum) : micro, tokens, targets);
+  };
+  if (tree_) hooks.after_backward = [&](int) { tree_->add_quantum(); };
+  const bool overlap = dp_ && cfg_.dist.overlap;
+  if (overlap) {
+    dp_->begin_reduction();
+    // Offset 0 (wte's end) waits for the tied sum after the schedule: inside
+    // it, the last stage would wait for the first while the first waits for
+    // the last stage's gradient.
+    hooks.grads_ready = [&](size_t from) {
+      if (from > 0 || !tied_) dp_->on_grads_ready(from);
+    };
+  }
+  auto times = stage_->run(grad_scale, hooks);
+  if (!times) return times.status();
+  m.data_wait_ms += times->data * 1e3;
+  m.forward_ms += times->forward * 1e3;
+  m.backward_ms += times->backward * 1e3;
+  m.pipeline_wait_ms = times->wait * 1e3;
+  last_wait_s_ = times->wait;
+  m.loss = times->loss_sum / accum;
+
+  phase(Phase::kReduce);
+  const int64_t t0 = now_ns();
+  CRUCIBLE_RETURN_IF_ERROR(tie_embedding());
+  m.comm_ms += (now_ns() - t0) * 1e-6;
+  if (tree_) {
+    auto waited = tree_->finish();
+    if (!waited) return waited.status();
+    m.comm_ms += *waited * 1e3;
+  } else if (dp_) {
+    if (!overlap) dp_->begin_reduction();
+    // Time inside communication calls during backward is communication.
+    m.backward_ms -= std::min(m.backward_ms, dp_->seconds_in_backward() * 1e3);
+    auto waited = dp_->finish_reduction();  // starts what has not started (wte's bucket after the tie)
+    if (!waited) return waited.status();
+    m.comm_ms += *waited * 1e3;
+  }
+  // The norm counts every element once: the data-parallel shards (ZeRO) and
+  // the pipeline stages are summed; wte's copy on the last stage is a replica.
+  const optim::AllSum dp_sum = dp_ ? dp_->norm_all_sum() : nullptr;
+  Status norm_error;
+  optim::AllSum all_sum;
+  if (dp_sum || layout_.pp() > 1)
+    all_sum = [&](double x) {
+      if (dp_sum) x = dp_sum(x);
+      if (layout_.pp() > 1)
+        if (Status s = groups_.pp->allreduce(&x, 1); !s && norm_error) norm_error = s;
+      return x;
+    };
+  phase(Phase::kOptimizer);
+  const int64_t t2 = now_ns();
+  optim::StepInfo info = adam_->step(lr, all_sum);
+  m.optimizer_ms = (now_ns() - t2) * 1e-6;
+  CRUCIBLE_RETURN_IF_ERROR(norm_error);
+  if (dp_) CRUCIBLE_RETURN_IF_ERROR(dp_->take_error());
+  m.grad_norm = info.grad_norm;
+  if (dp_) {
+    phase(Phase::kGather);
+    auto gathered = dp_->gather_parameters();
+    if (!gathered) return gathered.status();
+    m.comm_ms += *gathered * 1e3;
+    m.comm_bytes = dp_->take_traffic_bytes();
+  }
+  model_->params().zero_grad();
+  return Status::ok();
+}
+
+Result<double> TrainStep::evaluate(int n, const std::function<void(int, int32_t*, int32_t*)>& load) {
+  return stage_->evaluate(n, load);
+}
+
+}  // namespace crucible::runtime

@@ -1,0 +1,92 @@
+// TrainStep: the model as this rank holds it under the job's layout, and one
+// optimizer step of it: the micro-batch schedule (parallel/pipeline.h; data
+// parallelism alone is its trivial case), the tied embedding's gradient sum
+// between the first and the last pipeline stage, the data-parallel reduction
+// (buckets, ZeRO) or the reproducible tree, the gradient norm over every
+// rank that holds a distinct part, AdamW, and the ZeRO parameter gather.
+//
+// The parallelize step lives here, outside the model: the layout
+// (parallel/layout.h) picks this rank's part (its pipeline stage's chunks,
+// nn::GPTPart), its groups (sub-communicators of the world) and its share of
+// the data (the data-parallel index). Not thread-safe.
+#pragma once
+#include <functional>
+#include <memory>
+
+#include "core/status.h"
+#include "dist/comm.h"
+#include "dist/data_parallel.h"
+#include "dist/tree_reduce.h"
+#include "nn/gpt.h"
+#include "optim/adamw.h"
+#include "parallel/layout.h"
+#include "parallel/pipeline.h"
+#include "runtime/config.h"
+#include "runtime/heartbeat.h"
+#include "runtime/metrics.h"
+
+namespace crucible::runtime {
+
+// This rank's part of the model under `layout` (pp index p, v chunks each):
+// chunk c holds global stage c * pp + p, blocks [stage * L/(pp v), ...).
+nn::GPTPart stage_part(const parallel::Layout& layout, int pp_index, const nn::GPTConfig& model);
+
+class TrainStep {
+ public:
+  // The job's layout, every constraint checked (the grid, the schedule, what
+  // this build supports), without communicating: bad input is refused before
+  // anything else happens.
+  static Result<parallel::Layout> plan_layout(const Config& cfg, int world);
+  // Collective over `world`: forms the groups, builds this rank's part.
+  static Result<std::unique_ptr<TrainStep>> create(const Config& cfg, dist::Comm& world);
+  ~TrainStep();
+
+  const parallel::Layout& layout() const { return layout_; }
+  const parallel::Coords& coords() const { return coords_; }
+  nn::GPT& model() { return *model_; }
+  optim::AdamW& optimizer() { return *adam_; }
+  dist::DataParallel* data_parallel() { return dp_.get(); }
+  dist::Comm& dp_group() { return *groups_.dp; }
+  dist::Comm& pp_group() { return *groups_.pp; }
+  // Whether this rank's part ends the model (it computes the loss).
+  bool has_loss() const { return model_->part().head; }
+  // This rank's data-parallel share of every global batch: (index, count).
+  int data_rank() const { return coords_.dp; }
+  int data_ranks() const { return layout_.dp(); }
+
+  // One optimizer step at learning rate lr. load(micro, tokens, targets)
+  // gives this rank's micro-batches of the step (returns seconds waited);
+  // before(action) runs before each schedule action, phase(p) at each phase
+  // after the schedule (reduce, optimizer, gather). Fills m's loss sum
+  // (m.loss: the mean over this rank's micro-batches on the stage with the
+  // loss, else 0), grad_norm and the time split. Collective over the world.
+  Status run(float lr, const std::function<double(int, int32_t*, int32_t*)>& load,
+             const std::function<void(const parallel::Action&)>& before,
+             const std::function<void(Phase)>& phase, StepMetrics& m);
+  // Validation forward of n micro-batches; load(i, ...) gives the i-th of
+  // this rank's. Returns the sum of their mean losses on the stage with the
+  // loss (0 elsewhere). Collective over the pipeline group.
+  Result<double> evaluate(int n, const std::function<void(int, int32_t*, int32_t*)>& load);
+  // What the step measured its bubble at in the last step: seconds this
+  // rank waited in the schedule's receives, and the schedule's theory.
+  double last_wait_s() const { return last_wait_s_; }
+  double theoretical_bubble() const;
+
+ private:
+  TrainStep() = default;
+  Status tie_embedding();  // sums wte's gradient between the first and last stage
+
+  parallel::Layout layout_;
+  parallel::Coords coords_;
+  parallel::Groups groups_;
+  std::unique_ptr<dist::Comm> tied_;  // first and last stage of this pipeline (pp > 1)
+  std::unique_ptr<nn::GPT> model_;
+  std::unique_ptr<dist::DataParallel> dp_;
+  std::unique_ptr<dist::TreeReducer> tree_;
+  std::unique_ptr<optim::AdamW> adam_;
+  std::unique_ptr<parallel::PipelineStage> stage_;
+  Config cfg_;
+  double last_wait_s_ = 0;
+};
+
+}  // namespace crucible::runtime
