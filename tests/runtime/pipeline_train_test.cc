@@ -157,6 +157,9 @@ TEST(PipelineTrain, CheckpointsResumeAtAnotherLayout) {
   const std::string a = dir / "pp_then_one";
   auto first = train(a, {"--set", "dist.pp=2", "--stop-at", "10"}, 2);
   ASSERT_EQ(first.code, 0) << first.output;
+  // The pipeline's checkpoint samples like any other (the whole model by name).
+  auto sample = run_crucible({"generate", a, "--tokens", "4"});
+  EXPECT_EQ(sample.code, 0) << sample.output;
   auto rest = train(a, {"--resume"}, 1);
   ASSERT_EQ(rest.code, 0) << rest.output;
   EXPECT_NE(rest.output.find("written by 2 ranks, now 1"), std::string::npos) << rest.output;
