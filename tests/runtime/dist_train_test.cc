@@ -38,9 +38,7 @@ std::string make_config(const TempDir& dir, int batch) {
 
 std::vector<double> losses(const std::string& run) {
   std::vector<double> out;
-  std::ifstream in(run + "/metrics.jsonl");
-  for (std::string line; std::getline(in, line);)
-    out.push_back(nlohmann::json::parse(line)["loss"].get<double>());
+  for (const auto& row : metric_rows(run + "/metrics.jsonl")) out.push_back(row["loss"].get<double>());
   return out;
 }
 
@@ -58,11 +56,8 @@ std::vector<std::string> launch(int ranks, std::vector<std::string> train_args) 
 // (step, val_loss) of the evaluation steps.
 std::vector<std::pair<int64_t, double>> val_losses(const std::string& run) {
   std::vector<std::pair<int64_t, double>> out;
-  std::ifstream in(run + "/metrics.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    auto j = nlohmann::json::parse(line);
+  for (const auto& j : metric_rows(run + "/metrics.jsonl"))
     if (j.contains("val_loss")) out.push_back({j["step"].get<int64_t>(), j["val_loss"].get<double>()});
-  }
   return out;
 }
 

@@ -38,13 +38,6 @@ std::string make_config(const TempDir& dir) {
   return testutil::write_small_config(dir, run, "cfg.toml");
 }
 
-std::vector<nlohmann::json> rows(const std::string& run) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(run + "/metrics.jsonl");
-  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
-
 std::vector<std::string> launch(int ranks, std::vector<std::string> train_args) {
   ::setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
   std::vector<std::string> args = {"launch", "-n", std::to_string(ranks), "--threads", "1", "--", "train"};
@@ -53,7 +46,7 @@ std::vector<std::string> launch(int ranks, std::vector<std::string> train_args) 
 }
 
 void expect_same_run(const std::string& single, const std::string& multi, double tol, size_t steps = 20) {
-  auto a = rows(single), b = rows(multi);
+  auto a = metric_rows(single + "/metrics.jsonl"), b = metric_rows(multi + "/metrics.jsonl");
   ASSERT_EQ(a.size(), steps);
   ASSERT_EQ(b.size(), steps);
   int evals = 0;
@@ -118,11 +111,9 @@ TEST(PipelineTrain, EveryScheduleEqualsOneRankWithTheSameGlobalBatch) {
     auto resolved = runtime::load_config(run + "/config.toml");
     ASSERT_TRUE(resolved) << resolved.status().message();
     for (int r = 0; r < c.ranks; ++r) {
-      std::ifstream in(run + "/metrics.rank" + std::to_string(r) + ".jsonl");
       uint64_t peak = 0;
       bool waited = false;
-      for (std::string line; std::getline(in, line);) {
-        auto row = nlohmann::json::parse(line);
+      for (const auto& row : metric_rows(run + "/metrics.rank" + std::to_string(r) + ".jsonl")) {
         peak = std::max(peak, row["mem_peak"].get<uint64_t>());
         waited = waited || row.contains("pipeline_wait_ms");
       }

@@ -62,11 +62,16 @@ int Background::wait() {
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+std::vector<nlohmann::json> metric_rows(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
 std::vector<int64_t> metric_steps(const std::string& run) {
   std::vector<int64_t> out;
-  std::ifstream in(run + "/metrics.jsonl");
-  for (std::string line; std::getline(in, line);)
-    out.push_back(nlohmann::json::parse(line)["step"].get<int64_t>());
+  for (const auto& row : metric_rows(run + "/metrics.jsonl")) out.push_back(row["step"].get<int64_t>());
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "support/files.h"
@@ -31,6 +32,8 @@ struct Background {
 
 // The "step" of every row of RUN/metrics.jsonl, in file order.
 std::vector<int64_t> metric_steps(const std::string& run);
+// Every row of a metrics file (RUN/metrics.jsonl, RUN/metrics.rank{R}.jsonl), parsed.
+std::vector<nlohmann::json> metric_rows(const std::string& path);
 
 // Lines in a file (0 when it is missing).
 size_t count_lines(const std::string& path);
