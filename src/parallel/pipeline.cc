@@ -20,20 +20,6 @@ struct PipelineStage::Slot {
 namespace {
 enum Kind { kActivation = 0, kGradient = 1 };
 
-// Trace names: static strings per action kind (trace::Event keeps the pointer).
-const char* trace_name(Op op) {
-  switch (op) {
-    case Op::kForward: return "pipeline F";
-    case Op::kBackward: return "pipeline B";
-    case Op::kBackwardInput: return "pipeline Bi";
-    case Op::kBackwardWeight: return "pipeline Bw";
-    case Op::kSendActivation: return "pipeline send_act";
-    case Op::kRecvActivation: return "pipeline recv_act";
-    case Op::kSendGradient: return "pipeline send_grad";
-    case Op::kRecvGradient: return "pipeline recv_grad";
-  }
-  return "pipeline";
-}
 }  // namespace
 
 PipelineStage::PipelineStage(nn::GPT& model, dist::Comm& pp, Schedule schedule, int pp_rank, int B, int T)
@@ -76,7 +62,7 @@ int PipelineStage::tag(int kind, int stage, int micro) const {
   return (kind * schedule_.pp * schedule_.v + stage) * schedule_.m + micro;
 }
 
-Arena* PipelineStage::take_arena(int chunk) {
+Arena* PipelineStage::take_arena() {
   if (free_.empty()) {
     pool_.push_back(std::make_unique<Arena>("pipeline.activations"));
     // The largest chunk's need, so any arena serves any chunk without growing.
@@ -87,7 +73,6 @@ Arena* PipelineStage::take_arena(int chunk) {
     pool_.back()->reserve(need);
     free_.push_back(pool_.back().get());
   }
-  (void)chunk;
   Arena* a = free_.back();
   free_.pop_back();
   a->reset();
@@ -99,7 +84,7 @@ PipelineStage::Slot& PipelineStage::slot(int micro, int chunk) {
   if (!s) {
     s = std::make_unique<Slot>();
     s->micro = micro, s->chunk = chunk;
-    s->arena = take_arena(chunk);
+    s->arena = take_arena();
     model_.bind(s->act, *s->arena, chunk, B_, T_);
   }
   return *s;
@@ -221,7 +206,7 @@ Result<StageTimes> PipelineStage::run(float grad_scale, const StepHooks& hooks) 
                               actions_[i + 1].chunk == a.chunk &&
                               (actions_[i + 1].op == Op::kSendGradient || actions_[i + 1].op == Op::kSendActivation);
     if (owned && owned->finished && !send_follows) draining_.push_back(std::move(owned));
-    trace::record_complete(trace_name(a.op), "pipeline", t0, now_ns());
+    trace::record_complete(op_name(a.op), "pipeline", t0, now_ns());  // a static string
     if (!st) return st;
     CRUCIBLE_RETURN_IF_ERROR(finish_sends(false));
   }
@@ -240,7 +225,7 @@ Result<double> PipelineStage::evaluate(int n, const std::function<void(int, int3
   const size_t BT = size_t(B_) * size_t(T_), NC = BT * size_t(model_.config().n_embd);
   std::vector<int32_t> tokens(BT), targets(BT);
   double sum = 0, waited = 0;
-  Arena* arena = take_arena(0);
+  Arena* arena = take_arena();
   for (int i = 0; i < n; ++i) {
     if (part.embedding || part.head) load(i, tokens.data(), targets.data());
     // Every stage in turn: one micro-batch at a time through the pipeline

@@ -80,13 +80,13 @@ class PipelineStage {
   // under `s` (sends finishing at once): the arenas its pool grows to, but for
   // sends still in flight when the next context is needed.
   static int peak_contexts(const Schedule& s, int rank);
-  // Arenas the pool holds (its peak in flight so far), and bytes reserved per arena.
+  // Arenas the pool holds (its peak in flight so far).
   size_t arenas() const { return pool_.size(); }
 
  private:
   struct Slot;
   Slot& slot(int micro, int chunk);
-  Arena* take_arena(int chunk);
+  Arena* take_arena();  // from the pool, reset; each reserved for the largest chunk
   Status finish_sends(bool block);
   Status receive(void* buf, size_t bytes, int peer, int tag, double* waited);
   int tag(int kind, int stage, int micro) const;

@@ -58,7 +58,7 @@ Status Checkpointer::collect(StepMetrics* m) {
 Status Checkpointer::gather_stages(ckpt::Snapshot& full, const ckpt::Snapshot& own) {
   const parallel::Layout& L = step_.layout();
   const bool leader = step_.coords().dp == 0 && step_.coords().tp == 0;
-  const int tag = 7001;  // one message of three buffers per stage, in stage order
+  const int tag = 7001;  // three messages per stage (weights, both moments), in stage order
   if (world_.rank() == 0) {
     full.specs = nn::GPT::param_specs(cfg_.model, nn::GPTPart::whole(cfg_.model));
     float* const to[3] = {full.params.data(), full.exp_avg.data(), full.exp_avg_sq.data()};
@@ -69,17 +69,16 @@ Status Checkpointer::gather_stages(ckpt::Snapshot& full, const ckpt::Snapshot& o
       const nn::GPTPart part = stage_part(L, p, cfg_.model);
       const size_t n = nn::GPT::flat_params(cfg_.model, part);
       buf.resize(3 * n);
-      CRUCIBLE_RETURN_IF_ERROR(world_.recv(buf.data(), buf.size() * sizeof(float), L.rank_of({0, p, 0}), tag));
+      for (int k = 0; k < 3; ++k)
+        CRUCIBLE_RETURN_IF_ERROR(
+            world_.recv(buf.data() + size_t(k) * n, n * sizeof(float), L.rank_of({0, p, 0}), tag + k));
       const float* const from[3] = {buf.data(), buf.data() + n, buf.data() + 2 * n};
       place(nn::GPT::param_specs(cfg_.model, part), from, full.specs, to);
     }
   } else if (leader) {
-    const size_t n = own.params.size();
-    std::vector<float> buf(3 * n);
-    std::memcpy(buf.data(), own.params.data(), n * sizeof(float));
-    std::memcpy(buf.data() + n, own.exp_avg.data(), n * sizeof(float));
-    std::memcpy(buf.data() + 2 * n, own.exp_avg_sq.data(), n * sizeof(float));
-    CRUCIBLE_RETURN_IF_ERROR(world_.send(buf.data(), buf.size() * sizeof(float), 0, tag));
+    int k = 0;  // straight from the snapshot: no staging copy
+    for (const std::vector<float>* v : {&own.params, &own.exp_avg, &own.exp_avg_sq})
+      CRUCIBLE_RETURN_IF_ERROR(world_.send(v->data(), v->size() * sizeof(float), 0, tag + k++));
   }
   return Status::ok();
 }

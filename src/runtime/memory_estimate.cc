@@ -81,12 +81,11 @@ MemoryEstimate estimate_memory(const Config& cfg, int world, int rank) {
   if (sharded) e.other += rounded(shard * 4);  // ZeRO-2's reduce-scatter target
   // The checkpoint snapshot: params and both moments in full (rank 0 writes;
   // under ZeRO every rank gathers the moments into one).
-  // Under pipeline parallelism rank 0's copy is the whole model's, and each
-  // stage's first data-parallel rank holds its part twice (the copy, and the
-  // message to rank 0).
+  // Under pipeline parallelism rank 0's copy is the whole model's, beside its
+  // own part's and the buffer it receives the other stages' parts in (about
+  // a part each); each stage's first data-parallel rank sends its part's copy.
   if (rank == 0) e.snapshot = 3 * P_whole * 4 + (pp > 1 ? 2 * 3 * P * 4 : 0);
-  else if (pp > 1 && (leader || sharded)) e.snapshot = (leader ? 2 : 1) * 3 * P * 4;
-  else if (sharded) e.snapshot = 3 * P * 4;
+  else if ((pp > 1 && leader) || sharded) e.snapshot = 3 * P * 4;
   // After training, samples: the KV cache ((L, T, C) keys and values).
   const uint64_t kv = 2ull * uint64_t(cfg.model.n_layer) * T * uint64_t(cfg.model.n_embd) * 4;
   e.snapshot += cfg.run.sample_tokens > 0 && rank == 0 ? kv : 0;
