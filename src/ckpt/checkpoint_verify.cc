@@ -152,13 +152,13 @@ Result<SafetensorsFile> read_moments(const std::string& path, const std::string&
   if (steps.empty() || err != std::errc() || end != steps.data() + steps.size() || adam_steps < 0)
     return Status::corrupt("[ckpt] " + label + ": no valid adam_steps metadata");
   for (const nn::ParamSpec& s : params.specs()) {
-    std::vector<int64_t> want(s.shape.d.begin(), s.shape.d.begin() + s.shape.ndim);
+    std::vector<int64_t> want(s.whole_shape.d.begin(), s.whole_shape.d.begin() + s.whole_shape.ndim);
     for (const char* prefix : {"exp_avg.", "exp_avg_sq."}) {
       const LoadedTensor* t = file->find(prefix + s.name);
       if (!t) return Status::corrupt("[ckpt] " + label + ": missing tensor " + prefix + s.name);
       if (t->dtype != "F32" || t->shape != want)
         return Status::corrupt("[ckpt] " + label + ": tensor " + prefix + s.name + " is " +
-                               t->dtype + " with a shape other than the model's " + s.shape.str());
+                               t->dtype + " with a shape other than the model's " + s.whole_shape.str());
     }
   }
   if (!part && file->tensors.size() != 2 * params.specs().size())
@@ -292,8 +292,8 @@ Result<CheckpointState> load_checkpoint(const std::string& step_dir, nn::ParamRe
     for (const nn::ParamSpec& s : params.specs()) {
       const LoadedTensor& m1 = moments.tensors.at("exp_avg." + s.name);
       const LoadedTensor& m2 = moments.tensors.at("exp_avg_sq." + s.name);
-      std::memcpy(m_full.data() + s.offset, m1.bytes.data(), m1.bytes.size());
-      std::memcpy(v_full.data() + s.offset, m2.bytes.data(), m2.bytes.size());
+      nn::copy_from_whole(s, reinterpret_cast<const float*>(m1.bytes.data()), m_full.data() + s.offset);
+      nn::copy_from_whole(s, reinterpret_cast<const float*>(m2.bytes.data()), v_full.data() + s.offset);
     }
     opt->import_moments(m_full.data(), v_full.data());
     opt->set_steps_taken(adam_steps);

@@ -27,16 +27,17 @@ Status load_params(nn::ParamRegistry& params, const std::string& path, bool part
   for (const auto& s : params.specs()) {
     const LoadedTensor* t = file->find(s.name);
     if (!t) return Status::corrupt("[weights] " + path + ": missing tensor " + s.name);
-    std::vector<int64_t> want(s.shape.d.begin(), s.shape.d.begin() + s.shape.ndim);
+    // A tensor-parallel shard takes its part of the whole tensor.
+    std::vector<int64_t> want(s.whole_shape.d.begin(), s.whole_shape.d.begin() + s.whole_shape.ndim);
     if (t->dtype != "F32" || t->shape != want)
       return Status::corrupt("[weights] " + path + ": tensor " + s.name + " is " + t->dtype +
-                             " with a shape other than the model's " + s.shape.str());
+                             " with a shape other than the model's " + s.whole_shape.str());
     const float* v = reinterpret_cast<const float*>(t->bytes.data());
     for (size_t i = 0; i < t->bytes.size() / sizeof(float); ++i)
       if (!std::isfinite(v[i]))
         return Status::corrupt("[weights] " + path + ": tensor " + s.name + " holds " +
                                (std::isnan(v[i]) ? "NaN" : "an infinity") + " at element " + std::to_string(i));
-    std::memcpy(params.values() + s.offset, t->bytes.data(), t->bytes.size());
+    nn::copy_from_whole(s, v, params.values() + s.offset);
     ++matched;
   }
   if (!part && matched != file->tensors.size())

@@ -34,6 +34,8 @@ struct KernelTable {
   decltype(&ref::attention_forward) attention_forward;
   decltype(&ref::attention_backward) attention_backward;
   decltype(&ref::softmax_cross_entropy) softmax_cross_entropy;
+  decltype(&ref::logsumexp_rows) logsumexp_rows;
+  decltype(&ref::softmax_xent_backward) softmax_xent_backward;
   decltype(&ref::adamw) adamw;
   decltype(&ref::sum_squares) sum_squares;
 };
@@ -66,6 +68,8 @@ CRUCIBLE_FORWARD(bias_gelu_backward, gelu)
 CRUCIBLE_FORWARD(attention_forward, attention)
 CRUCIBLE_FORWARD(attention_backward, attention)
 CRUCIBLE_FORWARD(softmax_cross_entropy, cross_entropy)
+CRUCIBLE_FORWARD(logsumexp_rows, cross_entropy)
+CRUCIBLE_FORWARD(softmax_xent_backward, cross_entropy)
 CRUCIBLE_FORWARD(adamw, optimizer)
 CRUCIBLE_FORWARD(sum_squares, optimizer)
 #undef CRUCIBLE_FORWARD

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "kernels/kernels.h"
 #include "nn/layers.h"
 
@@ -6,12 +8,53 @@ namespace crucible::nn {
 // out (B,T,C); tokens (B,T)
 void Embedding::forward(float* out, const int32_t* toks, int B, int T) {
   tokens = toks;
-  kernels::embedding_forward(out, toks, wte.value, wpe.value, B, T, C);
+  if (!tp) {
+    kernels::embedding_forward(out, toks, wte.value, wpe.value, B, T, C);
+    return;
+  }
+  // Vocab-parallel: the rows this rank holds (zero elsewhere), summed over
+  // the group (one rank contributes each row: the sum is exact), then wpe.
+  const int N = B * T;
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    float* o = out + size_t(n) * C;
+    const int64_t t = toks[n];
+    if (t >= vocab.lo && t < vocab.hi)
+      std::copy_n(wte.value + size_t(t - vocab.lo) * C, C, o);
+    else
+      std::fill_n(o, C, 0.0f);
+  }
+  tp->allreduce(out, size_t(N) * C);
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    float* o = out + size_t(n) * C;
+    const float* p = wpe.value + size_t(n % T) * C;
+    for (int c = 0; c < C; ++c) o[c] += p[c];
+  }
 }
 
 // dout (B,T,C) -> dwte +=, dwpe +=
 void Embedding::backward(const float* dout, int B, int T) {
-  kernels::embedding_backward(wte.grad, wpe.grad, dout, tokens, B, T, C);
+  if (!tp) {
+    kernels::embedding_backward(wte.grad, wpe.grad, dout, tokens, B, T, C);
+    return;
+  }
+  // dout is the whole gradient on every rank; each keeps its rows'. Threads
+  // split the channels, so repeated tokens add in one order (deterministic).
+  const int N = B * T;
+#pragma omp parallel for schedule(static)
+  for (int c0 = 0; c0 < C; c0 += 64) {
+    const int c1 = std::min(C, c0 + 64);
+    for (int n = 0; n < N; ++n) {
+      const float* d = dout + size_t(n) * C;
+      float* p = wpe.grad + size_t(n % T) * C;
+      for (int c = c0; c < c1; ++c) p[c] += d[c];
+      const int64_t t = tokens[n];
+      if (t < vocab.lo || t >= vocab.hi) continue;
+      float* e = wte.grad + size_t(t - vocab.lo) * C;
+      for (int c = c0; c < c1; ++c) e[c] += d[c];
+    }
+  }
 }
 
 }  // namespace crucible::nn

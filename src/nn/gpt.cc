@@ -8,6 +8,7 @@
 
 #include "kernels/gemm.h"
 #include "kernels/kernels.h"
+#include "nn/cross_entropy.h"
 
 namespace crucible::nn {
 
@@ -60,6 +61,9 @@ void check_part(const GPTConfig& cfg, const GPTPart& part) {
                  "[nn] the embedding's chunk starts at block 0");
   CRUCIBLE_CHECK(!part.head || part.chunks.back().last == cfg.n_layer,
                  "[nn] the head's chunk ends at the last block");
+  CRUCIBLE_CHECK(part.tp >= 1 && part.tp_rank >= 0 && part.tp_rank < part.tp &&
+                     cfg.n_head % part.tp == 0 && 4 * cfg.n_embd % part.tp == 0,
+                 "[nn] a tensor-parallel part holds whole heads and equal MLP shares");
 }
 
 // Registers the part's parameters, in memory order (HF GPT-2 names); the one
@@ -67,38 +71,57 @@ void check_part(const GPTConfig& cfg, const GPTPart& part) {
 // wte comes first wherever it is (embedding or head: its gradient is final
 // only at the end of backward, after the tied copies are summed), then wpe,
 // the chunks' blocks, ln_f.
+//
+// Tensor-parallel shards (nn/tensor_parallel.h): wte's rows, c_attn's and
+// c_fc's columns, the two c_proj's rows; what every rank of the group holds
+// whole is a replica on all but the first, so it is counted once.
 PartIdx register_params(const GPTConfig& cfg, const GPTPart& part, ParamRegistry& P) {
   check_part(cfg, part);
-  const int C = cfg.n_embd, L = cfg.n_layer;
+  const int C = cfg.n_embd, L = cfg.n_layer, tp = part.tp, r = part.tp_rank;
   const float std = 0.02f, proj_std = 0.02f / std::sqrt(2.0f * L);
+  auto split = [&](int dim, std::vector<Shard::Piece> pieces) {
+    return tp == 1 ? Shard{} : Shard{dim, std::move(pieces)};
+  };
+  const IndexRange heads = shard_range(cfg.n_head, tp, r), vocab = shard_range(cfg.vocab_size, tp, r);
+  const IndexRange fc = shard_range(4 * C, tp, r);
+  const int64_t hs = C / cfg.n_head, q0 = heads.lo * hs, q1 = heads.hi * hs;
+  const std::vector<Shard::Piece> qkv = {{q0, q1}, {C + q0, C + q1}, {2 * C + q0, 2 * C + q1}};
+  // Whole on every rank of a group: every rank but the first holds a replica.
+  auto whole = [&](std::string name, Shape shape, Init init, float s = 0.0f) {
+    const size_t i = P.add(std::move(name), shape, false, init, s);
+    if (r > 0) P.mark_replica(i);
+    return i;
+  };
   PartIdx x;
   if (part.embedding || part.head) {
-    x.wte = P.add("transformer.wte.weight", {cfg.vocab_size, C}, false, Init::normal, std);
+    x.wte = P.add("transformer.wte.weight", {cfg.vocab_size, C}, split(0, {{vocab.lo, vocab.hi}}), false,
+                  Init::normal, std);
     if (!part.embedding) P.mark_replica(x.wte);
   }
-  if (part.embedding) x.wpe = P.add("transformer.wpe.weight", {cfg.seq_len, C}, false, Init::normal, std);
+  if (part.embedding) x.wpe = whole("transformer.wpe.weight", {cfg.seq_len, C}, Init::normal, std);
   for (const BlockRange& range : part.chunks) {
     auto& chunk = x.chunks.emplace_back();
     for (int l = range.first; l < range.last; ++l) {
       std::string p = "transformer.h." + std::to_string(l) + ".";
       auto& i = chunk.emplace_back();
-      i.ln1w = P.add(p + "ln_1.weight", {C}, false, Init::ones);
-      i.ln1b = P.add(p + "ln_1.bias", {C}, false, Init::zeros);
-      i.attw = P.add(p + "attn.c_attn.weight", {C, 3 * C}, true, Init::normal, std);
-      i.attb = P.add(p + "attn.c_attn.bias", {3 * C}, false, Init::zeros);
-      i.prjw = P.add(p + "attn.c_proj.weight", {C, C}, true, Init::normal, proj_std);
-      i.prjb = P.add(p + "attn.c_proj.bias", {C}, false, Init::zeros);
-      i.ln2w = P.add(p + "ln_2.weight", {C}, false, Init::ones);
-      i.ln2b = P.add(p + "ln_2.bias", {C}, false, Init::zeros);
-      i.fcw = P.add(p + "mlp.c_fc.weight", {C, 4 * C}, true, Init::normal, std);
-      i.fcb = P.add(p + "mlp.c_fc.bias", {4 * C}, false, Init::zeros);
-      i.mpw = P.add(p + "mlp.c_proj.weight", {4 * C, C}, true, Init::normal, proj_std);
-      i.mpb = P.add(p + "mlp.c_proj.bias", {C}, false, Init::zeros);
+      i.ln1w = whole(p + "ln_1.weight", {C}, Init::ones);
+      i.ln1b = whole(p + "ln_1.bias", {C}, Init::zeros);
+      i.attw = P.add(p + "attn.c_attn.weight", {C, 3 * C}, split(1, qkv), true, Init::normal, std);
+      i.attb = P.add(p + "attn.c_attn.bias", {3 * C}, split(0, qkv), false, Init::zeros);
+      i.prjw = P.add(p + "attn.c_proj.weight", {C, C}, split(0, {{q0, q1}}), true, Init::normal, proj_std);
+      i.prjb = whole(p + "attn.c_proj.bias", {C}, Init::zeros);
+      i.ln2w = whole(p + "ln_2.weight", {C}, Init::ones);
+      i.ln2b = whole(p + "ln_2.bias", {C}, Init::zeros);
+      i.fcw = P.add(p + "mlp.c_fc.weight", {C, 4 * C}, split(1, {{fc.lo, fc.hi}}), true, Init::normal, std);
+      i.fcb = P.add(p + "mlp.c_fc.bias", {4 * C}, split(0, {{fc.lo, fc.hi}}), false, Init::zeros);
+      i.mpw = P.add(p + "mlp.c_proj.weight", {4 * C, C}, split(0, {{fc.lo, fc.hi}}), true, Init::normal,
+                    proj_std);
+      i.mpb = whole(p + "mlp.c_proj.bias", {C}, Init::zeros);
     }
   }
   if (part.head) {
-    x.lnfw = P.add("transformer.ln_f.weight", {C}, false, Init::ones);
-    x.lnfb = P.add("transformer.ln_f.bias", {C}, false, Init::zeros);
+    x.lnfw = whole("transformer.ln_f.weight", {C}, Init::ones);
+    x.lnfb = whole("transformer.ln_f.bias", {C}, Init::zeros);
   }
   return x;
 }
@@ -132,6 +155,9 @@ size_t GPT::flat_params(const GPTConfig& cfg, const GPTPart& part) {
 size_t GPT::activation_bytes(const GPTConfig& cfg, const GPTPart& part, int chunk, int B, int T,
                              bool split_backward) {
   const size_t N = size_t(B) * T, C = size_t(cfg.n_embd), NC = N * C;
+  // A tensor-parallel rank's share of the heads' and the MLP's widths and of the vocabulary.
+  const size_t tp = size_t(part.tp), NCh = NC / tp, NH = size_t(cfg.n_head) / tp, NF = 4 * NC / tp;
+  const size_t Vl = size_t(shard_range(cfg.vocab_size, part.tp, part.tp_rank).size());
   const auto a = arena_floats;
   const bool first = part.starts_model(chunk), last = part.ends_model(chunk);
   const BlockRange r = part.chunks.at(size_t(chunk));
@@ -140,25 +166,30 @@ size_t GPT::activation_bytes(const GPTConfig& cfg, const GPTPart& part, int chun
   if (!last) fwd += a(NC);                     // where the output's gradient is received
   for (int l = r.first; l < r.last; ++l) {
     fwd += (l > r.first ? a(NC) : 0) + 5 * a(NC);                    // r, h, attn_out, mlp_out, h2, r_mid
-    fwd += layernorm() + a(3 * NC) + a(NC) + a(size_t(B) * cfg.n_head * T);  // ln_1; qkv, y, lse
-    fwd += layernorm() + 2 * a(4 * NC);                              // ln_2; pre, act
+    fwd += layernorm() + a(3 * NCh) + a(NCh) + a(size_t(B) * NH * T);  // ln_1; qkv, y, lse
+    fwd += layernorm() + 2 * a(NF);                                  // ln_2; pre, act
   }
-  if (last)  // targets, r_final, lnf_out; ln_f; logits, losses
-    fwd += a(N) + 2 * a(NC) + layernorm() + a(N * size_t(cfg.vocab_size)) + a(N);
-  else
+  if (last) {  // targets, r_final, lnf_out; ln_f; logits, losses
+    fwd += a(N) + 2 * a(NC) + layernorm() + a(N * Vl) + a(N);
+    if (tp > 1) fwd += a(3 * N) + a(3 * N * tp);  // the loss's exchange (nn/cross_entropy.cc)
+  } else {
     fwd += a(NC);  // the output residual
+  }
   // backward: the head's dr and dh for the whole pass, then one block's
   // scratch at a time (its dh and the larger of the MLP's dact and
   // attention's dy + dqkv); a kInput pass keeps every block's (nn/layers.h).
   size_t bwd = last ? 2 * a(NC) : 0;  // dr and dh (elsewhere dr is the received gradient)
   if (split_backward)
-    bwd += size_t(r.last - r.first) * (a(NC) + a(NC) + a(4 * NC) + 2 * a(NC) + a(3 * NC));
+    bwd += size_t(r.last - r.first) * (a(NC) + a(NC) + a(NF) + a(NC) + a(NCh) + a(3 * NCh));
   else
-    bwd += a(NC) + std::max(a(4 * NC), a(NC) + a(3 * NC));
+    bwd += a(NC) + std::max(a(NF), a(NCh) + a(3 * NCh));
   return fwd + bwd;
 }
 
-GPT::GPT(const GPTConfig& cfg, const GPTPart& part) : cfg_(cfg), part_(part) {
+GPT::GPT(const GPTConfig& cfg, const GPTPart& part, TensorParallel* tp)
+    : cfg_(cfg), part_(part), tp_(part.tp > 1 ? tp : nullptr) {
+  CRUCIBLE_CHECK(part.tp == 1 || (tp && tp->size() == part.tp && tp->rank() == part.tp_rank),
+                 "[nn] a tensor-parallel part needs its group's collectives");
   const int C = cfg.n_embd;
   auto& P = params_;
   PartIdx idx = register_params(cfg, part, P);
@@ -168,12 +199,15 @@ GPT::GPT(const GPTConfig& cfg, const GPTPart& part) : cfg_(cfg), part_(part) {
   if (idx.wpe != SIZE_MAX) embed_.wpe = P.param(idx.wpe);
   embed_.V = cfg.vocab_size;
   embed_.C = C;
-  auto linear = [&](size_t w, size_t b, int in, int out) {
+  embed_.vocab = shard_range(cfg.vocab_size, part.tp, part.tp_rank);
+  embed_.tp = tp_;
+  // Each Linear's sizes are its (shard's) weight's: (in, out).
+  auto linear = [&](size_t w, size_t b) {
     Linear lin;
     lin.w = P.param(w);
     lin.b = P.param(b);
-    lin.in = in;
-    lin.out = out;
+    lin.in = int(P.specs()[w].shape[0]);
+    lin.out = int(P.specs()[w].shape[1]);
     return lin;
   };
   auto layernorm = [&](size_t w, size_t b) {
@@ -190,13 +224,15 @@ GPT::GPT(const GPTConfig& cfg, const GPTPart& part) : cfg_(cfg), part_(part) {
       bl.C = C;
       bl.ln_1 = layernorm(i.ln1w, i.ln1b);
       bl.ln_2 = layernorm(i.ln2w, i.ln2b);
-      bl.attn.c_attn = linear(i.attw, i.attb, C, 3 * C);
-      bl.attn.c_proj = linear(i.prjw, i.prjb, C, C);
+      bl.attn.c_attn = linear(i.attw, i.attb);
+      bl.attn.c_proj = linear(i.prjw, i.prjb);
       bl.attn.C = C;
-      bl.attn.NH = cfg.n_head;
-      bl.mlp.c_fc = linear(i.fcw, i.fcb, C, 4 * C);
-      bl.mlp.c_proj = linear(i.mpw, i.mpb, 4 * C, C);
+      bl.attn.NH = cfg.n_head / part.tp;
+      bl.attn.tp = tp_;
+      bl.mlp.c_fc = linear(i.fcw, i.fcb);
+      bl.mlp.c_proj = linear(i.mpw, i.mpb);
       bl.mlp.C = C;
+      bl.mlp.tp = tp_;
     }
   }
   if (part.head) ln_f_ = layernorm(idx.lnfw, idx.lnfb);
@@ -229,7 +265,7 @@ float GPT::forward(Activations& a, const int32_t* tokens, const int32_t* targets
                    float grad_scale) const {
   CRUCIBLE_CHECK(a.state_ == Activations::State::kBound, "[nn] forward of an unbound Activations");
   Arena& arena = *a.arena_;
-  const int C = cfg_.n_embd, V = cfg_.vocab_size, B = a.B_, T = a.T_, N = B * T;
+  const int C = cfg_.n_embd, V = int(embed_.vocab.size()), B = a.B_, T = a.T_, N = B * T;
   const size_t NC = size_t(N) * C;
   const float* ra = a.input_;
   const float* rb = nullptr;
@@ -263,13 +299,16 @@ float GPT::forward(Activations& a, const int32_t* tokens, const int32_t* targets
   float* r_final = arena.allocate_array<float>(NC);
   a.lnf_out_ = arena.allocate_array<float>(NC);
   a.ln_f_.forward(arena, a.lnf_out_, r_final, ra, rb, N);
-  // Tied LM head: logits (N,V) = lnf_out (N,C) @ wte^T
+  // Tied LM head: logits (N,V) = lnf_out (N,C) @ wte^T (V: this rank's vocabulary rows)
   a.logits_ = arena.allocate_array<float>(size_t(N) * V);
   kernels::gemm(false, true, N, V, C, a.lnf_out_, C, a.embed_.wte.value, C, a.logits_, V, false);
   if (!targets) return 0.0f;
   a.losses_ = arena.allocate_array<float>(size_t(N));
   float dscale = grad_scale / float(N);
-  kernels::softmax_cross_entropy(a.losses_, a.logits_, tgts, N, V, dscale);
+  if (tp_)
+    vocab_parallel_cross_entropy(arena, *tp_, embed_.vocab, a.losses_, a.logits_, tgts, N, dscale);
+  else
+    kernels::softmax_cross_entropy(a.losses_, a.logits_, tgts, N, V, dscale);
   a.have_grad_ = grad_scale != 0.0f;
   double sum = 0;
   for (int i = 0; i < N; ++i) sum += a.losses_[i];
@@ -283,7 +322,7 @@ void GPT::backward(Activations& a, const float* dout, BackwardPass pass,
   CRUCIBLE_CHECK(a.state_ == (weight_pass ? S::kInputDone : S::kForward) && a.have_grad_,
                  "[nn] backward pass out of order, or without a training forward (grad_scale != 0)");
   Arena& arena = *a.arena_;
-  const int C = cfg_.n_embd, V = cfg_.vocab_size, B = a.B_, T = a.T_, N = B * T;
+  const int C = cfg_.n_embd, V = int(embed_.vocab.size()), B = a.B_, T = a.T_, N = B * T;
   const size_t NC = size_t(N) * C;
   const bool first = part_.starts_model(a.chunk_), last = part_.ends_model(a.chunk_);
   const bool weights = pass != BackwardPass::kInput;  // this pass forms weight gradients
@@ -298,6 +337,7 @@ void GPT::backward(Activations& a, const float* dout, BackwardPass pass,
       // LM head: dlnf (N,C) = dlogits (N,V) @ wte (V,C); ln_f's backward starts dr
       float* dh = arena.allocate_array<float>(NC);
       kernels::gemm(false, false, N, C, V, a.logits_, V, a.embed_.wte.value, C, dh, C, false);
+      if (tp_) tp_->allreduce(dh, NC);  // each rank's dh is its vocabulary rows' share
       if (weights)  // dwte (V,C) += dlogits^T @ lnf_out
         kernels::gemm(true, false, V, C, N, a.logits_, V, a.lnf_out_, C, a.embed_.wte.grad, C, true);
       std::fill(a.dr_, a.dr_ + NC, 0.0f);

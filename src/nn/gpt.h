@@ -18,6 +18,7 @@
 #include "core/status.h"
 #include "nn/layers.h"
 #include "nn/params.h"
+#include "nn/tensor_parallel.h"
 
 namespace crucible::nn {
 
@@ -49,10 +50,15 @@ struct BlockRange {
 // model). A head without the embedding holds its own copy of the tied wte,
 // registered as a replica (ParamSpec::replica): its gradient is summed with
 // the embedding's copy between stages and counted once in the norm.
-// Parameter names, shapes and initial values are the whole model's.
+// Parameter names and initial values are the whole model's.
+//
+// tp > 1: the part is rank tp_rank's shard of those layers
+// (nn/tensor_parallel.h says what it holds); shapes are the shard's, and
+// each ParamSpec says which part of the whole tensor it is.
 struct GPTPart {
   std::vector<BlockRange> chunks;
   bool embedding = true, head = true;
+  int tp = 1, tp_rank = 0;
 
   static GPTPart whole(const GPTConfig& cfg) { return {{{0, cfg.n_layer}}, true, true}; }
   int num_chunks() const { return int(chunks.size()); }
@@ -79,7 +85,8 @@ class Activations {
   // received (backward uses it in place).
   const float* output() const { return output_; }
   float* output_grad() const { return output_grad_; }
-  // The head chunk's (B,T,V) logits (a forward without grad) and (B,T) losses.
+  // The head chunk's (B,T,V) logits (a forward without grad; tensor-parallel:
+  // (B,T,vocab().size()), this rank's columns) and (B,T) losses.
   const float* logits() const { return logits_; }
   const float* losses() const { return losses_; }
   int chunk() const { return chunk_; }
@@ -107,7 +114,9 @@ class Activations {
 class GPT {
  public:
   explicit GPT(const GPTConfig& cfg) : GPT(cfg, GPTPart::whole(cfg)) {}
-  GPT(const GPTConfig& cfg, const GPTPart& part);
+  // tp: the group's collectives when part.tp > 1 (its size and rank are
+  // part.tp and part.tp_rank); it must outlive the model.
+  GPT(const GPTConfig& cfg, const GPTPart& part, TensorParallel* tp = nullptr);
 
   // Sizes known before anything is allocated (the memory check and planner):
   // floats in the flat parameter buffer (padding included; the gradient
@@ -126,6 +135,8 @@ class GPT {
 
   const GPTConfig& config() const { return cfg_; }
   const GPTPart& part() const { return part_; }
+  // The rows of the vocabulary (of wte, of the logits) this part holds.
+  IndexRange vocab() const { return embed_.vocab; }
   ParamRegistry& params() { return params_; }
   const ParamRegistry& params() const { return params_; }
   void init_weights(uint64_t seed) { params_.init(seed); }
@@ -172,6 +183,7 @@ class GPT {
   GPTConfig cfg_;
   GPTPart part_;
   ParamRegistry params_;
+  TensorParallel* tp_ = nullptr;
   Embedding embed_;
   std::vector<std::vector<Block>> chunks_;  // per chunk, its blocks
   LayerNorm ln_f_;

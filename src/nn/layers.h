@@ -23,6 +23,7 @@
 
 #include "core/allocator.h"
 #include "nn/params.h"
+#include "nn/tensor_parallel.h"
 
 namespace crucible::nn {
 
@@ -32,10 +33,14 @@ enum class BackwardPass { kAll, kInput, kWeight };
 // that its caller goes on changing.
 const float* arena_copy(Arena& arena, const float* x, size_t n);
 
-// out (B,T,C) = wte[tokens] + wpe[t]
+// out (B,T,C) = wte[tokens] + wpe[t]. Vocab-parallel (tp set): wte holds
+// rows [vocab.lo, vocab.hi) only; each rank looks up the tokens it holds
+// (zero rows elsewhere), the group sums the lookups, then wpe is added.
 struct Embedding {
-  Param wte, wpe;  // (V,C), (maxT,C)
+  Param wte, wpe;  // (V,C) or (vocab.size(),C), (maxT,C)
   int V = 0, C = 0;
+  IndexRange vocab;  // the rows of wte held
+  TensorParallel* tp = nullptr;
   const int32_t* tokens = nullptr;
   void forward(float* out, const int32_t* tokens, int B, int T);
   void backward(const float* dout, int B, int T);
@@ -69,12 +74,15 @@ struct Linear {
                 BackwardPass pass = BackwardPass::kAll);
 };
 
-// qkv = c_attn(x); y = attention(qkv); out = c_proj(y)
+// qkv = c_attn(x); y = attention(qkv); out = c_proj(y). Tensor-parallel
+// (tp set): this rank's NH heads of hs channels, Ch = NH hs = c_proj.in;
+// c_attn column-parallel, c_proj row-parallel (nn/tensor_parallel.h).
 struct CausalSelfAttention {
   Linear c_attn, c_proj;
-  int C = 0, NH = 0;
-  float* qkv = nullptr;  // (B,T,3C)
-  float* y = nullptr;    // (B,T,C)
+  int C = 0, NH = 0;  // the model's width; the heads held
+  TensorParallel* tp = nullptr;
+  float* qkv = nullptr;  // (B,T,3Ch)
+  float* y = nullptr;    // (B,T,Ch)
   float* lse = nullptr;  // (B,NH,T)
   void forward(Arena& arena, float* out, const float* x, int B, int T);
   // dx (B,T,C) = ... (overwrites); scratch from the arena (kept after a kInput pass).
@@ -82,12 +90,14 @@ struct CausalSelfAttention {
                 BackwardPass pass = BackwardPass::kAll);
 };
 
-// out = c_proj(gelu(c_fc(x)))
+// out = c_proj(gelu(c_fc(x))); H = c_fc.out = 4C, or 4C/tp columns of it
+// tensor-parallel (c_fc column-parallel, c_proj row-parallel).
 struct MLP {
   Linear c_fc, c_proj;
   int C = 0;
-  float* pre = nullptr;  // (N,4C) pre-activation
-  float* act = nullptr;  // (N,4C)
+  TensorParallel* tp = nullptr;
+  float* pre = nullptr;  // (N,H) pre-activation
+  float* act = nullptr;  // (N,H)
   void forward(Arena& arena, float* out, const float* x, int N);
   void backward(Arena& arena, float* dx, const float* dout, int N,
                 BackwardPass pass = BackwardPass::kAll);

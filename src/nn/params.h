@@ -9,6 +9,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,19 @@
 namespace crucible::nn {
 
 enum class Init { zeros, ones, normal };
+
+// Which part of the whole model's tensor a tensor-parallel shard holds:
+// along dimension `dim`, the whole tensor's index ranges [lo, hi) of
+// `pieces`, concatenated in order (c_attn's q, k and v columns of this
+// rank's heads are three pieces). dim < 0: the whole tensor.
+struct Shard {
+  struct Piece {
+    int64_t lo = 0, hi = 0;
+  };
+  int dim = -1;
+  std::vector<Piece> pieces;
+  bool whole() const { return dim < 0; }
+};
 
 struct ParamSpec {
   std::string name;
@@ -27,10 +41,26 @@ struct ParamSpec {
   Init init = Init::zeros;
   float init_std = 0.0f;
   // A copy of a parameter that another part of the model holds as well (the
-  // tied wte on the last pipeline stage): its gradient is summed with the
-  // other copy's, so norms count it once (the other copy).
+  // tied wte on the last pipeline stage; a tensor-parallel rank's copy of
+  // what every rank of its group holds whole, on ranks other than the
+  // first): its gradient is summed with, or equal to, the other copy's, so
+  // norms and checkpoints count it once (the other copy).
   bool replica = false;
+  // The whole model's tensor this one is (part of): its shape, and which
+  // part of it this is (whole: shape == whole_shape).
+  Shape whole_shape;
+  Shard shard;
 };
+
+// The contiguous runs of elements that make a sharded tensor from the whole
+// one: fn(local, whole, count) for each, in local order, offsets in elements
+// from each tensor's start (one run for a whole tensor). The one mapping
+// between a shard and its whole tensor: initial values, checkpoints and
+// exports all go through it.
+void for_each_run(const ParamSpec& s, const std::function<void(size_t, size_t, size_t)>& fn);
+// local (s.numel) := its part of whole (s.whole_shape), and the converse.
+void copy_from_whole(const ParamSpec& s, const float* whole, float* local);
+void copy_to_whole(const ParamSpec& s, const float* local, float* whole);
 
 struct Param {
   float* value = nullptr;
@@ -39,8 +69,11 @@ struct Param {
 
 class ParamRegistry {
  public:
-  // Returns the index of the new parameter.
+  // Returns the index of the new parameter. A shard gives the whole
+  // tensor's shape and which part of it this one holds (its shape follows).
   size_t add(std::string name, Shape shape, bool decay, Init init, float init_std = 0.0f);
+  size_t add(std::string name, Shape whole, const Shard& shard, bool decay, Init init,
+             float init_std = 0.0f);
   void mark_replica(size_t index) { specs_.at(index).replica = true; }
   // Allocates the flat buffers (pool-backed, zeroed). Call once, after all add().
   void allocate();
@@ -53,7 +86,9 @@ class ParamRegistry {
   float* grads() const { return grads_.f32(); }
 
   // Each parameter draws from its own RNG stream keyed by (seed, name), so
-  // initial weights do not depend on registration order or world layout.
+  // initial weights do not depend on registration order or world layout; a
+  // shard draws its elements' positions of the whole tensor's stream (the
+  // stream is counter-based), so it holds the unsharded run's numbers.
   void init(uint64_t seed);
   void zero_grad();
 

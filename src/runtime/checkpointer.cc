@@ -9,34 +9,35 @@
 namespace crucible::runtime {
 
 namespace {
-// Places a part's flat buffers (specs' layout) into the whole model's, by name.
+// Places a part's flat buffers (specs' layout) into the whole model's, by
+// name, each tensor-parallel shard into its place in the whole tensor.
 void place(const std::vector<nn::ParamSpec>& from_specs, const float* const from[3],
            const std::vector<nn::ParamSpec>& to_specs, float* const to[3]) {
   for (const nn::ParamSpec& s : from_specs) {
-    if (s.replica) continue;  // the embedding's copy is the one saved
+    if (s.replica) continue;  // another part's copy is the one saved
     const nn::ParamSpec* t = nullptr;
     for (const nn::ParamSpec& c : to_specs)
       if (c.name == s.name) t = &c;
-    CRUCIBLE_CHECK(t && t->numel == s.numel, "[ckpt] a stage's tensor is the whole model's");
-    for (int k = 0; k < 3; ++k) std::memcpy(to[k] + t->offset, from[k] + s.offset, s.numel * sizeof(float));
+    CRUCIBLE_CHECK(t && t->shape == s.whole_shape, "[ckpt] a part's tensor is (part of) the whole model's");
+    for (int k = 0; k < 3; ++k) nn::copy_to_whole(s, from[k] + s.offset, to[k] + t->offset);
   }
 }
 }  // namespace
 
 Checkpointer::Checkpointer(dist::Comm& world, TrainStep& step, const Config& cfg, const std::string& ckpt_dir)
     : world_(world), step_(step), cfg_(cfg) {
-  const bool pipeline = step.layout().pp() > 1;
+  const bool parts = step.layout().pp() > 1 || step.layout().tp() > 1;  // parts of the model
   const bool zero = step.data_parallel() && cfg.dist.zero > 0;
   const size_t own = step.model().params().numel();
   if (world.rank() == 0) writer_ = std::make_unique<ckpt::AsyncCheckpointWriter>(ckpt_dir, cfg.ckpt.keep);
   // Fault the snapshots' pages in now (zero-filled by resize), not in the
   // first checkpoint's stall: ~14 us per fresh 4 KiB page on these VMs.
   if (writer_) {
-    const size_t whole = pipeline ? nn::GPT::flat_params(cfg.model) : own;
+    const size_t whole = parts ? nn::GPT::flat_params(cfg.model) : own;
     for (auto* v : {&writer_->buffer().params, &writer_->buffer().exp_avg, &writer_->buffer().exp_avg_sq})
       v->resize(whole);
   }
-  const bool needs_part = pipeline ? (step.coords().dp == 0 || zero) : (zero && !writer_);
+  const bool needs_part = parts ? (step.coords().dp == 0 || zero) : (zero && !writer_);
   if (needs_part)
     for (auto* v : {&part_.params, &part_.exp_avg, &part_.exp_avg_sq}) v->resize(own);
 }
@@ -55,23 +56,22 @@ Status Checkpointer::collect(StepMetrics* m) {
   return agree(world_, error_);
 }
 
-Status Checkpointer::gather_stages(ckpt::Snapshot& full, const ckpt::Snapshot& own) {
+Status Checkpointer::gather_parts(ckpt::Snapshot& full, const ckpt::Snapshot& own) {
   const parallel::Layout& L = step_.layout();
-  const bool leader = step_.coords().dp == 0 && step_.coords().tp == 0;
-  const int tag = 7001;  // three messages per stage (weights, both moments), in stage order
+  const bool leader = step_.coords().dp == 0;
+  const int tag = 7001;  // three messages per part (weights, both moments), in rank order
   if (world_.rank() == 0) {
     full.specs = nn::GPT::param_specs(cfg_.model, nn::GPTPart::whole(cfg_.model));
     float* const to[3] = {full.params.data(), full.exp_avg.data(), full.exp_avg_sq.data()};
     const float* const mine[3] = {own.params.data(), own.exp_avg.data(), own.exp_avg_sq.data()};
     place(own.specs, mine, full.specs, to);
     std::vector<float> buf;
-    for (int p = 1; p < L.pp(); ++p) {
-      const nn::GPTPart part = stage_part(L, p, cfg_.model);
+    for (int src = 1; src < L.pp() * L.tp(); ++src) {  // the ranks of data-parallel index 0
+      const nn::GPTPart part = stage_part(L, L.coords(src), cfg_.model);
       const size_t n = nn::GPT::flat_params(cfg_.model, part);
       buf.resize(3 * n);
       for (int k = 0; k < 3; ++k)
-        CRUCIBLE_RETURN_IF_ERROR(
-            world_.recv(buf.data() + size_t(k) * n, n * sizeof(float), L.rank_of({0, p, 0}), tag + k));
+        CRUCIBLE_RETURN_IF_ERROR(world_.recv(buf.data() + size_t(k) * n, n * sizeof(float), src, tag + k));
       const float* const from[3] = {buf.data(), buf.data() + n, buf.data() + 2 * n};
       place(nn::GPT::param_specs(cfg_.model, part), from, full.specs, to);
     }
@@ -88,20 +88,20 @@ Status Checkpointer::save(const ckpt::CheckpointState& state, bool flush, StepMe
   CRUCIBLE_RETURN_IF_ERROR(collect(&m));
   dist::DataParallel* dp = step_.data_parallel();
   const bool zero = dp && cfg_.dist.zero > 0;
-  const bool pipeline = step_.layout().pp() > 1;
+  const bool parts = step_.layout().pp() > 1 || step_.layout().tp() > 1;  // parts of the model
   nn::ParamRegistry& params = step_.model().params();
-  // This rank's part: the writer's buffer itself without a pipeline.
-  ckpt::Snapshot* own = writer_ && !pipeline ? &writer_->buffer() : (part_.params.empty() ? nullptr : &part_);
+  // This rank's part: the writer's buffer itself without a parts.
+  ckpt::Snapshot* own = writer_ && !parts ? &writer_->buffer() : (part_.params.empty() ? nullptr : &part_);
   if (own) {
     ckpt::take_snapshot(state, params, step_.optimizer(), *own);  // reuses its buffers
     if (zero) CRUCIBLE_RETURN_IF_ERROR(dp->gather_moments(own->exp_avg.data(), own->exp_avg_sq.data()));
   }
-  if (pipeline) {
+  if (parts) {
     if (writer_) {
       writer_->buffer().state = state;
       writer_->buffer().adam_steps = step_.optimizer().steps_taken();
     }
-    CRUCIBLE_RETURN_IF_ERROR(agree(world_, gather_stages(writer_ ? writer_->buffer() : part_, own ? *own : part_)));
+    CRUCIBLE_RETURN_IF_ERROR(agree(world_, gather_parts(writer_ ? writer_->buffer() : part_, own ? *own : part_)));
   }
   if (writer_) writer_->start();
   m.ckpt_stall_ms = sw.elapsed_ms();

@@ -3,9 +3,10 @@
 // (ckpt/async_writer.h) from one host snapshot in the whole model's layout,
 // so a checkpoint of any layout resumes at any other. The other ranks add
 // what only they hold: ZeRO's moment shards (gathered in each data-parallel
-// group) and, under pipeline parallelism, their stage's parameters and
-// moments (each stage's first data-parallel rank sends its part to rank 0,
-// which places it by name). That gather is the interim step of issue 16: the
+// group) and, under pipeline or tensor parallelism, their part's parameters
+// and moments (each part's first data-parallel rank sends it to rank 0,
+// which places it by name, each tensor-parallel shard where it lies in the
+// whole tensor: nn::copy_to_whole). That gather is the interim step of issue 16: the
 // sharded checkpoint (every rank writes its own slices) replaces it.
 //
 // Failures: a background write that fails waits in error() until the job
@@ -40,8 +41,8 @@ class Checkpointer {
   Status save(const ckpt::CheckpointState& state, bool flush, StepMetrics& m);
 
  private:
-  // Rank 0's full-layout snapshot gets every other stage's part (pp > 1).
-  Status gather_stages(ckpt::Snapshot& full, const ckpt::Snapshot& own);
+  // Rank 0's full-layout snapshot gets every other part (pp or tp > 1).
+  Status gather_parts(ckpt::Snapshot& full, const ckpt::Snapshot& own);
 
   dist::Comm& world_;
   TrainStep& step_;

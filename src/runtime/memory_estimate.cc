@@ -50,12 +50,12 @@ MemoryEstimate estimate_memory(const Config& cfg, int world, int rank) {
   // on its own).
   auto layout = TrainStep::plan_layout(cfg, world);
   nn::GPTPart part = nn::GPTPart::whole(cfg.model);
-  int contexts = 1, dp = world, pp = 1;
+  int contexts = 1, dp = world, pp = 1, tp = 1;
   bool leader = true;
   if (layout) {
     const parallel::Coords c = layout->coords(rank);
-    part = stage_part(*layout, c.pp, cfg.model);
-    dp = layout->dp(), pp = layout->pp();
+    part = stage_part(*layout, c, cfg.model);
+    dp = layout->dp(), pp = layout->pp(), tp = layout->tp();
     leader = c.dp == 0;
     auto s = parallel::make_schedule(layout->schedule(), pp, layout->virtual_stages(), cfg.train.grad_accum);
     if (s) contexts = parallel::PipelineStage::peak_contexts(*s, c.pp) + (pp > 1 ? 1 : 0);  // + a send in flight
@@ -74,6 +74,9 @@ MemoryEstimate estimate_memory(const Config& cfg, int world, int rank) {
                                                                   cfg.dist.pp_schedule == "zb-h1" && pp > 1));
   e.activations = uint64_t(contexts) * rounded(per_context);
   e.other = rounded(B * T * 4);  // the row of ones for bias gradients (nn/linear.cc)
+  // Tensor parallel: the allreduce's staging (parallel/tensor_parallel.h),
+  // tp activations of (B,T,C).
+  if (tp > 1) e.other += rounded(uint64_t(tp) * B * T * uint64_t(cfg.model.n_embd) * 4);
   // oneDNN's scratchpad, taken from crucible's allocator at the largest size
   // a primitive asked for; oneDNN decides it (measured on AVX-512 here:
   // 2 MiB for tiny, 0.6 MiB for gpt2-124M): an allowance, not a formula.
@@ -81,11 +84,12 @@ MemoryEstimate estimate_memory(const Config& cfg, int world, int rank) {
   if (sharded) e.other += rounded(shard * 4);  // ZeRO-2's reduce-scatter target
   // The checkpoint snapshot: params and both moments in full (rank 0 writes;
   // under ZeRO every rank gathers the moments into one).
-  // Under pipeline parallelism rank 0's copy is the whole model's, beside its
-  // own part's and the buffer it receives the other stages' parts in (about
-  // a part each); each stage's first data-parallel rank sends its part's copy.
-  if (rank == 0) e.snapshot = 3 * P_whole * 4 + (pp > 1 ? 2 * 3 * P * 4 : 0);
-  else if ((pp > 1 && leader) || sharded) e.snapshot = 3 * P * 4;
+  // Under pipeline or tensor parallelism rank 0's copy is the whole model's,
+  // beside its own part's and the buffer it receives the other parts in
+  // (about a part each); each part's first data-parallel rank sends its copy.
+  const bool parts = pp > 1 || tp > 1;
+  if (rank == 0) e.snapshot = 3 * P_whole * 4 + (parts ? 2 * 3 * P * 4 : 0);
+  else if ((parts && leader) || sharded) e.snapshot = 3 * P * 4;
   // After training, samples: the KV cache ((L, T, C) keys and values).
   const uint64_t kv = 2ull * uint64_t(cfg.model.n_layer) * T * uint64_t(cfg.model.n_embd) * 4;
   e.snapshot += cfg.run.sample_tokens > 0 && rank == 0 ? kv : 0;

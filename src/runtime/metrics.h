@@ -32,6 +32,9 @@ struct StepMetrics {
   // waits (the bubble as this rank saw it; 0 without a pipeline). Part of
   // forward/backward's wall time is not in it: it is between them.
   double pipeline_wait_ms = 0;
+  // Tensor parallel: time in the TP group's collectives (inside forward and
+  // backward's wall time; nothing overlaps them, so all of it is exposed).
+  double tp_comm_ms = 0;
   double val_loss = -1;                   // < 0: not an evaluation step
   double eval_ms = 0;                     // outside step_ms
   // Checkpoints (outside step_ms): what the loop paid for a save (snapshot,

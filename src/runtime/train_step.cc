@@ -7,7 +7,8 @@
 
 namespace crucible::runtime {
 
-nn::GPTPart stage_part(const parallel::Layout& layout, int pp_index, const nn::GPTConfig& model) {
+nn::GPTPart stage_part(const parallel::Layout& layout, const parallel::Coords& at, const nn::GPTConfig& model) {
+  const int pp_index = at.pp;
   const int pp = layout.pp(), v = layout.virtual_stages(), per = layout.layers_per_chunk(model);
   nn::GPTPart part;
   for (int c = 0; c < v; ++c) {
@@ -16,6 +17,8 @@ nn::GPTPart stage_part(const parallel::Layout& layout, int pp_index, const nn::G
   }
   part.embedding = pp_index == 0;
   part.head = pp_index == pp - 1;
+  part.tp = layout.tp();
+  part.tp_rank = at.tp;
   return part;
 }
 
@@ -26,10 +29,6 @@ Result<parallel::Layout> TrainStep::plan_layout(const Config& cfg, int world) {
   auto layout = parallel::Layout::make(layout_spec(cfg), world, cfg.model, accum);
   if (!layout) return layout.status();
   const parallel::Layout& L = *layout;
-  if (L.tp() > 1)
-    return Status::invalid("[layout] " + L.describe() +
-                           ": tensor parallelism is not in this build yet (the layout is checked; "
-                           "the tensor-parallel layers come next); use dist.tp = 1");
   auto schedule = parallel::make_schedule(L.schedule(), L.pp(), L.virtual_stages(), accum);
   if (!schedule) return schedule.status();
   CRUCIBLE_RETURN_IF_ERROR(parallel::check_schedule(*schedule));
@@ -68,7 +67,8 @@ Result<std::unique_ptr<TrainStep>> TrainStep::create(const Config& cfg, dist::Co
     if (!tied) return tied.status();
     t->tied_ = std::move(*tied);
   }
-  t->model_ = std::make_unique<nn::GPT>(cfg.model, stage_part(L, t->coords_.pp, cfg.model));
+  if (L.tp() > 1) t->tp_ = std::make_unique<parallel::CommTensorParallel>(*t->groups_.tp);
+  t->model_ = std::make_unique<nn::GPT>(cfg.model, stage_part(L, t->coords_, cfg.model), t->tp_.get());
   // Each parameter draws from its own stream keyed by its name: every part's
   // initial weights are the whole model's (nn/params.h).
   t->model_->init_weights(cfg.train.seed);
@@ -124,6 +124,10 @@ Status TrainStep::run(float lr, const std::function<double(int, int32_t*, int32_
   }
   auto times = stage_->run(grad_scale, hooks);
   if (!times) return times.status();
+  if (tp_) {
+    CRUCIBLE_RETURN_IF_ERROR(tp_->error());
+    m.tp_comm_ms = tp_->take_seconds() * 1e3;
+  }
   m.data_wait_ms += times->data * 1e3;
   m.forward_ms += times->forward * 1e3;
   m.backward_ms += times->backward * 1e3;
@@ -147,16 +151,19 @@ Status TrainStep::run(float lr, const std::function<double(int, int32_t*, int32_
     if (!waited) return waited.status();
     m.comm_ms += *waited * 1e3;
   }
-  // The norm counts every element once: the data-parallel shards (ZeRO) and
-  // the pipeline stages are summed; wte's copy on the last stage is a replica.
+  // The norm counts every element once: the data-parallel shards (ZeRO),
+  // the tensor-parallel shards and the pipeline stages are summed; wte's copy
+  // on the last stage and what a TP group holds whole on its other ranks are
+  // replicas.
   const optim::AllSum dp_sum = dp_ ? dp_->norm_all_sum() : nullptr;
   Status norm_error;
   optim::AllSum all_sum;
-  if (dp_sum || layout_.pp() > 1)
+  if (dp_sum || layout_.pp() > 1 || layout_.tp() > 1)
     all_sum = [&](double x) {
       if (dp_sum) x = dp_sum(x);
-      if (layout_.pp() > 1)
-        if (Status s = groups_.pp->allreduce(&x, 1); !s && norm_error) norm_error = s;
+      for (dist::Comm* g : {groups_.tp.get(), groups_.pp.get()})
+        if (g->size() > 1)
+          if (Status s = g->allreduce(&x, 1); !s && norm_error) norm_error = s;
       return x;
     };
   phase(Phase::kOptimizer);

@@ -6,8 +6,8 @@
 // rank that holds a distinct part, AdamW, and the ZeRO parameter gather.
 //
 // The parallelize step lives here, outside the model: the layout
-// (parallel/layout.h) picks this rank's part (its pipeline stage's chunks,
-// nn::GPTPart), its groups (sub-communicators of the world) and its share of
+// (parallel/layout.h) picks this rank's part (its pipeline stage's chunks
+// and tensor-parallel shard, nn::GPTPart), its groups (sub-communicators of the world) and its share of
 // the data (the data-parallel index). Not thread-safe.
 #pragma once
 #include <functional>
@@ -21,15 +21,17 @@
 #include "optim/adamw.h"
 #include "parallel/layout.h"
 #include "parallel/pipeline.h"
+#include "parallel/tensor_parallel.h"
 #include "runtime/config.h"
 #include "runtime/heartbeat.h"
 #include "runtime/metrics.h"
 
 namespace crucible::runtime {
 
-// This rank's part of the model under `layout` (pp index p, v chunks each):
-// chunk c holds global stage c * pp + p, blocks [stage * L/(pp v), ...).
-nn::GPTPart stage_part(const parallel::Layout& layout, int pp_index, const nn::GPTConfig& model);
+// The part of the model the rank at `at` holds under `layout` (pp index p,
+// v chunks each): chunk c holds global stage c * pp + p, blocks
+// [stage * L/(pp v), ...), and its tensor-parallel shard of them.
+nn::GPTPart stage_part(const parallel::Layout& layout, const parallel::Coords& at, const nn::GPTConfig& model);
 
 class TrainStep {
  public:
@@ -80,6 +82,7 @@ class TrainStep {
   parallel::Coords coords_;
   parallel::Groups groups_;
   std::unique_ptr<dist::Comm> tied_;  // first and last stage of this pipeline (pp > 1)
+  std::unique_ptr<parallel::CommTensorParallel> tp_;  // the TP group's collectives (tp > 1)
   std::unique_ptr<nn::GPT> model_;
   std::unique_ptr<dist::DataParallel> dp_;
   std::unique_ptr<dist::TreeReducer> tree_;

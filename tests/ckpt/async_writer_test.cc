@@ -32,8 +32,8 @@ void fill_snapshot(int64_t step, ckpt::Snapshot& into) {
   into.state.loader = {{"epoch", 0}, {"sample", step * 8}};
   into.state.rng = {{"seed", 7}};
   into.specs.clear();
-  into.specs.push_back(nn::ParamSpec{"transformer.wte.weight", Shape{16, 8}, 0, 128});
-  into.specs.push_back(nn::ParamSpec{"transformer.ln_f.bias", Shape{8}, 128, 8});
+  into.specs.push_back(nn::ParamSpec{"transformer.wte.weight", Shape{16, 8}, 0, 128, false, nn::Init::zeros, 0.0f, false, Shape{16, 8}, {}});
+  into.specs.push_back(nn::ParamSpec{"transformer.ln_f.bias", Shape{8}, 128, 8, false, nn::Init::zeros, 0.0f, false, Shape{8}, {}});
   const size_t n = 136;
   into.params.resize(n);
   into.exp_avg.resize(n);

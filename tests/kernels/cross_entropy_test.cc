@@ -64,5 +64,66 @@ TEST(SoftmaxCrossEntropy, LargeRisingLogitsStayFiniteAndMatch) {
                         });
 }
 
+// The vocabulary-parallel halves: logits split by columns into `shards`
+// pieces of unequal width (V not divisible by the shard count), each
+// shard's row statistics combined as nn/cross_entropy.cc does, then each
+// shard's gradient: together the fused reference's losses and gradient.
+// Targets fall in every shard, and the last row is ignored.
+TEST(SoftmaxCrossEntropy, VocabShardsCombineToTheWholeRow) {
+  testing::check_kernel(
+      "logsumexp_rows+softmax_xent_backward",
+      {{1, 2, 2}, {3, 33, 2}, {5, 257, 3}, {4, 1001, 4}, {2, 50257, 2}},
+      [](const kernels::KernelTable& k, const testing::KernelShape& s, Rng& rng) -> std::vector<Compare> {
+        const int N = s[0], V = s[1], R = s[2];
+        const float dscale = 1.0f / N;
+        auto x = testing::random_vector(rng, size_t(N) * V, -4.0f, 4.0f);
+        std::vector<int32_t> targets(N);
+        for (auto& t : targets) t = int32_t(rng.next_u32() % uint32_t(V));
+        if (N > 1) targets[N - 1] = -1;
+        auto ref = x;
+        std::vector<float> losses_ref(N);
+        kernels::ref::softmax_cross_entropy(losses_ref.data(), ref.data(), targets.data(), N, V, dscale);
+        // Shard r holds columns [lo_r, hi_r), the first V % R one wider.
+        std::vector<int> lo(R + 1);
+        for (int r = 0; r <= R; ++r) lo[r] = r * (V / R) + std::min(r, V % R);
+        std::vector<std::vector<float>> shard(R), mx(R, std::vector<float>(N)), ls(R, std::vector<float>(N));
+        for (int r = 0; r < R; ++r) {
+          const int w = lo[r + 1] - lo[r];
+          for (int n = 0; n < N; ++n)
+            shard[r].insert(shard[r].end(), x.begin() + size_t(n) * V + lo[r], x.begin() + size_t(n) * V + lo[r + 1]);
+          k.logsumexp_rows(mx[r].data(), ls[r].data(), shard[r].data(), N, w);
+          std::vector<float> m_ref(N), l_ref(N);
+          kernels::ref::logsumexp_rows(m_ref.data(), l_ref.data(), shard[r].data(), N, w);
+          for (int n = 0; n < N; ++n) {
+            EXPECT_EQ(mx[r][n], m_ref[n]) << "shard " << r << " row " << n;
+            EXPECT_NEAR(ls[r][n], l_ref[n], 1e-5 * std::max(1.0f, std::fabs(l_ref[n]))) << "shard " << r;
+          }
+        }
+        std::vector<float> M(N), LS(N), losses(N), grad(size_t(N) * V);
+        for (int n = 0; n < N; ++n) {
+          M[n] = -INFINITY;
+          for (int r = 0; r < R; ++r) M[n] = std::max(M[n], mx[r][n]);
+          double S = 0;
+          for (int r = 0; r < R; ++r) S += std::exp(double(ls[r][n]) + (mx[r][n] - M[n]));
+          LS[n] = float(std::log(S));
+          losses[n] = targets[n] < 0 ? 0.0f : LS[n] - (x[size_t(n) * V + targets[n]] - M[n]);
+        }
+        for (int r = 0; r < R; ++r) {
+          const int w = lo[r + 1] - lo[r];
+          auto naive = shard[r];
+          kernels::ref::softmax_xent_backward(naive.data(), M.data(), LS.data(), targets.data(), lo[r], N, w, dscale);
+          k.softmax_xent_backward(shard[r].data(), M.data(), LS.data(), targets.data(), lo[r], N, w, dscale);
+          size_t bad = 0;
+          for (size_t i = 0; i < naive.size(); ++i)
+            bad += std::fabs(shard[r][i] - naive[i]) > 1e-7 / N + 1e-4 * std::fabs(naive[i]);
+          EXPECT_EQ(bad, 0u) << "shard " << r << ": entries off the naive softmax_xent_backward";
+          for (int n = 0; n < N; ++n)
+            std::copy_n(shard[r].begin() + size_t(n) * w, w, grad.begin() + size_t(n) * V + lo[r]);
+        }
+        return std::vector<Compare>{{"losses", losses, losses_ref, 1e-5, 1e-5},
+                                    {"dlogits", grad, ref, 1e-7 / N, 1e-4}};
+      });
+}
+
 }  // namespace
 }  // namespace crucible

@@ -93,7 +93,7 @@ TEST(GradCheck, Embedding) {
   Rng rng(testing::test_seed(), 3);
   const int B = 2, T = 5, C = 6, V = 4;
   Params P({{V, C}, {T, C}}, rng);
-  nn::Embedding e{P[0], P[1], V, C};
+  nn::Embedding e{P[0], P[1], V, C, {0, V}, nullptr, nullptr};
   std::vector<int32_t> tok(B * T);
   for (auto& t : tok) t = int32_t(rng.next_u32() % V);
   auto r = random_vector(rng, B * T * C);

@@ -148,11 +148,10 @@ TEST(BadInput, ALayoutThatCannotBeIsRefusedBeforeAnyWork) {
                  "[layout] dist.tp x dist.pp: 2 x 1 does not divide the world of 3 ranks");
   expect_refused(run_crucible({"train", cfg, "--run-dir", dir / "b", "--set", "dist.pp=3"}),
                  "[config] dist.pp: model.n_layer = 2 does not split over pp x pp_virtual = 3 stages");
-  // A valid grid is checked, and refused as not built yet rather than run as
-  // something else.
-  expect_refused(run_crucible({"launch", "-n", "2", "--threads", "1", "--", "train", cfg, "--run-dir", dir / "c",
-                               "--set", "dist.tp=2"}),
-                 "dp=1 tp=2 pp=1 (v=1, 1f1b): tensor parallelism is not in this build yet");
+  // A grid that fits the world but not the model: whole heads per rank.
+  expect_refused(run_crucible({"launch", "-n", "3", "--threads", "1", "--", "train", cfg, "--run-dir", dir / "c",
+                               "--set", "dist.tp=3"}),
+                 "[layout] dist.tp: model.n_head = 2 does not divide by tp = 3 (each rank owns whole heads)");
   for (const char* d : {"a", "b", "c"}) EXPECT_FALSE(fs::exists(dir / d)) << d << " left behind";
 }
 

@@ -120,4 +120,38 @@ void softmax_cross_entropy(float* losses, float* logits, const int32_t* targets,
   }
 }
 
+// The vocabulary-parallel halves (contract in signatures.inc). Pass 1 is the
+// loss-only pass above; pass 2 cannot reuse pass 1's exponentials (the
+// exchange between them needs every rank's row statistics), so each logit
+// gets two exponentials instead of one.
+void logsumexp_rows(float* max, float* log_sum, const float* logits, int N, int V) {
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    // row_logsumexp<false> only reads the row (its tail copy is local).
+    LogSumExp lse = row_logsumexp<false>(const_cast<float*>(logits) + size_t(n) * V, V, nullptr);
+    max[n] = lse.max;
+    log_sum[n] = lse.log_sum;
+  }
+}
+
+void softmax_xent_backward(float* logits, const float* max, const float* log_sum,
+                           const int32_t* targets, int offset, int N, int V, float dscale) {
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    float* row = logits + size_t(n) * V;
+    if (targets[n] < 0) {
+      std::fill(row, row + V, 0.0f);
+      continue;
+    }
+    const int t = targets[n] - offset;
+    const float x_target = t >= 0 && t < V ? row[t] : 0.0f;
+    const vf shift = splat(max[n]), ls = splat(log_sum[n]), ds = splat(dscale);
+    int v = 0;
+    for (; v + kW <= V; v += kW) store(row + v, vexp((load(row + v) - shift) - ls) * ds);
+    if (v < V) store_partial(row + v, vexp((load_partial(row + v, V - v) - shift) - ls) * ds, V - v);
+    // p - 1 by expm1: exact where p ~ 1.
+    if (t >= 0 && t < V) row[t] = std::expm1((x_target - max[n]) - log_sum[n]) * dscale;
+  }
+}
+
 }  // namespace crucible::kernels::CRUCIBLE_ISA

@@ -14,6 +14,8 @@ const KernelTable table = {
     .attention_forward = attention_forward,
     .attention_backward = attention_backward,
     .softmax_cross_entropy = softmax_cross_entropy,
+    .logsumexp_rows = logsumexp_rows,
+    .softmax_xent_backward = softmax_xent_backward,
     .adamw = adamw,
     .sum_squares = sum_squares,
 };

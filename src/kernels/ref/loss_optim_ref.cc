@@ -4,6 +4,30 @@
 
 namespace crucible::kernels::ref {
 
+void logsumexp_rows(float* max, float* log_sum, const float* logits, int N, int V) {
+  for (int n = 0; n < N; ++n) {
+    const float* row = logits + size_t(n) * V;
+    double mx = -INFINITY;
+    for (int v = 0; v < V; ++v) mx = std::max(mx, double(row[v]));
+    double sum = 0;
+    for (int v = 0; v < V; ++v) sum += std::exp(row[v] - mx);
+    max[n] = float(mx);
+    log_sum[n] = float(std::log(sum));
+  }
+}
+
+void softmax_xent_backward(float* logits, const float* max, const float* log_sum,
+                           const int32_t* targets, int offset, int N, int V, float dscale) {
+  for (int n = 0; n < N; ++n) {
+    float* row = logits + size_t(n) * V;
+    const int t = targets[n] < 0 ? -1 : targets[n] - offset;
+    for (int v = 0; v < V; ++v)
+      row[v] = targets[n] < 0
+                   ? 0.0f
+                   : float((std::exp(double(row[v]) - max[n] - log_sum[n]) - (v == t ? 1.0 : 0.0)) * dscale);
+  }
+}
+
 void softmax_cross_entropy(float* losses, float* logits, const int32_t* targets, int N, int V,
                            float dscale) {
   for (int n = 0; n < N; ++n) {

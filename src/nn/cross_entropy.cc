@@ -1,0 +1,54 @@
+// Vocabulary-parallel softmax + cross-entropy (Megatron-LM's
+// vocab_parallel_cross_entropy, with one exchange instead of three): each
+// rank holds the logits of its rows of wte, columns [vocab.lo, vocab.hi) of
+// the (N,V) logits, and no rank ever forms the full-vocabulary row.
+//
+//   1. each rank: its rows' (max, log sum exp) and the target's logit where
+//      it holds the target (0 elsewhere)                        (N) x 3
+//   2. one allgather of those 3N floats over the group
+//   3. every rank combines them in rank order (so every rank has the same
+//      bits): M = max_r m_r, log S = log sum_r exp(ls_r + m_r - M), the
+//      target's logit = the sum of the ranks' (one is not 0), and
+//      loss = log S - (x_target - M)
+//   4. the gradient of its columns from (M, log S): softmax - onehot.
+// Shards of unequal width (V not divisible by tp) change nothing above.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels/kernels.h"
+#include "nn/cross_entropy.h"
+
+namespace crucible::nn {
+
+void vocab_parallel_cross_entropy(Arena& arena, TensorParallel& tp, IndexRange vocab, float* losses,
+                                  float* logits, const int32_t* targets, int N, float dscale) {
+  const int Vl = int(vocab.size()), R = tp.size();
+  float* mine = arena.allocate_array<float>(size_t(3) * N);  // [max | log_sum | x_target]
+  float* all = arena.allocate_array<float>(size_t(3) * N * R);
+  kernels::logsumexp_rows(mine, mine + N, logits, N, Vl);
+  for (int n = 0; n < N; ++n) {
+    const int64_t t = targets[n];
+    mine[2 * N + n] = t >= vocab.lo && t < vocab.hi ? logits[size_t(n) * Vl + size_t(t - vocab.lo)] : 0.0f;
+  }
+  tp.allgather(all, mine, size_t(3) * N);
+  float* max = mine;  // overwritten by the whole vocabulary's statistics
+  float* log_sum = mine + N;
+  for (int n = 0; n < N; ++n) {
+    float M = -INFINITY;
+    for (int r = 0; r < R; ++r) M = std::max(M, all[size_t(r) * 3 * N + n]);
+    float S = 0, x_target = 0;
+    for (int r = 0; r < R; ++r) {
+      const float* part = all + size_t(r) * 3 * N;
+      S += std::exp(part[N + n] + (part[n] - M));
+      x_target += part[2 * N + n];
+    }
+    max[n] = M;
+    log_sum[n] = std::log(S);
+    losses[n] = targets[n] < 0 ? 0.0f : log_sum[n] - (x_target - M);
+  }
+  if (dscale != 0.0f)
+    kernels::softmax_xent_backward(logits, max, log_sum, targets, int(vocab.lo), N, Vl, dscale);
+}
+
+}  // namespace crucible::nn
