@@ -185,7 +185,10 @@ Status TrainStep::run(float lr, const std::function<double(int, int32_t*, int32_
 }
 
 Result<double> TrainStep::evaluate(int n, const std::function<void(int, int32_t*, int32_t*)>& load) {
-  return stage_->evaluate(n, load);
+  auto sum = stage_->evaluate(n, load);
+  if (!sum) return sum;
+  if (tp_) CRUCIBLE_RETURN_IF_ERROR(tp_->error());
+  return has_loss() ? *sum : 0.0;
 }
 
 }  // namespace crucible::runtime

@@ -50,8 +50,10 @@ class TrainStep {
   dist::DataParallel* data_parallel() { return dp_.get(); }
   dist::Comm& dp_group() { return *groups_.dp; }
   dist::Comm& pp_group() { return *groups_.pp; }
-  // Whether this rank's part ends the model (it computes the loss).
-  bool has_loss() const { return model_->part().head; }
+  // Whether this rank reports the loss: its part ends the model (it
+  // computes the loss) and it is the first of its tensor-parallel group
+  // (every rank of which computes the same loss).
+  bool has_loss() const { return model_->part().head && coords_.tp == 0; }
   // This rank's data-parallel share of every global batch: (index, count).
   int data_rank() const { return coords_.dp; }
   int data_ranks() const { return layout_.dp(); }
@@ -66,8 +68,8 @@ class TrainStep {
              const std::function<void(const parallel::Action&)>& before,
              const std::function<void(Phase)>& phase, StepMetrics& m);
   // Validation forward of n micro-batches; load(i, ...) gives the i-th of
-  // this rank's. Returns the sum of their mean losses on the stage with the
-  // loss (0 elsewhere). Collective over the pipeline group.
+  // this rank's. Returns the sum of their mean losses where has_loss() (0
+  // elsewhere). Collective over the pipeline and tensor-parallel groups.
   Result<double> evaluate(int n, const std::function<void(int, int32_t*, int32_t*)>& load);
   // What the step measured its bubble at in the last step: seconds this
   // rank waited in the schedule's receives, and the schedule's theory.
