@@ -229,6 +229,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   optim::AdamW& adam = ts.optimizer();
   dist::DataParallel* dp = ts.data_parallel();
   const bool pipeline = layout.pp() > 1;
+  const bool parts = pipeline || layout.tp() > 1;  // a rank holds part of the model
   const std::string ckpt_dir = run + "/ckpt";
   int64_t step = 0;
   if (plan.resume) {
@@ -236,7 +237,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     // any other (full-layout tensors; each optimizer takes its shard).
     auto resume = [&]() -> Status {
       const ckpt::FoundCheckpoint* found = &*resume_from;
-      auto state = ckpt::load_checkpoint(found->dir, model.params(), &adam, /*part=*/pipeline);
+      auto state = ckpt::load_checkpoint(found->dir, model.params(), &adam, /*part=*/parts);
       if (!state) return state.status();
       auto ls = data::loader_state_from_json(state->loader);
       if (!ls) return ls.status();
@@ -338,7 +339,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   double ema_step_s = 0;
   double bubble_wait_s = 0, bubble_compute_s = 0;  // this rank's, over the steps after the first
   log("[train] " + std::to_string(nn::GPT::flat_params(cfg.model)) + " parameters" +
-      (pipeline ? " (" + std::to_string(model.params().numel()) + " on this stage, " + layout.describe() + ")"
+      (parts ? " (" + std::to_string(model.params().numel()) + " on rank 0, " + layout.describe() + ")"
                 : std::string()) +
       ", " +
       std::to_string(int64_t(tokens_per_step)) + " tokens per step, steps " + std::to_string(step) +
@@ -533,7 +534,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
                 gap >= 0 ? "below" : "ABOVE: not learned yet");
   log(buf);
 
-  if (cfg.run.sample_tokens > 0 && pipeline) {
+  if (cfg.run.sample_tokens > 0 && parts) {
     log("[train] samples need the whole model on one rank: crucible generate --run-dir " + run +
         " samples from this run's checkpoint");
   } else if (cfg.run.sample_tokens > 0) {

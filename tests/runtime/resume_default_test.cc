@@ -194,8 +194,9 @@ TEST(ResumeDefault, ACheckpointRefusesOtherDataTokenizerAndModelShape) {
 // Under `crucible launch -n 2` with rank 1 killed mid-run: the supervisor's
 // restart resumes the same run on the pinned data, bit-identical to an
 // uninterrupted 2-rank job.
-// Under `crucible launch`, data parallel and pipeline parallel (two stages,
-// the micro-batches of the same global batch): a rank killed mid-run, the job
+// Under `crucible launch`, data parallel, pipeline parallel (two stages,
+// the micro-batches of the same global batch) and tensor parallel (both
+// ranks share every layer): a rank killed mid-run, the job
 // restarts from its checkpoint by itself and ends with the uninterrupted
 // job's weights, byte for byte.
 void expect_restart_is_the_same_run(const std::string& label, const std::vector<std::string>& layout) {
@@ -231,6 +232,10 @@ TEST(ResumeDefault, LaunchRestartAfterAKilledRankIsTheSameRun) { expect_restart_
 TEST(ResumeDefault, PipelineRestartAfterAKilledStageIsTheSameRun) {
   expect_restart_is_the_same_run(
       "pp", {"--set", "dist.pp=2", "--set", "train.grad_accum=2", "--set", "train.batch_size=4"});
+}
+
+TEST(ResumeDefault, TensorParallelRestartAfterAKilledRankIsTheSameRun) {
+  expect_restart_is_the_same_run("tp", {"--set", "dist.tp=2", "--set", "train.batch_size=4"});
 }
 
 }  // namespace
