@@ -18,6 +18,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "ckpt/safetensors.h"
@@ -205,6 +206,22 @@ std::string manifest_text(const Snapshot& snap, const std::vector<FileRecord>& r
   for (const FileRecord& r : records)
     files.push_back({{"name", r.name}, {"bytes", r.bytes}, {"xxh64", xxh64_hex(r.xxh64)}});
   m["files"] = files;
+  if (!snap.parts.empty()) {
+    // Every whole tensor: its shape and the slices of it each part holds.
+    nlohmann::ordered_json tensors = nlohmann::ordered_json::object();
+    for (size_t k = 0; k < snap.parts.size(); ++k)
+      for (const nn::ParamSpec& s : snap.parts[k]) {
+        if (s.replica) continue;
+        auto& t = tensors[s.name];
+        if (!t.contains("shape")) t["shape"] = std::vector<int64_t>(s.whole_shape.d.begin(), s.whole_shape.d.begin() + s.whole_shape.ndim);
+        nlohmann::ordered_json slice = {{"part", k}, {"dim", s.shard.dim}};
+        nlohmann::ordered_json pieces = nlohmann::ordered_json::array();
+        for (const nn::Shard::Piece& p : s.shard.pieces) pieces.push_back({p.lo, p.hi});
+        slice["pieces"] = pieces;
+        t["slices"].push_back(slice);
+      }
+    m["shards"] = {{"parts", snap.parts.size()}, {"tensors", tensors}};
+  }
   const std::string zeros(16, '0');
   m[kManifestChecksumKey] = zeros;
   std::string text = m.dump(2) + "\n";
@@ -241,25 +258,37 @@ Status validate_snapshot(const Snapshot& snap, int keep) {
   return Status::ok();
 }
 
-// Writes the three files into tmp_dir and fsyncs it.
-Status write_step_files(const std::string& tmp_dir, const std::string& name, const Snapshot& snap) {
+// The weights and the moments of the snapshot (the whole model's, or one
+// part's: part_file_name) into tmp_dir.
+Status write_tensor_files(const std::string& tmp_dir, const std::string& name, const Snapshot& snap,
+                          std::vector<FileRecord>& records) {
   const int64_t step = snap.state.step;
-  std::vector<FileRecord> records;
-  CRUCIBLE_RETURN_IF_ERROR(write_safetensors_file(tmp_dir, name, step, "model.safetensors",
+  CRUCIBLE_RETURN_IF_ERROR(write_safetensors_file(tmp_dir, name, step, part_file_name("model", snap.part),
                                                   tensor_views(snap.specs, snap.params.data(), ""),
                                                   {{"format", "pt"}}, records));
   std::vector<TensorView> moments = tensor_views(snap.specs, snap.exp_avg.data(), "exp_avg.");
   for (TensorView& v : tensor_views(snap.specs, snap.exp_avg_sq.data(), "exp_avg_sq."))
     moments.push_back(std::move(v));
-  CRUCIBLE_RETURN_IF_ERROR(write_safetensors_file(
-      tmp_dir, name, step, "optimizer.safetensors", moments,
-      {{"format", "pt"}, {"adam_steps", std::to_string(snap.adam_steps)}}, records));
-  // The manifest goes last: it lists the files above.
+  return write_safetensors_file(tmp_dir, name, step, part_file_name("optimizer", snap.part), moments,
+                                {{"format", "pt"}, {"adam_steps", std::to_string(snap.adam_steps)}}, records);
+}
+
+// The manifest, listing `records` (every file written before it), then the
+// directory's fsync.
+Status write_manifest(const std::string& tmp_dir, const std::string& name, const Snapshot& snap,
+                      const std::vector<FileRecord>& records) {
   std::string text = manifest_text(snap, records);
   std::vector<FileRecord> manifest_record;
-  CRUCIBLE_RETURN_IF_ERROR(write_checkpoint_file(tmp_dir, name, step, "manifest.json",
+  CRUCIBLE_RETURN_IF_ERROR(write_checkpoint_file(tmp_dir, name, snap.state.step, "manifest.json",
                                                  {text.data()}, {text.size()}, manifest_record));
   return fsync_dir(tmp_dir);
+}
+
+// The whole model's checkpoint files into tmp_dir, the manifest last.
+Status write_step_files(const std::string& tmp_dir, const std::string& name, const Snapshot& snap) {
+  std::vector<FileRecord> records;
+  CRUCIBLE_RETURN_IF_ERROR(write_tensor_files(tmp_dir, name, snap, records));
+  return write_manifest(tmp_dir, name, snap, records);
 }
 
 // Moves tmp_dir to ckpt_dir/name, replacing a checkpoint of the same step.
@@ -317,8 +346,11 @@ Snapshot take_snapshot(const CheckpointState& state, const nn::ParamRegistry& pa
   return snap;
 }
 
-Status write_checkpoint(const std::string& ckpt_dir, const Snapshot& snap, int keep) {
-  CRUCIBLE_RETURN_IF_ERROR(validate_snapshot(snap, keep));
+namespace {
+
+// Creates ckpt_dir (durably) and an empty step_NNNNNNN.tmp in it, after
+// clearing the leftovers of an interrupted write or delete.
+Status make_step_tmp(const std::string& ckpt_dir, const std::string& name) {
   std::error_code ec;
   bool created = fs::create_directories(ckpt_dir, ec);
   if (ec) return Status::io("[ckpt] creating " + ckpt_dir + ": " + ec.message());
@@ -339,20 +371,24 @@ Status write_checkpoint(const std::string& ckpt_dir, const Snapshot& snap, int k
     }
   }
   if (ec) return Status::io("[ckpt] listing " + ckpt_dir + ": " + ec.message());
-
-  const std::string name = step_dir_name(snap.state.step);
   const std::string tmp_dir = ckpt_dir + "/" + name + ".tmp";
   if (::mkdir(tmp_dir.c_str(), 0755) != 0)
     return Status::io("[ckpt] creating " + name + ".tmp in " + ckpt_dir + ": " + errno_str());
-  Status st = write_step_files(tmp_dir, name, snap);
-  if (st)
-    st = apply_injected_corruption(snap.state.step, CorruptAt::kBeforeVerify, tmp_dir,
-                                   name + ".tmp");
+  return Status::ok();
+}
+
+// tmp_dir holds a complete checkpoint (its manifest written last): read it
+// back, rename it into place, update latest, prune. On failure tmp_dir is
+// removed and nothing else has changed.
+Status publish_step_dir(const std::string& ckpt_dir, const std::string& tmp_dir, const std::string& name,
+                        int64_t step, int keep, Status st) {
+  std::error_code ec;
+  if (st) st = apply_injected_corruption(step, CorruptAt::kBeforeVerify, tmp_dir, name + ".tmp");
   // Read back what reached the file system, so `latest` only ever names a
   // checkpoint whose bytes were seen to match its manifest.
   if (st) {
     drop_cached_pages(tmp_dir);
-    st = verify_checkpoint(tmp_dir, snap.state.step);
+    st = verify_checkpoint(tmp_dir, step);
     if (!st) st = Status::io(st.message() + " (read back before publishing)");
   }
   if (st) st = install_step_dir(ckpt_dir, tmp_dir, name);
@@ -360,14 +396,97 @@ Status write_checkpoint(const std::string& ckpt_dir, const Snapshot& snap, int k
     fs::remove_all(tmp_dir, ec);
     return st;
   }
-
   // `latest` is a convenience for users and tools; readers scan step_* dirs.
   st = write_file_atomic(ckpt_dir + "/latest", name + "\n");
   if (!st)
     return Status::io("[ckpt] " + name + " written, but updating latest failed: " + st.message());
-  CRUCIBLE_RETURN_IF_ERROR(apply_injected_corruption(snap.state.step, CorruptAt::kAfterPublish,
-                                                     ckpt_dir + "/" + name, name));
-  return prune(ckpt_dir, snap.state.step, keep);
+  CRUCIBLE_RETURN_IF_ERROR(apply_injected_corruption(step, CorruptAt::kAfterPublish, ckpt_dir + "/" + name, name));
+  return prune(ckpt_dir, step, keep);
+}
+
+std::string receipt_name(int part) { return "part-" + std::to_string(part) + ".receipt"; }
+
+// A part's writer: its tensor files in the publisher's step_NNNNNNN.tmp, then
+// its receipt (the files' records, or the error that stopped it).
+Status write_part(const std::string& ckpt_dir, const Snapshot& snap) {
+  const std::string name = step_dir_name(snap.state.step), tmp_dir = ckpt_dir + "/" + name + ".tmp";
+  std::vector<FileRecord> records;
+  Status st = write_tensor_files(tmp_dir, name, snap, records);
+  nlohmann::json receipt = {{"part", snap.part}};
+  if (st) {
+    for (const FileRecord& r : records)
+      receipt["files"].push_back({{"name", r.name}, {"bytes", r.bytes}, {"xxh64", xxh64_hex(r.xxh64)}});
+  } else {
+    receipt["error"] = st.message();
+  }
+  Status written = write_file_atomic(tmp_dir + "/" + receipt_name(snap.part), receipt.dump() + "\n");
+  return st ? written : st;
+}
+
+// The publisher's wait for parts 1.. of snap.parts: their file records.
+Result<std::vector<FileRecord>> wait_for_parts(const std::string& tmp_dir, const std::string& name,
+                                               const Snapshot& snap, const std::function<bool()>& cancelled,
+                                               double timeout_s) {
+  std::vector<FileRecord> records;
+  Stopwatch waited;
+  for (int k = 1; k < int(snap.parts.size()); ++k) {
+    const std::string path = tmp_dir + "/" + receipt_name(k);
+    std::error_code ec;
+    while (!fs::exists(path, ec)) {
+      if ((cancelled && cancelled()) || waited.elapsed_s() > timeout_s)
+        return Status::io("[ckpt] " + name + ": part " + std::to_string(k) + " of " +
+                          std::to_string(snap.parts.size()) + " never reported its files" +
+                          (cancelled && cancelled() ? " (the job is ending)" : " within " + std::to_string(int(timeout_s)) + " s"));
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    auto text = read_file(path);
+    if (!text) return text.status();
+    nlohmann::json r = nlohmann::json::parse(*text, nullptr, false);
+    if (r.is_discarded() || !r.is_object() || r.value("part", -1) != k)
+      return Status::io("[ckpt] " + name + ".tmp/" + receipt_name(k) + ": not a part receipt");
+    if (r.contains("error")) return Status::io(r["error"].get<std::string>() + " (part " + std::to_string(k) + ")");
+    for (const auto& f : r["files"])
+      records.push_back({f["name"].get<std::string>(), f["bytes"].get<uint64_t>(),
+                         std::stoull(f["xxh64"].get<std::string>(), nullptr, 16)});
+    fs::remove(path, ec);  // not part of the checkpoint
+  }
+  return records;
+}
+
+}  // namespace
+
+std::string part_file_name(const std::string& kind, int part) {
+  return part < 0 ? kind + ".safetensors" : kind + ".part-" + std::to_string(part) + ".safetensors";
+}
+
+Status write_checkpoint(const std::string& ckpt_dir, const Snapshot& snap, int keep) {
+  CRUCIBLE_RETURN_IF_ERROR(validate_snapshot(snap, keep));
+  if (snap.part >= 0)
+    return snap.parts.empty() ? write_part(ckpt_dir, snap) : publish_sharded_checkpoint(ckpt_dir, snap, keep, nullptr);
+  const std::string name = step_dir_name(snap.state.step);
+  CRUCIBLE_RETURN_IF_ERROR(make_step_tmp(ckpt_dir, name));
+  const std::string tmp_dir = ckpt_dir + "/" + name + ".tmp";
+  return publish_step_dir(ckpt_dir, tmp_dir, name, snap.state.step, keep, write_step_files(tmp_dir, name, snap));
+}
+
+Status begin_sharded_checkpoint(const std::string& ckpt_dir, int64_t step) {
+  return make_step_tmp(ckpt_dir, step_dir_name(step));
+}
+
+Status publish_sharded_checkpoint(const std::string& ckpt_dir, const Snapshot& snap, int keep,
+                                  const std::function<bool()>& cancelled, double timeout_s) {
+  CRUCIBLE_RETURN_IF_ERROR(validate_snapshot(snap, keep));
+  CRUCIBLE_CHECK(snap.part == 0 && !snap.parts.empty(), "[ckpt] part 0 publishes a sharded checkpoint");
+  const std::string name = step_dir_name(snap.state.step), tmp_dir = ckpt_dir + "/" + name + ".tmp";
+  // Its own part while the others write theirs, then their receipts.
+  std::vector<FileRecord> records;
+  Status st = write_tensor_files(tmp_dir, name, snap, records);
+  if (st) {
+    auto others = wait_for_parts(tmp_dir, name, snap, cancelled, timeout_s);
+    if (others) records.insert(records.end(), others->begin(), others->end());
+    st = others ? write_manifest(tmp_dir, name, snap, records) : others.status();
+  }
+  return publish_step_dir(ckpt_dir, tmp_dir, name, snap.state.step, keep, st);
 }
 
 void inject_checkpoint_write_fault(int64_t step, std::string file) {

@@ -17,6 +17,7 @@
 // once on different ckpt_dirs; one writer per ckpt_dir.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -47,11 +48,16 @@ struct CheckpointState {
 // Host copy of everything a checkpoint holds, taken at a step boundary.
 // params / exp_avg / exp_avg_sq are whole flat buffers (ParamRegistry layout,
 // padding included); specs say where each parameter lives in them.
+// part >= 0: the snapshot of one part of the model for a sharded checkpoint
+// (below): its own tensors only (its replicas are another part's), in its
+// sharded shapes. parts: every part's specs, on the part that publishes.
 struct Snapshot {
   CheckpointState state;
   std::vector<nn::ParamSpec> specs;
   std::vector<float> params, exp_avg, exp_avg_sq;
   int64_t adam_steps = 0;
+  int part = -1;
+  std::vector<std::vector<nn::ParamSpec>> parts;
 };
 
 // Copies into `into`, reusing its buffers' capacity: the first snapshot pays
@@ -72,6 +78,28 @@ Snapshot take_snapshot(const CheckpointState& state, const nn::ParamRegistry& pa
 // checkpoints are untouched, and the Status (io) names the file and the OS
 // error or the mismatch.
 Status write_checkpoint(const std::string& ckpt_dir, const Snapshot& snap, int keep);
+
+// ---- Sharded checkpoints (pipeline and tensor parallelism) ----
+// Each part of the model (a pipeline stage's tensor-parallel shard) is one
+// pair of files, model.part-K.safetensors and optimizer.part-K.safetensors:
+// its own tensors under the whole model's names, in the part's shapes. The
+// manifest's "shards" member maps every whole tensor to the slices of it the
+// parts hold (docs/formats.md), so no rank ever gathers the whole model:
+// each part's writer writes its pair in parallel, in the background, reads
+// it back, and leaves a receipt (part-K.receipt: its files' sizes and
+// xxh64, or its error); the publisher (part 0) waits for every receipt,
+// then writes the manifest and publishes as write_checkpoint does.
+//
+// The sequence: the publisher's begin_sharded_checkpoint (on the training
+// thread, before any part writes), then every part's write_checkpoint
+// (which dispatches on Snapshot::part: the publisher holds `parts`).
+// Writers share the checkpoint directory (one file system: one machine, or
+// storage every host mounts).
+Status begin_sharded_checkpoint(const std::string& ckpt_dir, int64_t step);
+// The publisher's wait for receipts polls `cancelled` (the job is ending),
+// and gives up after `timeout_s`.
+Status publish_sharded_checkpoint(const std::string& ckpt_dir, const Snapshot& snap, int keep,
+                                  const std::function<bool()>& cancelled, double timeout_s = 600);
 
 // Checks one checkpoint directory: the manifest parses, its checksum matches,
 // it records the directory's step, and every listed file exists with the
@@ -101,8 +129,9 @@ struct FoundCheckpoint {
 Result<FoundCheckpoint> find_latest_valid(const std::string& ckpt_dir);
 
 // Verifies step_dir, then loads the weights (names and shapes must match the
-// model; part: `params` is a part of it, a pipeline stage, and loads its
-// tensors only) and, if opt is non-null, the AdamW moments and step count. Returns
+// model; part: `params` is a part of it, a pipeline stage or tensor-parallel
+// shard, and loads its tensors only; from a sharded checkpoint each tensor
+// is assembled from the slices that overlap it, reading only their files) and, if opt is non-null, the AdamW moments and step count. Returns
 // the state from the manifest. On error params / opt may be partly
 // overwritten; the caller must not train from them.
 Result<CheckpointState> load_checkpoint(const std::string& step_dir, nn::ParamRegistry& params,
@@ -134,6 +163,8 @@ void inject_checkpoint_corruption(int64_t step, std::string file = "model.safete
 
 // ---- Format helpers, shared by the writer, the reader and tools ----
 
+// "model.safetensors" (part < 0: the whole model's), "model.part-3.safetensors".
+std::string part_file_name(const std::string& kind, int part);
 // "step_0000020" for step 20; parse_step_dir_name accepts only that spelling.
 std::string step_dir_name(int64_t step);
 std::optional<int64_t> parse_step_dir_name(const std::string& name);

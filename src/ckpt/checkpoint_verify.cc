@@ -266,12 +266,149 @@ Result<FoundCheckpoint> find_latest_valid(const std::string& ckpt_dir) {
   return Status::corrupt("[ckpt] no valid checkpoint in " + ckpt_dir + ":" + why);
 }
 
+namespace {
+
+// A sharded checkpoint's reader: assembles a tensor, or a tensor-parallel
+// shard of one, from the slices the parts wrote (manifest "shards"),
+// reading only the files whose slices overlap what is asked for (each once).
+class ShardedReader {
+ public:
+  ShardedReader(std::string dir, const nlohmann::json& shards) : dir_(std::move(dir)), shards_(shards) {}
+
+  // local (want.numel) := want's part of the whole tensor want.name from the
+  // `kind` files ("model", "optimizer"), their tensors named prefix + name.
+  Status assemble(const nn::ParamSpec& want, const std::string& kind, const std::string& prefix, float* local) {
+    const std::string label = dir_label(dir_);
+    auto bad = [&](const std::string& why) {
+      return Status::corrupt("[ckpt] " + label + ": tensor " + prefix + want.name + " " + why);
+    };
+    const nlohmann::json& tensors = shards_["tensors"];
+    if (!tensors.contains(want.name)) return bad("is missing");
+    const nlohmann::json& t = tensors[want.name];
+    std::vector<int64_t> shape(want.whole_shape.d.begin(), want.whole_shape.d.begin() + want.whole_shape.ndim);
+    if (!t.contains("shape") || t["shape"] != shape) return bad("has a shape other than the model's " + want.whole_shape.str());
+    const std::vector<Run> needed = runs(want);
+    std::vector<float> whole(size_t(want.whole_shape.numel()));
+    size_t covered = 0;
+    if (!t.contains("slices") || !t["slices"].is_array()) return bad("has no slices");
+    for (const nlohmann::json& sl : t["slices"]) {
+      if (!sl.is_object() || !sl.contains("pieces") || !sl["pieces"].is_array()) return bad("has a malformed slice");
+      nn::ParamSpec piece;
+      piece.whole_shape = want.whole_shape;
+      piece.shard.dim = sl.value("dim", -1);
+      for (const auto& p : sl["pieces"]) piece.shard.pieces.push_back({p[0].get<int64_t>(), p[1].get<int64_t>()});
+      piece.shape = want.whole_shape;
+      if (!piece.shard.whole()) {
+        if (size_t(piece.shard.dim) >= shape.size()) return bad("has a slice along a dimension it lacks");
+        int64_t n = 0;
+        for (const auto& p : piece.shard.pieces) {
+          if (p.lo < 0 || p.hi <= p.lo || p.hi > shape[size_t(piece.shard.dim)]) return bad("has a slice outside it");
+          n += p.hi - p.lo;
+        }
+        piece.shape.d[size_t(piece.shard.dim)] = n;
+      }
+      piece.numel = size_t(piece.shape.numel());
+      const size_t overlap = overlap_of(needed, runs(piece));
+      if (overlap == 0) continue;  // this rank needs nothing of it: its file is not read for it
+      covered += overlap;
+      auto file = open(part_file_name(kind, sl.value("part", -1)));
+      if (!file) return file.status();
+      const LoadedTensor* data = (*file)->find(prefix + want.name);
+      if (!data || data->dtype != "F32" || size_t(data->numel()) != piece.numel)
+        return bad("is missing from, or of another size in, " + part_file_name(kind, sl.value("part", -1)));
+      nn::copy_to_whole(piece, data->f32(), whole.data());
+    }
+    if (covered != want.numel) return bad("is not covered by its slices");
+    nn::copy_from_whole(want, whole.data(), local);
+    return Status::ok();
+  }
+
+  // A file's metadata value (the first part's optimizer file holds adam_steps).
+  Result<std::string> metadata(const std::string& file, const std::string& key) {
+    auto f = open(file);
+    if (!f) return f.status();
+    auto it = (*f)->metadata.find(key);
+    if (it == (*f)->metadata.end()) return Status::corrupt("[ckpt] " + dir_label(dir_) + "/" + file + ": no " + key + " metadata");
+    return it->second;
+  }
+
+ private:
+  struct Run {
+    size_t at, n;  // whole-tensor offset and length, ascending
+  };
+  static std::vector<Run> runs(const nn::ParamSpec& s) {
+    std::vector<Run> out;
+    nn::for_each_run(s, [&](size_t, size_t whole, size_t n) { out.push_back({whole, n}); });
+    return out;
+  }
+  // Elements two ascending run lists share (a two-pointer sweep).
+  static size_t overlap_of(const std::vector<Run>& a, const std::vector<Run>& b) {
+    size_t total = 0;
+    for (size_t i = 0, j = 0; i < a.size() && j < b.size();) {
+      const size_t lo = std::max(a[i].at, b[j].at), hi = std::min(a[i].at + a[i].n, b[j].at + b[j].n);
+      if (hi > lo) total += hi - lo;
+      (a[i].at + a[i].n < b[j].at + b[j].n) ? ++i : ++j;
+    }
+    return total;
+  }
+  Result<const SafetensorsFile*> open(const std::string& name) {
+    auto it = files_.find(name);
+    if (it == files_.end()) {
+      auto f = read_safetensors(dir_ + "/" + name);
+      if (!f) return f.status();
+      it = files_.emplace(name, std::move(*f)).first;
+    }
+    return &it->second;
+  }
+
+  std::string dir_;
+  const nlohmann::json& shards_;
+  std::map<std::string, SafetensorsFile> files_;
+};
+
+Status load_sharded(const std::string& step_dir, const nlohmann::json& m, nn::ParamRegistry& params,
+                    optim::AdamW* opt) {
+  ShardedReader reader(step_dir, m["shards"]);
+  for (const nn::ParamSpec& s : params.specs())
+    CRUCIBLE_RETURN_IF_ERROR(reader.assemble(s, "model", "", params.values() + s.offset));
+  for (const nn::ParamSpec& s : params.specs()) {
+    const float* v = params.values() + s.offset;
+    for (size_t i = 0; i < s.numel; ++i)
+      if (!std::isfinite(v[i]))
+        return Status::corrupt("[weights] " + dir_label(step_dir) + ": tensor " + s.name + " holds " +
+                               (std::isnan(v[i]) ? "NaN" : "an infinity"));
+  }
+  if (!opt) return Status::ok();
+  auto steps = reader.metadata(part_file_name("optimizer", 0), "adam_steps");
+  if (!steps) return steps.status();
+  int64_t adam_steps = -1;
+  auto [end, err] = std::from_chars(steps->data(), steps->data() + steps->size(), adam_steps);
+  if (err != std::errc() || end != steps->data() + steps->size() || adam_steps < 0)
+    return Status::corrupt("[ckpt] " + dir_label(step_dir) + ": no valid adam_steps metadata");
+  std::vector<float> m_full(params.numel(), 0.0f), v_full(params.numel(), 0.0f);
+  for (const nn::ParamSpec& s : params.specs()) {
+    CRUCIBLE_RETURN_IF_ERROR(reader.assemble(s, "optimizer", "exp_avg.", m_full.data() + s.offset));
+    CRUCIBLE_RETURN_IF_ERROR(reader.assemble(s, "optimizer", "exp_avg_sq.", v_full.data() + s.offset));
+  }
+  opt->import_moments(m_full.data(), v_full.data());
+  opt->set_steps_taken(adam_steps);
+  return Status::ok();
+}
+
+}  // namespace
+
 Result<CheckpointState> load_checkpoint(const std::string& step_dir, nn::ParamRegistry& params,
                                         optim::AdamW* opt, bool part) {
   auto manifest = verified_manifest(step_dir);
   if (!manifest) return manifest.status();
   const nlohmann::json& m = *manifest;
   const std::string label = dir_label(step_dir);
+  if (m.contains("shards")) {
+    if (!m["shards"].is_object() || !m["shards"].contains("tensors") || !m["shards"]["tensors"].is_object())
+      return Status::corrupt("[ckpt] " + label + "/manifest.json: malformed \"shards\"");
+    CRUCIBLE_RETURN_IF_ERROR(load_sharded(step_dir, m, params, opt));
+    return state_from_manifest(m);
+  }
   for (const char* name : {"model.safetensors", "optimizer.safetensors"})
     if ((opt || name == std::string("model.safetensors")) && !lists_file(m, name))
       return Status::corrupt("[ckpt] " + label + "/manifest.json: does not list " + name);

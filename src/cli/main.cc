@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   version->callback([] { crucible::cli::print_version(); });
   crucible::cli::add_train_command(app);
   crucible::cli::add_generate_command(app);
+  crucible::cli::add_export_command(app);
   crucible::cli::add_curate_command(app);
   crucible::cli::add_tokenize_command(app);
   crucible::cli::add_launch_command(app);

@@ -1,19 +1,20 @@
 // Checkpointer: a run's saves, driven from the training thread at step
-// boundaries. Rank 0 writes each save on a background thread
-// (ckpt/async_writer.h) from one host snapshot in the whole model's layout,
-// so a checkpoint of any layout resumes at any other. The other ranks add
-// what only they hold: ZeRO's moment shards (gathered in each data-parallel
-// group) and, under pipeline or tensor parallelism, their part's parameters
-// and moments (each part's first data-parallel rank sends it to rank 0,
-// which places it by name, each tensor-parallel shard where it lies in the
-// whole tensor: nn::copy_to_whole). That gather is the interim step of issue 16: the
-// sharded checkpoint (every rank writes its own slices) replaces it.
+// boundaries, each written on a background thread (ckpt/async_writer.h) from
+// a host snapshot. Without model parallelism rank 0 writes the whole model
+// (ZeRO's moment shards gathered in its data-parallel group). Under pipeline
+// or tensor parallelism the checkpoint is sharded (ckpt/checkpoint.h): the
+// first data-parallel rank of every part writes that part's files, in
+// parallel, and rank 0 publishes the checkpoint once every part has written;
+// no rank holds more than its own part. Either way a checkpoint of any
+// layout resumes at any other.
 //
 // Failures: a background write that fails waits in error() until the job
 // agrees on it at the next collect(), so a failed save stops the run within a
 // step. Not thread-safe: the training thread owns it.
 #pragma once
+#include <atomic>
 #include <memory>
+#include <vector>
 #include <string>
 
 #include "ckpt/async_writer.h"
@@ -28,6 +29,7 @@ namespace crucible::runtime {
 class Checkpointer {
  public:
   Checkpointer(dist::Comm& world, TrainStep& step, const Config& cfg, const std::string& ckpt_dir);
+  ~Checkpointer();
 
   // Rank 0 reaps a finished save (block: waits for the one in flight),
   // recording its timings in m when given. Not collective.
@@ -41,14 +43,15 @@ class Checkpointer {
   Status save(const ckpt::CheckpointState& state, bool flush, StepMetrics& m);
 
  private:
-  // Rank 0's full-layout snapshot gets every other part (pp or tp > 1).
-  Status gather_parts(ckpt::Snapshot& full, const ckpt::Snapshot& own);
-
   dist::Comm& world_;
   TrainStep& step_;
   const Config& cfg_;
-  std::unique_ptr<ckpt::AsyncCheckpointWriter> writer_;  // rank 0
-  ckpt::Snapshot part_;  // this rank's part, when it is not rank 0's whole snapshot
+  const std::string ckpt_dir_;
+  bool sharded_ = false;  // pp or tp > 1: every part writes its own files
+  std::vector<std::vector<nn::ParamSpec>> all_parts_;  // rank 0, sharded: every part's tensors
+  std::atomic<bool> cancelled_{false};  // the publisher stops waiting for parts
+  std::unique_ptr<ckpt::AsyncCheckpointWriter> writer_;  // rank 0; every part's first dp rank when sharded
+  ckpt::Snapshot part_;  // a ZeRO rank without a writer: its share of the moments' gather
   Status error_;
 };
 

@@ -74,6 +74,7 @@ std::vector<Field> fields(Config& c) {
       {"train.eval_every", &c.train.eval_every},
       {"train.eval_batches", &c.train.eval_batches},
       {"train.threads", &c.train.threads},
+      {"train.memory_limit_gb", &c.train.memory_limit_gb},
       {"optim.lr", &c.optim.lr},
       {"optim.weight_decay", &c.optim.weight_decay},
       {"optim.warmup_steps", &c.optim.warmup_steps},
@@ -391,6 +392,8 @@ Status validate(const Config& c) {
   if (c.train.eval_every < 0) return bad("train.eval_every", "must be >= 0 (0: only at the end)");
   if (c.train.eval_batches < 1) return bad("train.eval_batches", "must be >= 1");
   if (c.train.threads < 0) return bad("train.threads", "must be >= 0 (0: all cores)");
+  if (!(c.train.memory_limit_gb >= 0 && std::isfinite(c.train.memory_limit_gb)))
+    return bad("train.memory_limit_gb", "must be >= 0 (0: no limit but the machine's)");
   if (!(c.optim.lr > 0 && std::isfinite(c.optim.lr))) return bad("optim.lr", "must be > 0");
   if (!(c.optim.weight_decay >= 0)) return bad("optim.weight_decay", "must be >= 0");
   if (c.optim.warmup_steps < 0) return bad("optim.warmup_steps", "must be >= 0");

@@ -40,6 +40,9 @@ struct TrainConfig {
   int64_t eval_every = 65;  // 0: only at the end
   int eval_batches = 8;
   int threads = 0;  // 0: all cores
+  // What one rank may use, in GB (10^9 bytes) of the up-front estimate
+  // (runtime/memory_estimate.h); 0: only the machine's memory limits it.
+  double memory_limit_gb = 0;
 };
 
 struct OptimConfig {

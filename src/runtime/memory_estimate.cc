@@ -60,7 +60,6 @@ MemoryEstimate estimate_memory(const Config& cfg, int world, int rank) {
     auto s = parallel::make_schedule(layout->schedule(), pp, layout->virtual_stages(), cfg.train.grad_accum);
     if (s) contexts = parallel::PipelineStage::peak_contexts(*s, c.pp) + (pp > 1 ? 1 : 0);  // + a send in flight
   }
-  const uint64_t P_whole = nn::GPT::flat_params(cfg.model);
   const uint64_t P = nn::GPT::flat_params(cfg.model, part);
   const uint64_t B = uint64_t(cfg.train.batch_size), T = uint64_t(cfg.model.seq_len);
   e.weights = rounded(P * 4);
@@ -82,14 +81,11 @@ MemoryEstimate estimate_memory(const Config& cfg, int world, int rank) {
   // 2 MiB for tiny, 0.6 MiB for gpt2-124M): an allowance, not a formula.
   e.other += kGemmScratchAllowance;
   if (sharded) e.other += rounded(shard * 4);  // ZeRO-2's reduce-scatter target
-  // The checkpoint snapshot: params and both moments in full (rank 0 writes;
-  // under ZeRO every rank gathers the moments into one).
-  // Under pipeline or tensor parallelism rank 0's copy is the whole model's,
-  // beside its own part's and the buffer it receives the other parts in
-  // (about a part each); each part's first data-parallel rank sends its copy.
+  // The checkpoint snapshot: params and both moments of what the rank
+  // writes (rank 0 the whole model; sharded, every part's first
+  // data-parallel rank its part), or under ZeRO gathers the moments into.
   const bool parts = pp > 1 || tp > 1;
-  if (rank == 0) e.snapshot = 3 * P_whole * 4 + (parts ? 2 * 3 * P * 4 : 0);
-  else if ((parts && leader) || sharded) e.snapshot = 3 * P * 4;
+  if (rank == 0 || (parts && leader) || sharded) e.snapshot = 3 * P * 4;
   // After training, samples: the KV cache ((L, T, C) keys and values).
   const uint64_t kv = 2ull * uint64_t(cfg.model.n_layer) * T * uint64_t(cfg.model.n_embd) * 4;
   e.snapshot += cfg.run.sample_tokens > 0 && rank == 0 ? kv : 0;
@@ -130,6 +126,44 @@ Status check_memory_fits(const MemoryEstimate& per_rank, int ranks_here, uint64_
                          gb(need) + "; " + gb(available) +
                          " is available; use a smaller model, batch or sequence, fewer ranks per machine, or"
                          " dist.zero to shard the optimizer");
+}
+
+namespace {
+
+// The largest estimate over the job's ranks (the first and last pipeline
+// stages hold more than the middle ones; rank 0 the checkpoint copy).
+uint64_t largest_rank_need(const Config& cfg, int world) {
+  uint64_t need = 0;
+  for (int r = 0; r < world; ++r) need = std::max(need, estimate_memory(cfg, world, r).total());
+  return need;
+}
+
+}  // namespace
+
+Status check_memory_budget(const Config& cfg, int world) {
+  if (cfg.train.memory_limit_gb <= 0) return Status::ok();
+  const uint64_t budget = uint64_t(cfg.train.memory_limit_gb * 1e9);
+  const uint64_t need = largest_rank_need(cfg, world);
+  if (need <= budget) return Status::ok();
+  std::string fits;
+  for (int n : {2, 4, 8})
+    for (int tp = n; tp >= 1; tp /= 2) {
+      Config c = cfg;
+      c.dist.tp = tp;
+      c.dist.pp = n / tp;
+      c.dist.pp_virtual = 1;
+      c.dist.pp_schedule = "1f1b";
+      if (!TrainStep::plan_layout(c, n)) continue;  // does not divide, or too few micro-batches
+      const uint64_t it = largest_rank_need(c, n);
+      if (it <= budget)
+        fits += std::string(fits.empty() ? "" : ", ") + "tp=" + std::to_string(tp) + " pp=" + std::to_string(n / tp) +
+                " (" + gb(it) + ")";
+    }
+  const MemoryEstimate e = estimate_memory(cfg, world, 0);
+  return Status::invalid("[memory] train.memory_limit_gb = " + gb(budget) + " per rank, but this run needs ~" +
+                         gb(need) + " on its largest rank (rank 0: " + e.describe() + "); " +
+                         (fits.empty() ? "no layout of up to 8 ranks (dist.tp x dist.pp) fits it either"
+                                       : "layouts that fit, per rank: " + fits));
 }
 
 }  // namespace crucible::runtime

@@ -660,6 +660,7 @@ Result<int> supervise(const SuperviseOptions& opt) {
   if (opt.launch.hostfile.empty())
     CRUCIBLE_RETURN_IF_ERROR(check_memory_fits(estimate_memory(plan->config, opt.launch.ranks, 0),
                                                opt.launch.ranks, available_memory()));
+  CRUCIBLE_RETURN_IF_ERROR(check_memory_budget(plan->config, opt.launch.ranks));
   const std::string run = plan->run_dir;  // a copy: the plan moves into the Supervisor
   // The supervisor owns the run directory for the job's whole life (its ranks
   // take only the attempt lock); nothing is written before it holds it.

@@ -151,7 +151,7 @@ TEST(BadInput, ALayoutThatCannotBeIsRefusedBeforeAnyWork) {
   // A grid that fits the world but not the model: whole heads per rank.
   expect_refused(run_crucible({"launch", "-n", "3", "--threads", "1", "--", "train", cfg, "--run-dir", dir / "c",
                                "--set", "dist.tp=3"}),
-                 "[layout] dist.tp: model.n_head = 2 does not divide by tp = 3 (each rank owns whole heads)");
+                 "[config] dist.tp: model.n_head = 2 does not divide by tp = 3 (each rank owns whole heads)");
   for (const char* d : {"a", "b", "c"}) EXPECT_FALSE(fs::exists(dir / d)) << d << " left behind";
 }
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -66,7 +67,7 @@ void expect_same_run(const std::string& single, const std::string& multi, double
   }
   EXPECT_EQ(evals, 2);
   const std::string ckpt = "/ckpt/step_" + std::string(7 - std::to_string(steps).size(), '0') + std::to_string(steps);
-  const double w = weight_difference(single + ckpt + "/model.safetensors", multi + ckpt + "/model.safetensors");
+  const double w = weight_difference(single + ckpt + "/model.safetensors", export_weights(multi, int64_t(steps)));
   EXPECT_LE(w, tol) << multi;
   std::printf("[pipeline test] %s: weights differ by %.3g (relative L2)\n", multi.c_str(), w);
 }
@@ -95,7 +96,9 @@ void expect_layouts_equal_one_rank(const TempDir& dir, const std::string& cfg, c
     for (const std::string& s : c.sets) args.insert(args.end(), {"--set", s});
     auto r = run_crucible(launch(c.ranks, args));
     ASSERT_EQ(r.code, 0) << c.name << "\n" << r.output;
-    if (metric == "pipeline_wait_ms") EXPECT_NE(r.output.find("[pipeline] bubble"), std::string::npos) << r.output;
+    if (metric == "pipeline_wait_ms") {
+      EXPECT_NE(r.output.find("[pipeline] bubble"), std::string::npos) << r.output;
+    }
     expect_same_run(one, run, 1e-5);
     auto resolved = runtime::load_config(run + "/config.toml");
     ASSERT_TRUE(resolved) << resolved.status().message();
@@ -221,6 +224,35 @@ TEST(TensorParallelTrain, OneRunReshardsThroughFiveLayouts) {
     ASSERT_EQ(r.code, 0) << "leg " << i << "\n" << r.output;
   }
   expect_same_run(dir / "one", run, 1e-5);
+}
+
+// A model whose weights, gradients, optimizer state and checkpoint copy do
+// not fit train.memory_limit_gb on one rank (~147 MB against 90 MB) is
+// refused before anything is written, with the layouts that would fit; at
+// tp = 2 (~76 MB a rank) it trains, each rank's allocator within the budget.
+TEST(ModelParallelMemory, TooLargeForOneRankIsRefusedAndTrainsAtTp2) {
+  TempDir dir("mp_memory");
+  const std::string cfg = make_config(dir);
+  const std::vector<std::string> big = {cfg, "--set", "model.n_layer=4", "--set", "model.n_embd=256", "--set", "model.n_head=4",
+                                        "--set", "model.vocab_size=4096", "--set", "data.vocab_size=512",
+                                        "--set", "train.steps=4", "--set", "train.memory_limit_gb=0.09"};
+  auto one = run_crucible(with(with({"train"}, big), {"--run-dir", dir / "one"}));
+  EXPECT_EQ(one.code, 2) << one.output;
+  EXPECT_NE(one.output.find("[memory] train.memory_limit_gb = 90 MB per rank, but this run needs ~1"), std::string::npos)
+      << one.output;
+  EXPECT_NE(one.output.find("layouts that fit, per rank: tp=2 pp=1 ("), std::string::npos) << one.output;
+  EXPECT_EQ(one.output.find("tp=1 pp=2 ("), std::string::npos) << "pp = 2 does not fit 90 MB here\n" << one.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "one"));
+  const std::string run = dir / "tp2";
+  auto tp2 = run_crucible(launch(2, with(big, {"--run-dir", run, "--set", "dist.tp=2"})));
+  ASSERT_EQ(tp2.code, 0) << tp2.output;
+  for (int r = 0; r < 2; ++r) {
+    uint64_t peak = 0;
+    for (const auto& row : metric_rows(run + "/metrics.rank" + std::to_string(r) + ".jsonl"))
+      peak = std::max(peak, row["mem_peak"].get<uint64_t>());
+    EXPECT_GT(peak, 0u);
+    EXPECT_LE(peak, 90'000'000u) << "rank " << r;
+  }
 }
 
 }  // namespace

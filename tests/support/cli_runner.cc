@@ -75,6 +75,16 @@ std::vector<int64_t> metric_steps(const std::string& run) {
   return out;
 }
 
+std::string export_weights(const std::string& run, int64_t step) {
+  const std::string out = run + "/export_" + std::to_string(step) + ".safetensors";
+  auto r = run_crucible({"export", run, "--step", std::to_string(step), "-o", out});
+  if (r.code != 0 || read_file(out).empty()) {
+    ADD_FAILURE() << "crucible export " << run << " --step " << step << " failed:\n" << r.output;
+    return "";
+  }
+  return out;
+}
+
 size_t count_lines(const std::string& path) {
   std::ifstream in(path);
   size_t n = 0;

@@ -35,6 +35,11 @@ std::vector<int64_t> metric_steps(const std::string& run);
 // Every row of a metrics file (RUN/metrics.jsonl, RUN/metrics.rank{R}.jsonl), parsed.
 std::vector<nlohmann::json> metric_rows(const std::string& path);
 
+// `crucible export RUN --step STEP`: the run's weights at that step as one
+// safetensors file, whatever layout wrote the checkpoint (a failed export
+// is a test failure and returns ""). Returns the file's path.
+std::string export_weights(const std::string& run, int64_t step);
+
 // Lines in a file (0 when it is missing).
 size_t count_lines(const std::string& path);
 // Polls (every 20 ms, at most timeout_s) until `done()`; false on timeout.

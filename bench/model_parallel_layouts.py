@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Layouts of one global batch on 2 ranks x 1 thread: data parallel (dp=2) against a
-two-stage pipeline (pp=2) with each schedule, for several micro-batch counts m.
+two-stage pipeline (pp=2) with each schedule and against tensor parallelism (tp=2),
+for several micro-batch counts m.
 
 Reports per layout, from each rank's metrics.rank{R}.jsonl (median over the steps after
 the first): step time, the pipeline's measured bubble (time blocked in receives over
-forward+backward time, worst rank) next to the schedule's theory, exposed data-parallel
-communication, and the peak allocator memory per rank (weights, gradients, optimizer
-state and activations: what pipeline parallelism divides).
+forward+backward time, worst rank) next to the schedule's theory, exposed communication
+(data-parallel reductions; tensor-parallel collectives, all exposed), and the peak
+allocator memory per rank (weights, gradients, optimizer state and activations: what
+model parallelism divides).
 
-  bench/pipeline_layouts.py --workload gpt2-124M --micro 4 8 --steps 4
+  bench/model_parallel_layouts.py --workload gpt2-124M --micro 4 8 16 --steps 4
 """
 import argparse
 import json
@@ -49,7 +51,8 @@ def run(binary, workdir, name, micro_batch, accum, steps, sets):
     step = max(med(rows, "step_ms") for rows in ranks)
     bubble = max(med(rows, "pipeline_wait_ms") / max(1e-9, med(rows, "forward_ms") + med(rows, "backward_ms"))
                  for rows in ranks)
-    return {"step_ms": step, "bubble": bubble, "comm_ms": max(med(rows, "comm_ms") for rows in ranks),
+    return {"step_ms": step, "bubble": bubble,
+            "comm_ms": max(med(rows, "comm_ms") + med(rows, "tp_comm_ms") for rows in ranks),
             "peak_mb": [max(row["mem_peak"] for row in rows) / 1e6 for rows in ranks]}
 
 
@@ -78,6 +81,9 @@ def main():
             print(f"{name:<28} {m:>3} {r['step_ms']:>9.0f} {dp['step_ms'] / r['step_ms']:>6.2f} "
                   f"{100 * r['bubble']:>6.1f}% {100 * THEORY[sched](2, v, m):>6.1f}% {r['comm_ms']:>8.0f} "
                   f"{r['peak_mb'][0]:>7.0f} / {r['peak_mb'][1]:<7.0f}", flush=True)
+        r = run(args.binary, workdir, f"tp2_m{m}", micro_batch, m, args.steps, model + ["dist.tp=2"])
+        print(f"{'tp=2':<28} {m:>3} {r['step_ms']:>9.0f} {dp['step_ms'] / r['step_ms']:>6.2f} {'':>7} {'':>7} "
+              f"{r['comm_ms']:>8.0f} {r['peak_mb'][0]:>7.0f} / {r['peak_mb'][1]:<7.0f}", flush=True)
 
 
 if __name__ == "__main__":

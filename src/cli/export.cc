@@ -1,0 +1,68 @@
+// `crucible export RUN [-o FILE] [--step N]`: one Hugging Face safetensors
+// file of a run's weights (GPT-2 names and layouts, loadable in PyTorch),
+// whatever layout wrote the checkpoint: a sharded checkpoint's slices are
+// assembled into whole tensors. The bytes depend only on the weights: the
+// same weights exported from any layout's checkpoint give the same file.
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "ckpt/checkpoint.h"
+#include "ckpt/model_io.h"
+#include "cli/commands.h"
+#include "nn/gpt.h"
+#include "runtime/config.h"
+
+namespace crucible::cli {
+
+namespace {
+
+struct ExportOptions {
+  std::string run_dir, output;
+  int64_t step = -1;
+};
+
+void run_export(const ExportOptions& o) {
+  auto fail = [](const Status& s) { throw ExitError(exit_code(s), s.message()); };
+  auto cfg = runtime::load_config(o.run_dir + "/config.toml");
+  if (!cfg) fail(cfg.status());
+  std::string dir;
+  if (o.step >= 0) {
+    dir = o.run_dir + "/ckpt/" + ckpt::step_dir_name(o.step);
+    if (!std::filesystem::is_directory(dir))
+      fail(Status::not_found("[export] --step " + std::to_string(o.step) + ": " + o.run_dir +
+                             " has no checkpoint of that step"));
+  } else {
+    auto found = ckpt::find_latest_valid(o.run_dir + "/ckpt");
+    if (!found) fail(found.status());
+    for (const auto& w : found->warnings) std::fprintf(stderr, "%s\n", w.c_str());
+    dir = found->dir;
+  }
+  nn::GPT model(cfg->model);
+  auto state = ckpt::load_checkpoint(dir, model.params(), nullptr);  // verifies every byte first
+  if (!state) fail(state.status());
+  const std::string out =
+      o.output.empty() ? o.run_dir + "/" + std::filesystem::path(dir).filename().string() + ".safetensors" : o.output;
+  Status s = ckpt::save_params(model.params(), out, false, {{"format", "pt"}});
+  if (!s) fail(s);
+  std::string layout;
+  for (const char* k : {"dp", "tp", "pp"})
+    if (state->world.contains(k)) layout += std::string(layout.empty() ? "" : " ") + k + "=" + state->world[k].dump();
+  std::fprintf(stderr, "[export] %s (step %lld%s) -> %s (%.1f MB)\n", dir.c_str(), (long long)state->step,
+               layout.empty() ? "" : (", written at " + layout).c_str(), out.c_str(),
+               double(std::filesystem::file_size(out)) / 1e6);
+}
+
+}  // namespace
+
+void add_export_command(CLI::App& app) {
+  auto o = std::make_shared<ExportOptions>();
+  auto* cmd = app.add_subcommand("export", "Write a run's weights as one Hugging Face safetensors file");
+  cmd->add_option("run", o->run_dir, "Run directory (runs/NAME)")->required();
+  cmd->add_option("-o,--output", o->output, "Output file (default: RUN/step_NNNNNNN.safetensors)");
+  cmd->add_option("--step", o->step, "The checkpoint of this step (default: the newest valid one)")
+      ->check(integer_in(0, INT64_MAX));
+  cmd->callback([o] { run_export(*o); });
+}
+
+}  // namespace crucible::cli

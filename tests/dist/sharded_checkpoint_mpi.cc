@@ -1,0 +1,178 @@
+// Sharded checkpoints across real MPI ranks (2 and 4): every rank holds one
+// part of the same model (tensor-parallel shards, pipeline stages, both) with
+// the whole model's weights and moments, the parts write one checkpoint in
+// parallel (rank 0 publishing), and then:
+//   - consolidated (the export's path: a whole model loaded from it, saved as
+//     safetensors), it is the same file, byte for byte, whatever layout
+//     wrote it, and the same as the whole model's own;
+//   - every rank loads its part of *another* layout from it: exactly its
+//     slices of the whole weights and moments;
+//   - the parts' files hold no rank's more than its part.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "ckpt/checkpoint.h"
+#include "ckpt/model_io.h"
+#include "dist/comm.h"
+#include "nn/gpt.h"
+#include "optim/adamw.h"
+#include "parallel/layout.h"
+#include "parallel/tensor_parallel.h"
+#include "runtime/train_step.h"
+#include "support/files.h"
+
+namespace crucible::parallel {
+namespace {
+
+namespace fs = std::filesystem;
+dist::Comm* comm() { return *dist::world(); }
+
+const nn::GPTConfig kModel{4, 4, 32, 103, 16};
+
+// A part of the model at rank `rank` of a layout, with its TP group's collectives.
+struct Holder {
+  std::unique_ptr<dist::Comm> tp_comm;
+  std::unique_ptr<CommTensorParallel> tp;
+  std::unique_ptr<nn::GPT> model;
+  std::unique_ptr<optim::AdamW> adam;
+};
+
+Holder hold(const Layout& L) {
+  Holder h;
+  auto tp = comm()->split(L.coords(comm()->rank()).dp * L.pp() + L.coords(comm()->rank()).pp, comm()->rank());
+  EXPECT_TRUE(tp) << tp.status().message();
+  h.tp_comm = std::move(*tp);
+  h.tp = std::make_unique<CommTensorParallel>(*h.tp_comm);
+  h.model = std::make_unique<nn::GPT>(kModel, runtime::stage_part(L, L.coords(comm()->rank()), kModel), h.tp.get());
+  h.adam = std::make_unique<optim::AdamW>(h.model->params(), optim::AdamWConfig{});
+  return h;
+}
+
+// The whole model with random weights and moments (the same on every rank).
+struct Whole {
+  nn::GPT model{kModel};
+  std::vector<float> m, v;
+  Whole() {
+    std::mt19937_64 rng(5);
+    std::normal_distribution<float> normal(0.0f, 0.1f);
+    const size_t n = model.params().numel();
+    m.resize(n), v.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      model.params().values()[i] = normal(rng);
+      m[i] = normal(rng);
+      v[i] = std::fabs(normal(rng));
+    }
+  }
+  // Loads the part's slices of the whole (weights and moments).
+  void fill(Holder& h) const {
+    std::vector<float> pm(h.model->params().numel()), pv(pm.size());
+    for (const nn::ParamSpec& s : h.model->params().specs()) {
+      const nn::ParamSpec* w = model.params().find(s.name);
+      nn::copy_from_whole(s, model.params().values() + w->offset, h.model->params().values() + s.offset);
+      nn::copy_from_whole(s, m.data() + w->offset, pm.data() + s.offset);
+      nn::copy_from_whole(s, v.data() + w->offset, pv.data() + s.offset);
+    }
+    h.adam->import_moments(pm.data(), pv.data());
+    h.adam->set_steps_taken(3);
+  }
+};
+
+// Writes step `step` of the layout's sharded checkpoint into ckpt_dir.
+void write_sharded(const Layout& L, const Whole& whole, const std::string& ckpt_dir, int64_t step) {
+  Holder h = hold(L);
+  whole.fill(h);
+  ckpt::CheckpointState state;
+  state.step = step;
+  state.world = {{"world_size", L.world()}, {"tp", L.tp()}, {"pp", L.pp()}};
+  ckpt::Snapshot snap = ckpt::take_snapshot(state, h.model->params(), *h.adam);
+  std::erase_if(snap.specs, [](const nn::ParamSpec& s) { return s.replica; });
+  snap.part = comm()->rank();
+  if (comm()->rank() == 0) {
+    for (int k = 0; k < L.world(); ++k)
+      snap.parts.push_back(nn::GPT::param_specs(kModel, runtime::stage_part(L, L.coords(k), kModel)));
+    ASSERT_TRUE(ckpt::begin_sharded_checkpoint(ckpt_dir, step));
+  }
+  ASSERT_TRUE(comm()->barrier());
+  Status s = ckpt::write_checkpoint(ckpt_dir, snap, 10);
+  EXPECT_TRUE(s) << s.message();
+  ASSERT_TRUE(comm()->barrier());
+}
+
+std::string shared_dir(std::unique_ptr<testutil::TempDir>& owner) {
+  std::string path;
+  if (comm()->rank() == 0) {
+    owner = std::make_unique<testutil::TempDir>("sharded_ckpt");
+    path = owner->path();
+  }
+  uint64_t n = path.size();
+  EXPECT_TRUE(comm()->broadcast(&n, sizeof n, 0));
+  path.resize(n);
+  EXPECT_TRUE(comm()->broadcast(path.data(), n, 0));
+  return path;
+}
+
+std::vector<Layout> layouts() {
+  const int W = comm()->size();
+  std::vector<LayoutSpec> specs = {{W, 1, 1, "1f1b"}, {1, W, 1, "1f1b"}};
+  if (W == 4) specs.push_back({2, 2, 1, "1f1b"});
+  std::vector<Layout> out;
+  for (const LayoutSpec& s : specs) {
+    auto l = Layout::make(s, W, kModel, 4);
+    EXPECT_TRUE(l) << l.status().message();
+    out.push_back(*l);
+  }
+  return out;
+}
+
+TEST(ShardedCheckpoint, EveryLayoutConsolidatesToTheSameFileAndReshards) {
+  std::unique_ptr<testutil::TempDir> owner;
+  const std::string dir = shared_dir(owner);
+  const Whole whole;
+  const std::vector<Layout> all = layouts();
+  std::string reference;
+  if (comm()->rank() == 0) {
+    ASSERT_TRUE(ckpt::save_params(whole.model.params(), dir + "/whole.safetensors", false, {{"format", "pt"}}));
+    reference = testutil::read_file(dir + "/whole.safetensors");
+  }
+  for (size_t i = 0; i < all.size(); ++i) {
+    const std::string ckpt_dir = dir + "/ckpt" + std::to_string(i);
+    write_sharded(all[i], whole, ckpt_dir, 7);
+    const std::string step_dir = ckpt_dir + "/step_0000007";
+    if (comm()->rank() == 0) {
+      // Consolidated, as crucible export does.
+      nn::GPT model(kModel);
+      auto st = ckpt::load_checkpoint(step_dir, model.params(), nullptr);
+      ASSERT_TRUE(st) << st.status().message();
+      ASSERT_TRUE(ckpt::save_params(model.params(), dir + "/export.safetensors", false, {{"format", "pt"}}));
+      EXPECT_TRUE(testutil::read_file(dir + "/export.safetensors") == reference)
+          << all[i].describe() << ": the export differs from the whole model's file";
+      // No part's file holds more than its part.
+      EXPECT_FALSE(fs::exists(step_dir + "/model.safetensors"));
+      for (int k = 0; k < all[i].world(); ++k)
+        EXPECT_LT(fs::file_size(step_dir + "/" + ckpt::part_file_name("model", k)), reference.size());
+    }
+    // Resharded: every rank's part of the next layout, weights and moments exact.
+    const Layout& next = all[(i + 1) % all.size()];
+    Holder h = hold(next);
+    auto st = ckpt::load_checkpoint(step_dir, h.model->params(), h.adam.get(), /*part=*/true);
+    ASSERT_TRUE(st) << st.status().message();
+    EXPECT_EQ(h.adam->steps_taken(), 3);
+    Holder want = hold(next);
+    whole.fill(want);
+    const size_t n = h.model->params().numel();
+    std::vector<float> m1(n), v1(n), m2(n), v2(n);
+    h.adam->export_moments(m1.data(), v1.data());
+    want.adam->export_moments(m2.data(), v2.data());
+    EXPECT_EQ(std::memcmp(h.model->params().values(), want.model->params().values(), n * sizeof(float)), 0)
+        << all[i].describe() << " -> " << next.describe() << ": weights";
+    EXPECT_TRUE(m1 == m2 && v1 == v2) << all[i].describe() << " -> " << next.describe() << ": moments";
+    ASSERT_TRUE(comm()->barrier());
+  }
+}
+
+}  // namespace
+}  // namespace crucible::parallel
