@@ -60,11 +60,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workload", default="gpt2-124M", choices=WORKLOADS)
     ap.add_argument("--micro", type=int, nargs="+", default=[4, 8, 16], help="micro-batches per step")
+    ap.add_argument("--seq-len", type=int, default=None, help="override the workload's seq_len")
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--binary", default=os.path.join(ROOT, "build", "crucible"))
     ap.add_argument("--workdir", default=None, help="keeps the runs (default: a temporary directory)")
     args = ap.parse_args()
     model, micro_batch = WORKLOADS[args.workload]
+    if args.seq_len:
+        model = [s for s in model if not s.startswith("model.seq_len=")] + [f"model.seq_len={args.seq_len}"]
     workdir = args.workdir or tempfile.mkdtemp(prefix="crucible_pp_bench_")
     os.makedirs(workdir, exist_ok=True)
     print(f"{args.workload}, 2 ranks x 1 thread, {micro_batch} sequence(s) per micro-batch; runs in {workdir}")
@@ -81,9 +84,11 @@ def main():
             print(f"{name:<28} {m:>3} {r['step_ms']:>9.0f} {dp['step_ms'] / r['step_ms']:>6.2f} "
                   f"{100 * r['bubble']:>6.1f}% {100 * THEORY[sched](2, v, m):>6.1f}% {r['comm_ms']:>8.0f} "
                   f"{r['peak_mb'][0]:>7.0f} / {r['peak_mb'][1]:<7.0f}", flush=True)
-        r = run(args.binary, workdir, f"tp2_m{m}", micro_batch, m, args.steps, model + ["dist.tp=2"])
-        print(f"{'tp=2':<28} {m:>3} {r['step_ms']:>9.0f} {dp['step_ms'] / r['step_ms']:>6.2f} {'':>7} {'':>7} "
-              f"{r['comm_ms']:>8.0f} {r['peak_mb'][0]:>7.0f} / {r['peak_mb'][1]:<7.0f}", flush=True)
+        for name, sp in (("tp=2", "false"), ("tp=2 sequence parallel", "true")):
+            r = run(args.binary, workdir, f"tp2_sp{sp}_m{m}", micro_batch, m, args.steps,
+                    model + ["dist.tp=2", f"dist.sequence_parallel={sp}"])
+            print(f"{name:<28} {m:>3} {r['step_ms']:>9.0f} {dp['step_ms'] / r['step_ms']:>6.2f} {'':>7} {'':>7} "
+                  f"{r['comm_ms']:>8.0f} {r['peak_mb'][0]:>7.0f} / {r['peak_mb'][1]:<7.0f}", flush=True)
 
 
 if __name__ == "__main__":

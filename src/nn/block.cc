@@ -2,18 +2,21 @@
 
 namespace crucible::nn {
 
+// Sequence parallel (shards = tp): the residual stream and the LayerNorms
+// hold B*T/shards rows; attention and the MLP gather what they need.
 void Block::forward(Arena& arena, const float* r_a, const float* r_b, float** out_a,
                     float** out_b, int B, int T) {
-  size_t NC = size_t(B) * T * C;
+  const int rows = B * T / shards;
+  const size_t NC = size_t(rows) * C;
   float* r = r_b ? arena.allocate_array<float>(NC) : nullptr;  // r_a + r_b, saved by ln_1
   float* h = arena.allocate_array<float>(NC);                  // ln_1 out (saved by c_attn)
   float* attn_out = arena.allocate_array<float>(NC);
   float* mlp_out = arena.allocate_array<float>(NC);
   float* h2 = arena.allocate_array<float>(NC);  // ln_2 out (saved by c_fc)
   r_mid = arena.allocate_array<float>(NC);
-  ln_1.forward(arena, h, r, r_a, r_b, B * T);
+  ln_1.forward(arena, h, r, r_a, r_b, rows);
   attn.forward(arena, attn_out, h, B, T);
-  ln_2.forward(arena, h2, r_mid, ln_1.x, attn_out, B * T);
+  ln_2.forward(arena, h2, r_mid, ln_1.x, attn_out, rows);
   mlp.forward(arena, mlp_out, h2, B * T);
   *out_a = r_mid;
   *out_b = mlp_out;
@@ -26,12 +29,13 @@ void Block::backward(Arena& arena, float* dr, int B, int T, BackwardPass pass) {
     attn.backward(arena, nullptr, nullptr, B, T, pass);
     return;
   }
+  const int rows = B * T / shards;
   Arena::Mark m = arena.mark();
-  float* dh = arena.allocate_array<float>(size_t(B) * T * C);
+  float* dh = arena.allocate_array<float>(size_t(rows) * C);
   mlp.backward(arena, dh, dr, B * T, pass);
-  ln_2.backward(dr, dh, B * T);  // dr += : now d r_mid
+  ln_2.backward(dr, dh, rows);  // dr += : now d r_mid
   attn.backward(arena, dh, dr, B, T, pass);
-  ln_1.backward(dr, dh, B * T);  // dr += : now d r
+  ln_1.backward(dr, dh, rows);  // dr += : now d r
   if (pass == BackwardPass::kAll) arena.rewind(m);  // kInput: the layers kept theirs after dh
 }
 

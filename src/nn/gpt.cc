@@ -155,39 +155,47 @@ size_t GPT::flat_params(const GPTConfig& cfg, const GPTPart& part) {
 size_t GPT::activation_bytes(const GPTConfig& cfg, const GPTPart& part, int chunk, int B, int T,
                              bool split_backward) {
   const size_t N = size_t(B) * T, C = size_t(cfg.n_embd), NC = N * C;
-  // A tensor-parallel rank's share of the heads' and the MLP's widths and of the vocabulary.
+  // A tensor-parallel rank's share of the heads' and the MLP's widths and of
+  // the vocabulary; sequence parallel, of the residual stream's rows too.
   const size_t tp = size_t(part.tp), NCh = NC / tp, NH = size_t(cfg.n_head) / tp, NF = 4 * NC / tp;
   const size_t Vl = size_t(shard_range(cfg.vocab_size, part.tp, part.tp_rank).size());
+  const bool sp = tp > 1 && part.sequence_parallel;
+  const size_t Nl = sp ? N / tp : N, NlC = Nl * C;
   const auto a = arena_floats;
   const bool first = part.starts_model(chunk), last = part.ends_model(chunk);
   const BlockRange r = part.chunks.at(size_t(chunk));
-  auto layernorm = [&] { return 2 * a(N); };  // mean, rstd
-  size_t fwd = first ? a(N) + a(NC) : a(NC);   // tokens and x, or the received input
-  if (!last) fwd += a(NC);                     // where the output's gradient is received
+  auto layernorm = [&] { return 2 * a(Nl); };  // mean, rstd
+  size_t fwd = first ? a(N) + a(NlC) : a(NlC);  // tokens and x, or the received input
+  if (!last) fwd += a(NlC);                     // where the output's gradient is received
   for (int l = r.first; l < r.last; ++l) {
-    fwd += (l > r.first ? a(NC) : 0) + 5 * a(NC);                    // r, h, attn_out, mlp_out, h2, r_mid
+    fwd += (l > r.first ? a(NlC) : 0) + 5 * a(NlC);                    // r, h, attn_out, mlp_out, h2, r_mid
     fwd += layernorm() + a(3 * NCh) + a(NCh) + a(size_t(B) * NH * T);  // ln_1; qkv, y, lse
-    fwd += layernorm() + 2 * a(NF);                                  // ln_2; pre, act
+    fwd += layernorm() + 2 * a(NF);                                    // ln_2; pre, act
   }
-  if (last) {  // targets, r_final, lnf_out; ln_f; logits, losses
-    fwd += a(N) + 2 * a(NC) + layernorm() + a(N * Vl) + a(N);
+  if (last) {  // targets, r_final, lnf_out (and its gathered rows); ln_f; logits, losses
+    fwd += a(N) + 2 * a(NlC) + (sp ? a(NC) : 0) + layernorm() + a(N * Vl) + a(N);
     if (tp > 1) fwd += a(3 * N) + a(3 * N * tp);  // the loss's exchange (nn/cross_entropy.cc)
   } else {
-    fwd += a(NC);  // the output residual
+    fwd += a(NlC);  // the output residual
   }
   // backward: the head's dr and dh for the whole pass, then one block's
   // scratch at a time (its dh and the larger of the MLP's dact and
-  // attention's dy + dqkv); a kInput pass keeps every block's (nn/layers.h).
-  size_t bwd = last ? 2 * a(NC) : 0;  // dr and dh (elsewhere dr is the received gradient)
+  // attention's dy + dqkv; sequence parallel: with the gathered output
+  // gradient, the input gathered again and the partial input gradient); a
+  // kInput pass keeps every block's (nn/layers.h), sequence parallel with
+  // one gathered tensor at a time on top.
+  size_t bwd = last ? 2 * a(NlC) : 0;  // dr and dh (elsewhere dr is the received gradient)
   if (split_backward)
-    bwd += size_t(r.last - r.first) * (a(NC) + a(NC) + a(NF) + a(NC) + a(NCh) + a(3 * NCh));
+    bwd += size_t(r.last - r.first) * (a(NlC) + a(NC) + a(NF) + a(NC) + a(NCh) + a(3 * NCh)) + (sp ? a(NC) : 0);
+  else if (sp)
+    bwd += a(NlC) + std::max(3 * a(NC) + a(NF), 3 * a(NC) + a(NCh) + a(3 * NCh));
   else
     bwd += a(NC) + std::max(a(NF), a(NCh) + a(3 * NCh));
   return fwd + bwd;
 }
 
 GPT::GPT(const GPTConfig& cfg, const GPTPart& part, TensorParallel* tp)
-    : cfg_(cfg), part_(part), tp_(part.tp > 1 ? tp : nullptr) {
+    : cfg_(cfg), part_(part), tp_(part.tp > 1 ? tp : nullptr), sequence_(part.tp > 1 && part.sequence_parallel) {
   CRUCIBLE_CHECK(part.tp == 1 || (tp && tp->size() == part.tp && tp->rank() == part.tp_rank),
                  "[nn] a tensor-parallel part needs its group's collectives");
   const int C = cfg.n_embd;
@@ -201,6 +209,7 @@ GPT::GPT(const GPTConfig& cfg, const GPTPart& part, TensorParallel* tp)
   embed_.C = C;
   embed_.vocab = shard_range(cfg.vocab_size, part.tp, part.tp_rank);
   embed_.tp = tp_;
+  embed_.sequence = sequence_;
   // Each Linear's sizes are its (shard's) weight's: (in, out).
   auto linear = [&](size_t w, size_t b) {
     Linear lin;
@@ -229,10 +238,13 @@ GPT::GPT(const GPTConfig& cfg, const GPTPart& part, TensorParallel* tp)
       bl.attn.C = C;
       bl.attn.NH = cfg.n_head / part.tp;
       bl.attn.tp = tp_;
+      bl.attn.sequence = sequence_;
       bl.mlp.c_fc = linear(i.fcw, i.fcb);
       bl.mlp.c_proj = linear(i.mpw, i.mpb);
       bl.mlp.C = C;
       bl.mlp.tp = tp_;
+      bl.mlp.sequence = sequence_;
+      bl.shards = sequence_ ? part.tp : 1;
     }
   }
   if (part.head) ln_f_ = layernorm(idx.lnfw, idx.lnfb);
@@ -249,11 +261,8 @@ void GPT::bind(Activations& a, Arena& arena, int chunk, int B, int T) const {
   a.embed_ = embed_;
   a.blocks_ = chunks_[size_t(chunk)];  // this micro-batch's copies (they carry its saved state)
   a.ln_f_ = ln_f_;
-  a.input_ = part_.starts_model(chunk) ? nullptr
-                                       : arena.allocate_array<float>(size_t(B) * T * cfg_.n_embd);
-  a.output_grad_ = part_.ends_model(chunk)
-                       ? nullptr
-                       : arena.allocate_array<float>(size_t(B) * T * cfg_.n_embd);
+  a.input_ = part_.starts_model(chunk) ? nullptr : arena.allocate_array<float>(boundary_floats(B, T));
+  a.output_grad_ = part_.ends_model(chunk) ? nullptr : arena.allocate_array<float>(boundary_floats(B, T));
   a.output_ = a.lnf_out_ = a.logits_ = a.losses_ = a.dr_ = nullptr;
   a.input_grad_ = nullptr;
   a.tokens_ = nullptr;
@@ -266,7 +275,8 @@ float GPT::forward(Activations& a, const int32_t* tokens, const int32_t* targets
   CRUCIBLE_CHECK(a.state_ == Activations::State::kBound, "[nn] forward of an unbound Activations");
   Arena& arena = *a.arena_;
   const int C = cfg_.n_embd, V = int(embed_.vocab.size()), B = a.B_, T = a.T_, N = B * T;
-  const size_t NC = size_t(N) * C;
+  const size_t NC = boundary_floats(B, T);  // the residual stream's (this rank's rows, sequence parallel)
+  const int rows = int(NC / size_t(C));
   const float* ra = a.input_;
   const float* rb = nullptr;
   if (part_.starts_model(a.chunk_)) {
@@ -275,7 +285,7 @@ float GPT::forward(Activations& a, const int32_t* tokens, const int32_t* targets
     std::copy(tokens, tokens + N, toks);
     a.tokens_ = toks;
     float* x = arena.allocate_array<float>(NC);
-    a.embed_.forward(x, toks, B, T);
+    a.embed_.forward(arena, x, toks, B, T);
     ra = x;
   }
   float* oa = nullptr;
@@ -298,7 +308,8 @@ float GPT::forward(Activations& a, const int32_t* tokens, const int32_t* targets
   }
   float* r_final = arena.allocate_array<float>(NC);
   a.lnf_out_ = arena.allocate_array<float>(NC);
-  a.ln_f_.forward(arena, a.lnf_out_, r_final, ra, rb, N);
+  a.ln_f_.forward(arena, a.lnf_out_, r_final, ra, rb, rows);
+  if (sequence_) a.lnf_out_ = gather_rows(arena, *tp_, a.lnf_out_, NC);  // the head reads every row
   // Tied LM head: logits (N,V) = lnf_out (N,C) @ wte^T (V: this rank's vocabulary rows)
   a.logits_ = arena.allocate_array<float>(size_t(N) * V);
   kernels::gemm(false, true, N, V, C, a.lnf_out_, C, a.embed_.wte.value, C, a.logits_, V, false);
@@ -315,17 +326,25 @@ float GPT::forward(Activations& a, const int32_t* tokens, const int32_t* targets
   return float(sum / N);
 }
 
-void GPT::backward(Activations& a, const float* dout, BackwardPass pass,
-                   const GradsReady& grads_ready) const {
+void GPT::backward(Activations& a, const float* dout, BackwardPass pass, const GradsReady& grads_ready,
+                   bool finalises) const {
   using S = Activations::State;
   const bool weight_pass = pass == BackwardPass::kWeight;
   CRUCIBLE_CHECK(a.state_ == (weight_pass ? S::kInputDone : S::kForward) && a.have_grad_,
                  "[nn] backward pass out of order, or without a training forward (grad_scale != 0)");
   Arena& arena = *a.arena_;
   const int C = cfg_.n_embd, V = int(embed_.vocab.size()), B = a.B_, T = a.T_, N = B * T;
-  const size_t NC = size_t(N) * C;
+  const size_t NC = boundary_floats(B, T);  // the residual stream's (this rank's rows, sequence parallel)
+  const int rows = int(NC / size_t(C));
   const bool first = part_.starts_model(a.chunk_), last = part_.ends_model(a.chunk_);
   const bool weights = pass != BackwardPass::kInput;  // this pass forms weight gradients
+  // Sequence parallel: each rank's LayerNorm gradients are its rows' share,
+  // summed over the group once they are complete (the finalising backward).
+  auto sum_layernorm = [&](const LayerNorm& ln) {
+    if (!sequence_ || !finalises || !weights) return;
+    tp_->allreduce(ln.w.grad, size_t(C));
+    tp_->allreduce(ln.b.grad, size_t(C));
+  };
   // Parameters are laid out in forward order, so backward finalises the flat
   // gradient buffer from its end towards offset 0 (wte last).
   auto ready_from = [&](const float* grad) {
@@ -336,12 +355,19 @@ void GPT::backward(Activations& a, const float* dout, BackwardPass pass,
       a.dr_ = arena.allocate_array<float>(NC);
       // LM head: dlnf (N,C) = dlogits (N,V) @ wte (V,C); ln_f's backward starts dr
       float* dh = arena.allocate_array<float>(NC);
-      kernels::gemm(false, false, N, C, V, a.logits_, V, a.embed_.wte.value, C, dh, C, false);
-      if (tp_) tp_->allreduce(dh, NC);  // each rank's dh is its vocabulary rows' share
+      Arena::Mark m = arena.mark();
+      float* dh_all = sequence_ ? arena.allocate_array<float>(size_t(N) * C) : dh;
+      kernels::gemm(false, false, N, C, V, a.logits_, V, a.embed_.wte.value, C, dh_all, C, false);
+      // Each rank's dh is its vocabulary rows' share (sequence parallel: summed onto its rows).
+      if (sequence_)
+        tp_->reduce_scatter(dh, dh_all, NC);
+      else if (tp_)
+        tp_->allreduce(dh, NC);
+      arena.rewind(m);
       if (weights)  // dwte (V,C) += dlogits^T @ lnf_out
         kernels::gemm(true, false, V, C, N, a.logits_, V, a.lnf_out_, C, a.embed_.wte.grad, C, true);
       std::fill(a.dr_, a.dr_ + NC, 0.0f);
-      a.ln_f_.backward(a.dr_, dh, N);
+      a.ln_f_.backward(a.dr_, dh, rows);
     } else {
       a.dr_ = a.output_grad_;  // the running gradient starts as the received one, in place
       if (dout && dout != a.dr_) std::copy(dout, dout + NC, a.dr_);
@@ -349,12 +375,18 @@ void GPT::backward(Activations& a, const float* dout, BackwardPass pass,
   } else if (last) {
     kernels::gemm(true, false, V, C, N, a.logits_, V, a.lnf_out_, C, a.embed_.wte.grad, C, true);
   }
-  if (last) ready_from(a.ln_f_.w.grad);
-  for (int l = int(a.blocks_.size()) - 1; l >= 0; --l) {
-    a.blocks_[size_t(l)].backward(arena, a.dr_, B, T, pass);
-    ready_from(a.blocks_[size_t(l)].ln_1.w.grad);
+  if (last) {
+    sum_layernorm(a.ln_f_);
+    ready_from(a.ln_f_.w.grad);
   }
-  if (first && weights) a.embed_.backward(a.dr_, B, T);
+  for (int l = int(a.blocks_.size()) - 1; l >= 0; --l) {
+    Block& bl = a.blocks_[size_t(l)];
+    bl.backward(arena, a.dr_, B, T, pass);
+    sum_layernorm(bl.ln_2);
+    sum_layernorm(bl.ln_1);
+    ready_from(bl.ln_1.w.grad);
+  }
+  if (first && weights) a.embed_.backward(arena, a.dr_, B, T);
   a.input_grad_ = first ? nullptr : a.dr_;
   if (a.chunk_ == 0) ready_from(params_.grads());
   a.state_ = pass == BackwardPass::kInput ? S::kInputDone : S::kDone;

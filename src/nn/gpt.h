@@ -55,10 +55,14 @@ struct BlockRange {
 // tp > 1: the part is rank tp_rank's shard of those layers
 // (nn/tensor_parallel.h says what it holds); shapes are the shard's, and
 // each ParamSpec says which part of the whole tensor it is.
+//
+// sequence_parallel (tp > 1): the residual stream, LayerNorms and the
+// boundaries between stages hold this rank's B*T/tp rows (nn/tensor_parallel.h).
 struct GPTPart {
   std::vector<BlockRange> chunks;
   bool embedding = true, head = true;
   int tp = 1, tp_rank = 0;
+  bool sequence_parallel = false;
 
   static GPTPart whole(const GPTConfig& cfg) { return {{{0, cfg.n_layer}}, true, true}; }
   int num_chunks() const { return int(chunks.size()); }
@@ -137,6 +141,11 @@ class GPT {
   const GPTPart& part() const { return part_; }
   // The rows of the vocabulary (of wte, of the logits) this part holds.
   IndexRange vocab() const { return embed_.vocab; }
+  // Floats of what crosses a stage boundary for B x T tokens: the residual
+  // stream, (B,T,C), or this rank's rows of it under sequence parallelism.
+  size_t boundary_floats(int B, int T) const {
+    return size_t(B) * T * cfg_.n_embd / size_t(sequence_ ? part_.tp : 1);
+  }
   ParamRegistry& params() { return params_; }
   const ParamRegistry& params() const { return params_; }
   void init_weights(uint64_t seed) { params_.init(seed); }
@@ -165,8 +174,10 @@ class GPT {
   // (B,T,C): the gradient of a.output() (null on the chunk that ends the
   // model; null elsewhere: a.output_grad() holds it). kAll or kInput leaves a.input_grad() for the previous stage; the
   // hook fires on kAll and kWeight only (after kInput nothing is final).
+  // finalises: this is the chunk's last backward of the step (its gradients
+  // are complete after it; sequence parallelism sums the LayerNorms' then).
   void backward(Activations& a, const float* dout, BackwardPass pass = BackwardPass::kAll,
-                const GradsReady& grads_ready = nullptr) const;
+                const GradsReady& grads_ready = nullptr, bool finalises = false) const;
 
   // ---- the whole model in one call (a part with one chunk, embedding and head) ----
   // tokens, targets (B,T) int32 (targets may be null: logits only), as above.
@@ -184,6 +195,7 @@ class GPT {
   GPTPart part_;
   ParamRegistry params_;
   TensorParallel* tp_ = nullptr;
+  bool sequence_ = false;  // sequence parallel (tp > 1)
   Embedding embed_;
   std::vector<std::vector<Block>> chunks_;  // per chunk, its blocks
   LayerNorm ln_f_;

@@ -33,17 +33,25 @@ enum class BackwardPass { kAll, kInput, kWeight };
 // that its caller goes on changing.
 const float* arena_copy(Arena& arena, const float* x, size_t n);
 
+// Sequence parallelism's gather: the (rows*size, C) tensor of every rank's
+// (rows, C), in the arena.
+float* gather_rows(Arena& arena, TensorParallel& tp, const float* rows, size_t n);
+
 // out (B,T,C) = wte[tokens] + wpe[t]. Vocab-parallel (tp set): wte holds
 // rows [vocab.lo, vocab.hi) only; each rank looks up the tokens it holds
 // (zero rows elsewhere), the group sums the lookups, then wpe is added.
+// Sequence-parallel (sequence set): out holds this rank's rows only
+// (nn/tensor_parallel.h); the lookups are reduce-scattered instead.
 struct Embedding {
   Param wte, wpe;  // (V,C) or (vocab.size(),C), (maxT,C)
   int V = 0, C = 0;
   IndexRange vocab;  // the rows of wte held
   TensorParallel* tp = nullptr;
+  bool sequence = false;
   const int32_t* tokens = nullptr;
-  void forward(float* out, const int32_t* tokens, int B, int T);
-  void backward(const float* dout, int B, int T);
+  // scratch from the arena (sequence parallel: the (B,T,C) lookups).
+  void forward(Arena& arena, float* out, const int32_t* tokens, int B, int T);
+  void backward(Arena& arena, const float* dout, int B, int T);
 };
 
 // out (N,C) = LayerNorm(a + b) ; when b is given, the residual sum is
@@ -77,10 +85,14 @@ struct Linear {
 // qkv = c_attn(x); y = attention(qkv); out = c_proj(y). Tensor-parallel
 // (tp set): this rank's NH heads of hs channels, Ch = NH hs = c_proj.in;
 // c_attn column-parallel, c_proj row-parallel (nn/tensor_parallel.h).
+// Sequence-parallel (sequence set): x and out are this rank's B*T/tp rows;
+// x is gathered to (B,T,C) before c_attn and again in backward.
 struct CausalSelfAttention {
   Linear c_attn, c_proj;
   int C = 0, NH = 0;  // the model's width; the heads held
   TensorParallel* tp = nullptr;
+  bool sequence = false;
+  const float* x_rows = nullptr;  // sequence parallel: the input rows, gathered again in backward
   float* qkv = nullptr;  // (B,T,3Ch)
   float* y = nullptr;    // (B,T,Ch)
   float* lse = nullptr;  // (B,NH,T)
@@ -96,6 +108,8 @@ struct MLP {
   Linear c_fc, c_proj;
   int C = 0;
   TensorParallel* tp = nullptr;
+  bool sequence = false;          // as CausalSelfAttention's
+  const float* x_rows = nullptr;
   float* pre = nullptr;  // (N,H) pre-activation
   float* act = nullptr;  // (N,H)
   void forward(Arena& arena, float* out, const float* x, int N);
@@ -107,11 +121,14 @@ struct MLP {
 //   r_mid = r + attn(ln_1(r)) is formed by ln_2's forward, and
 //   r_next = r_mid + mlp(ln_2(r_mid)) is left to the caller (the next block's
 //   ln_1 or the final ln_f), which receives (r_mid, mlp_out) as (a, b).
+//
+// Sequence parallel: the residual stream and LayerNorms hold B*T/shards rows.
 struct Block {
   LayerNorm ln_1, ln_2;
   CausalSelfAttention attn;
   MLP mlp;
   int C = 0;
+  int shards = 1;  // sequence parallel: tp (the rows of B*T each rank holds: 1/shards)
   float* r_mid = nullptr;  // (N,C)
   // r_a + r_b is this block's input residual (r_b may be null).
   // On return: *out_a = r_mid, *out_b = mlp output, to be summed by the caller.

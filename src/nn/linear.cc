@@ -28,6 +28,12 @@ const float* arena_copy(Arena& arena, const float* x, size_t n) {
   return copy;
 }
 
+float* gather_rows(Arena& arena, TensorParallel& tp, const float* rows, size_t n) {
+  float* all = arena.allocate_array<float>(n * size_t(tp.size()));
+  tp.allgather(all, rows, n);
+  return all;
+}
+
 // x (N,in) -> y (N,out) = x W (+ b)
 void Linear::forward(float* y, const float* xin, int N, bool with_bias) {
   x = xin;

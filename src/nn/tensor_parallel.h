@@ -18,6 +18,16 @@
 // One allreduce each in forward (after a row-parallel layer) and backward
 // (after a column-parallel layer's input gradient).
 //
+// Sequence parallelism (Korthikanti et al. 2022; GPTPart::sequence_parallel):
+// the LayerNorm regions (the residual stream, LayerNorms, the embedding's
+// and the head's ends) hold only this rank's N/tp rows of the B*T tokens,
+// rows [rank N/tp, +N/tp). Before a column-parallel layer the rows are
+// all-gathered (and gathered again in backward rather than kept: the memory
+// is the point); after a row-parallel layer the partial sums are
+// reduce-scattered to the rows; backward swaps the two. The LayerNorms'
+// gradients are then partial per rank and summed over the group once per
+// step (in the backward that finalises them).
+//
 // Failures: a collective that fails is recorded (error()) and later calls
 // return at once; the caller checks error() after the step and stops the run
 // (the numbers computed meanwhile are garbage and are thrown away).
@@ -39,6 +49,9 @@ class TensorParallel {
   virtual void allreduce(float* x, size_t n) = 0;
   // out (size() * n) := every rank's in (n), in rank order.
   virtual void allgather(float* out, const float* in, size_t n) = 0;
+  // out (n) := the sum over the group of every rank's in[rank() * n, +n)
+  // (in: size() * n); sequence parallelism's row-parallel output.
+  virtual void reduce_scatter(float* out, const float* in, size_t n) = 0;
   virtual const Status& error() const = 0;
 };
 

@@ -47,6 +47,7 @@ Result<Layout> Layout::make(const LayoutSpec& s, int world, const nn::GPTConfig&
   l.v_ = s.virtual_stages;
   l.dp_ = world / (s.tp * s.pp);
   l.schedule_ = s.schedule;
+  l.sp_ = s.sequence_parallel && s.tp > 1;
   return l;
 }
 
@@ -76,8 +77,8 @@ std::vector<int> Layout::dp_group(int rank) const {
 }
 
 std::string Layout::describe() const {
-  return "dp=" + std::to_string(dp_) + " tp=" + std::to_string(tp_) + " pp=" + std::to_string(pp_) + " (v=" +
-         std::to_string(v_) + ", " + schedule_ + ")";
+  return "dp=" + std::to_string(dp_) + " tp=" + std::to_string(tp_) + (sp_ ? " (sequence parallel)" : "") +
+         " pp=" + std::to_string(pp_) + " (v=" + std::to_string(v_) + ", " + schedule_ + ")";
 }
 
 Result<Groups> make_groups(dist::Comm& world, const Layout& l) {

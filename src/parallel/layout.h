@@ -26,9 +26,10 @@ namespace crucible::parallel {
 
 inline constexpr const char* kSchedules[] = {"1f1b", "interleaved", "zb-h1"};
 
-struct LayoutSpec {  // what the config asks for ([dist] tp, pp, pp_virtual, pp_schedule)
+struct LayoutSpec {  // what the config asks for ([dist] tp, pp, pp_virtual, pp_schedule, sequence_parallel)
   int tp = 1, pp = 1, virtual_stages = 1;
   std::string schedule = "1f1b";
+  bool sequence_parallel = false;
 };
 
 struct Coords {
@@ -47,6 +48,8 @@ class Layout {
   int pp() const { return pp_; }
   int virtual_stages() const { return v_; }
   const std::string& schedule() const { return schedule_; }
+  // Sequence parallelism with the tensor parallelism (false at tp = 1).
+  bool sequence_parallel() const { return sp_; }
   // Blocks per model chunk (pp * v chunks in all).
   int layers_per_chunk(const nn::GPTConfig& m) const { return m.n_layer / (pp_ * v_); }
 
@@ -62,6 +65,7 @@ class Layout {
  private:
   int dp_ = 1, tp_ = 1, pp_ = 1, v_ = 1;
   std::string schedule_ = "1f1b";
+  bool sp_ = false;
 };
 
 // This rank's three groups as sub-communicators of `world` (collective over

@@ -129,7 +129,7 @@ Result<StageTimes> PipelineStage::run(float grad_scale, const StepHooks& hooks) 
   StageTimes times;
   const nn::GPTPart& part = model_.part();
   const int v = schedule_.v, pp = schedule_.pp, m = schedule_.m;
-  const size_t BT = size_t(B_) * size_t(T_), NC = BT * size_t(model_.config().n_embd);
+  const size_t BT = size_t(B_) * size_t(T_), NC = model_.boundary_floats(B_, T_);
   const bool has_data = part.embedding || part.head;
   if (has_data) {
     tokens_.resize(BT * size_t(m));
@@ -188,7 +188,7 @@ Result<StageTimes> PipelineStage::run(float grad_scale, const StepHooks& hooks) 
         const nn::BackwardPass pass = a.op == Op::kBackward        ? nn::BackwardPass::kAll
                                       : a.op == Op::kBackwardInput ? nn::BackwardPass::kInput
                                                                    : nn::BackwardPass::kWeight;
-        model_.backward(s.act, nullptr, pass, finalises_[i] ? hook_for(a.chunk) : nullptr);
+        model_.backward(s.act, nullptr, pass, finalises_[i] ? hook_for(a.chunk) : nullptr, finalises_[i]);
         if (finalises_[i]) final_done[size_t(a.chunk)] = true;
         times.backward += (now_ns() - t0) * 1e-9;
         if (a.op != Op::kBackwardInput) {
@@ -222,7 +222,7 @@ Result<StageTimes> PipelineStage::run(float grad_scale, const StepHooks& hooks) 
 Result<double> PipelineStage::evaluate(int n, const std::function<void(int, int32_t*, int32_t*)>& load) {
   const nn::GPTPart& part = model_.part();
   const int pp = schedule_.pp, v = schedule_.v;
-  const size_t BT = size_t(B_) * size_t(T_), NC = BT * size_t(model_.config().n_embd);
+  const size_t BT = size_t(B_) * size_t(T_), NC = model_.boundary_floats(B_, T_);
   std::vector<int32_t> tokens(BT), targets(BT);
   double sum = 0, waited = 0;
   Arena* arena = take_arena();

@@ -13,6 +13,15 @@ void CommTensorParallel::allgather(float* out, const float* in, size_t n) {
   seconds_ += (now_ns() - t0) * 1e-9;
 }
 
+// Each piece is summed on the one rank that keeps it, so no two ranks need to
+// agree on its bits: MPI's own reduce-scatter does.
+void CommTensorParallel::reduce_scatter(float* out, const float* in, size_t n) {
+  if (!error_) return;
+  const int64_t t0 = now_ns();
+  if (Status s = group_.reduce_scatter(in, out, std::vector<size_t>(size_t(size()), n)); !s) error_ = s;
+  seconds_ += (now_ns() - t0) * 1e-9;
+}
+
 void CommTensorParallel::allreduce(float* x, size_t n) {
   const size_t R = size_t(size());
   if (gathered_.size() < R * n) gathered_.resize(R * n);

@@ -80,6 +80,9 @@ struct DistConfig {
   // micro-batches of a pipeline step are train.grad_accum.
   int tp = 1, pp = 1, pp_virtual = 1;
   std::string pp_schedule = "1f1b";
+  // With tp > 1: the LayerNorm regions sharded along the sequence
+  // (nn/tensor_parallel.h); nothing at tp = 1.
+  bool sequence_parallel = false;
 };
 
 // Supervision by `crucible launch` (docs/fault_tolerance.md).

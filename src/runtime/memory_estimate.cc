@@ -74,8 +74,10 @@ MemoryEstimate estimate_memory(const Config& cfg, int world, int rank) {
   e.activations = uint64_t(contexts) * rounded(per_context);
   e.other = rounded(B * T * 4);  // the row of ones for bias gradients (nn/linear.cc)
   // Tensor parallel: the allreduce's staging (parallel/tensor_parallel.h),
-  // tp activations of (B,T,C).
-  if (tp > 1) e.other += rounded(uint64_t(tp) * B * T * uint64_t(cfg.model.n_embd) * 4);
+  // tp activations of (B,T,C); sequence parallel, tp LayerNorm gradients of
+  // (C) (its activations are gathered into the arena instead).
+  if (tp > 1)
+    e.other += rounded(uint64_t(tp) * (part.sequence_parallel ? 1 : B * T) * uint64_t(cfg.model.n_embd) * 4);
   // oneDNN's scratchpad, taken from crucible's allocator at the largest size
   // a primitive asked for; oneDNN decides it (measured on AVX-512 here:
   // 2 MiB for tiny, 0.6 MiB for gpt2-124M): an allowance, not a formula.

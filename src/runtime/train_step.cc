@@ -19,6 +19,7 @@ nn::GPTPart stage_part(const parallel::Layout& layout, const parallel::Coords& a
   part.head = pp_index == pp - 1;
   part.tp = layout.tp();
   part.tp_rank = at.tp;
+  part.sequence_parallel = layout.sequence_parallel();
   return part;
 }
 
@@ -29,6 +30,11 @@ Result<parallel::Layout> TrainStep::plan_layout(const Config& cfg, int world) {
   auto layout = parallel::Layout::make(layout_spec(cfg), world, cfg.model, accum);
   if (!layout) return layout.status();
   const parallel::Layout& L = *layout;
+  const int64_t tokens = int64_t(cfg.train.batch_size) * cfg.model.seq_len;
+  if (L.sequence_parallel() && tokens % L.tp() != 0)
+    return Status::invalid("[layout] dist.sequence_parallel: a micro-batch's " + std::to_string(tokens) +
+                           " tokens (train.batch_size x model.seq_len) do not split over tp = " +
+                           std::to_string(L.tp()) + " ranks");
   auto schedule = parallel::make_schedule(L.schedule(), L.pp(), L.virtual_stages(), accum);
   if (!schedule) return schedule.status();
   CRUCIBLE_RETURN_IF_ERROR(parallel::check_schedule(*schedule));

@@ -6,6 +6,7 @@
 //   - the loss (training and evaluation forward) and every gradient match,
 //     gradients as slices (relative L2 <= 1e-5);
 //   - the split backward (input pass, then weight pass) gives the one-pass gradients;
+//   - all of it with sequence parallelism too, and the activation estimate holds;
 //   - what every rank holds whole (LayerNorms, wpe, row-parallel biases)
 //     ends with the same bits on every rank.
 #include <gtest/gtest.h>
@@ -95,43 +96,69 @@ void randomize(nn::GPT& whole, std::vector<nn::GPT*> shards) {
     }
 }
 
+// With and without sequence parallelism: the losses and every gradient as
+// the whole model's, one pass and split (input pass, then weight pass, as
+// ZB-H1 runs them); the tensors every rank holds whole end with the same
+// bits everywhere; each arena's high-water mark is what activation_bytes
+// said it would be.
 TEST(TensorParallel, LossesAndGradientsMatchTheWholeModel) {
+  for (bool sequence : {false, true}) {
+    SCOPED_TRACE(sequence ? "sequence parallel" : "tensor parallel");
+    Fixture f;
+    CommTensorParallel tp(*comm());
+    nn::GPTPart part = f.part();
+    part.sequence_parallel = sequence;
+    nn::GPT whole(f.cfg), shard(f.cfg, part, &tp), split(f.cfg, part, &tp);
+    randomize(whole, {&shard, &split});
+    const float scale = 0.5f;
+    Arena a1("test.whole"), a2("test.shard"), a3("test.split");
+    const float lw = whole.forward(a1, f.tokens.data(), f.targets.data(), f.B, f.T, scale);
+    whole.backward(a1);
+    nn::Activations one, two;
+    shard.bind(one, a2, 0, f.B, f.T);
+    const float ls = shard.forward(one, f.tokens.data(), f.targets.data(), scale);
+    shard.backward(one, nullptr, nn::BackwardPass::kAll, nullptr, /*finalises=*/true);
+    split.bind(two, a3, 0, f.B, f.T);
+    EXPECT_EQ(split.forward(two, f.tokens.data(), f.targets.data(), scale), ls);
+    split.backward(two, nullptr, nn::BackwardPass::kInput);
+    split.backward(two, nullptr, nn::BackwardPass::kWeight, nullptr, /*finalises=*/true);
+    ASSERT_TRUE(tp.error()) << tp.error().message();
+    EXPECT_NEAR(ls, lw, 1e-5 * lw);
+    for (const nn::ParamSpec& s : shard.params().specs()) {
+      auto want = slice_of(whole, s, true);
+      const float* got = shard.params().grads() + s.offset;
+      EXPECT_LE(rel_l2(got, want.data(), s.numel), 1e-5) << s.name;
+      EXPECT_LE(rel_l2(split.params().grads() + s.offset, got, s.numel), 1e-6) << s.name << " (split backward)";
+    }
+    for (bool split_pass : {false, true}) {
+      const size_t est = nn::GPT::activation_bytes(f.cfg, part, 0, f.B, f.T, split_pass);
+      const size_t hw = (split_pass ? a3 : a2).high_water();
+      EXPECT_GE(est, hw) << (split_pass ? "split" : "one pass");
+      EXPECT_LE(est - hw, 64u) << (split_pass ? "split" : "one pass");
+    }
+    // An evaluation forward (no gradient) gives the same loss.
+    a2.reset();
+    EXPECT_EQ(shard.forward(a2, f.tokens.data(), f.targets.data(), f.B, f.T, 0.0f), ls);
+    // Whole tensors come out with the same bits on every rank.
+    for (const nn::ParamSpec& s : shard.params().specs()) {
+      if (!s.shard.whole()) continue;
+      uint64_t h = fnv1a64(std::string(reinterpret_cast<const char*>(shard.params().grads() + s.offset),
+                                       s.numel * sizeof(float)));
+      std::vector<uint64_t> all(size_t(comm()->size()));
+      ASSERT_TRUE(comm()->allgather_bytes(&h, sizeof h, all.data()));
+      for (uint64_t x : all) EXPECT_EQ(x, h) << s.name << ": the ranks' gradients differ";
+    }
+  }
+}
+
+// Sequence parallelism holds less per rank: the residual stream's and the
+// LayerNorms' activations are 1/tp of them.
+TEST(TensorParallel, SequenceParallelismHoldsFewerActivations) {
   Fixture f;
-  CommTensorParallel tp(*comm());
-  nn::GPT whole(f.cfg), shard(f.cfg, f.part(), &tp), split(f.cfg, f.part(), &tp);
-  randomize(whole, {&shard, &split});
-  const float scale = 0.5f;
-  Arena a1("test.whole"), a2("test.shard"), a3("test.split");
-  const float lw = whole.forward(a1, f.tokens.data(), f.targets.data(), f.B, f.T, scale);
-  whole.backward(a1);
-  const float ls = shard.forward(a2, f.tokens.data(), f.targets.data(), f.B, f.T, scale);
-  shard.backward(a2);
-  ASSERT_TRUE(tp.error()) << tp.error().message();
-  EXPECT_NEAR(ls, lw, 1e-5 * lw);
-  // The input pass and the weight pass, as ZB-H1 runs them.
-  nn::Activations act;
-  split.bind(act, a3, 0, f.B, f.T);
-  EXPECT_EQ(split.forward(act, f.tokens.data(), f.targets.data(), scale), ls);
-  split.backward(act, nullptr, nn::BackwardPass::kInput);
-  split.backward(act, nullptr, nn::BackwardPass::kWeight);
-  for (const nn::ParamSpec& s : shard.params().specs()) {
-    auto want = slice_of(whole, s, true);
-    const float* got = shard.params().grads() + s.offset;
-    EXPECT_LE(rel_l2(got, want.data(), s.numel), 1e-5) << s.name;
-    EXPECT_LE(rel_l2(split.params().grads() + s.offset, got, s.numel), 1e-6) << s.name << " (split backward)";
-  }
-  // An evaluation forward (no gradient) gives the same loss.
-  a2.reset();
-  EXPECT_EQ(shard.forward(a2, f.tokens.data(), f.targets.data(), f.B, f.T, 0.0f), ls);
-  // Whole tensors come out with the same bits on every rank.
-  for (const nn::ParamSpec& s : shard.params().specs()) {
-    if (!s.shard.whole()) continue;
-    uint64_t h = fnv1a64(std::string(reinterpret_cast<const char*>(shard.params().grads() + s.offset),
-                                     s.numel * sizeof(float)));
-    std::vector<uint64_t> all(size_t(comm()->size()));
-    ASSERT_TRUE(comm()->allgather_bytes(&h, sizeof h, all.data()));
-    for (uint64_t x : all) EXPECT_EQ(x, h) << s.name << ": the ranks' gradients differ";
-  }
+  nn::GPTPart part = f.part();
+  const size_t without = nn::GPT::activation_bytes(f.cfg, part, 0, f.B, f.T);
+  part.sequence_parallel = true;
+  EXPECT_LT(nn::GPT::activation_bytes(f.cfg, part, 0, f.B, f.T), without);
 }
 
 }  // namespace

@@ -93,17 +93,18 @@ TEST(GradCheck, Embedding) {
   Rng rng(testing::test_seed(), 3);
   const int B = 2, T = 5, C = 6, V = 4;
   Params P({{V, C}, {T, C}}, rng);
-  nn::Embedding e{P[0], P[1], V, C, {0, V}, nullptr, nullptr};
+  nn::Embedding e{P[0], P[1], V, C, {0, V}, nullptr, false, nullptr};
+  Arena arena("test.embedding");
   std::vector<int32_t> tok(B * T);
   for (auto& t : tok) t = int32_t(rng.next_u32() % V);
   auto r = random_vector(rng, B * T * C);
   std::vector<float> out(B * T * C);
   auto loss = [&] {
-    e.forward(out.data(), tok.data(), B, T);
+    e.forward(arena, out.data(), tok.data(), B, T);
     return weighted_sum(out.data(), r);
   };
   loss();
-  e.backward(r.data(), B, T);
+  e.backward(arena, r.data(), B, T);
   grad_check(loss, P.targets("emb."), rng);
 }
 

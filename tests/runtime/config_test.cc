@@ -162,7 +162,7 @@ TEST(Config, ResolvedTomlNestsKeysWhereTheSchemaPutsThem) {
 // Found by fuzz_config: a bare --set word that is not text TOML can hold
 // would be written to config.toml as something that reads back otherwise.
 TEST(Config, BareSetWordsMustBeText) {
-  for (const std::string v : {std::string("run.name=a\xff"), std::string("fault.inject=kill\x01@3"),
+  for (const std::string& v : {std::string("run.name=a\xff"), std::string("fault.inject=kill\x01@3"),
                               std::string("data.source=a,\xc3")}) {
     EXPECT_NE(error_of("", {v}).find("is not valid UTF-8 text (in --set)"), std::string::npos) << v;
   }

@@ -138,7 +138,8 @@ TEST(PipelineTrain, EveryScheduleEqualsOneRankWithTheSameGlobalBatch) {
 
 // Tensor parallelism over a vocabulary that divides by neither 2 nor 4
 // (509), alone, at tp = 4, under data parallelism with ZeRO-1, and with a
-// pipeline under each schedule: the same run as one process.
+// pipeline under each schedule, and with sequence parallelism: the same run
+// as one process.
 TEST(TensorParallelTrain, EveryLayoutEqualsOneRankWithTheSameGlobalBatch) {
   TempDir dir("tp_equiv");
   const std::string cfg = make_config(dir);
@@ -155,6 +156,11 @@ TEST(TensorParallelTrain, EveryLayoutEqualsOneRankWithTheSameGlobalBatch) {
                                     {"tp2pp2_zbh1", 4, {"dist.tp=2", "dist.pp=2", "dist.pp_schedule=zb-h1"}},
                                     {"tp2pp2_interleaved", 4,
                                      {"dist.tp=2", "dist.pp=2", "dist.pp_schedule=interleaved", "dist.pp_virtual=2"}},
+                                    {"tp2_sp", 2, {"dist.tp=2", "dist.sequence_parallel=true"}},
+                                    {"dp2tp2_sp_zero1", 4,
+                                     {"dist.tp=2", "dist.sequence_parallel=true", "dist.zero=1", "train.grad_accum=2"}},
+                                    {"tp2pp2_sp_zbh1", 4,
+                                     {"dist.tp=2", "dist.pp=2", "dist.pp_schedule=zb-h1", "dist.sequence_parallel=true"}},
                                 },
                                 "tp_comm_ms");
 }
@@ -203,7 +209,7 @@ TEST(PipelineTrain, CheckpointsResumeAtAnotherLayout) {
 }
 
 // One run through five layouts, resharded at every checkpoint: tp x pp =
-// 2 x 2, then tp = 4, one process, pp = 4 and dp = 4, four steps each; the
+// 2 x 2, then tp = 4 (sequence parallel), one process, pp = 4 and dp = 4, four steps each; the
 // loss curve, validation and final weights are the uninterrupted run's.
 TEST(TensorParallelTrain, OneRunReshardsThroughFiveLayouts) {
   TempDir dir("tp_reshard");
@@ -214,7 +220,8 @@ TEST(TensorParallelTrain, OneRunReshardsThroughFiveLayouts) {
   ASSERT_EQ(one.code, 0) << one.output;
   const std::string run = dir / "resharded";
   const std::vector<std::pair<int, std::vector<std::string>>> legs = {
-      {4, {"dist.tp=2", "dist.pp=2"}}, {4, {"dist.tp=4"}}, {1, {}}, {4, {"dist.pp=4"}}, {4, {"train.grad_accum=1"}}};
+      {4, {"dist.tp=2", "dist.pp=2"}}, {4, {"dist.tp=4", "dist.sequence_parallel=true"}}, {1, {}}, {4, {"dist.pp=4"}},
+      {4, {"train.grad_accum=1"}}};
   for (size_t i = 0; i < legs.size(); ++i) {
     std::vector<std::string> args = with(base, {"--run-dir", run});
     if (i > 0) args.push_back("--resume");
