@@ -18,14 +18,14 @@
 #include <functional>
 #include <vector>
 
-#include "dist/comm.h"
-#include "dist/mpi_peer.h"
+#include "comm/comm.h"
+#include "comm/mpi_peer.h"
 #include "profile/probe_interconnect.h"
 
 namespace {
 
 using crucible::Status;
-using crucible::dist::Comm;
+using crucible::comm::Comm;
 using crucible::profile::CallTiming;
 
 // Exits on error: a benchmark has nobody to return a Status to.
@@ -41,7 +41,7 @@ CallTiming time_or_die(Comm* comm, int iters, const std::function<Status()>& cal
 }  // namespace
 
 int main(int argc, char** argv) {
-  auto w = crucible::dist::world();
+  auto w = crucible::comm::world();
   if (!w) {
     std::fprintf(stderr, "%s\n", w.status().message().c_str());
     return 2;
@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
     CallTiming t_comm =
         time_or_die(comm, iters, [&] { return comm->allreduce(buf.data(), count); });
     CallTiming t_mpi = time_or_die(
-        comm, iters, [&] { return crucible::dist::mpi_peer_allreduce_sum(buf.data(), count); });
+        comm, iters, [&] { return crucible::comm::mpi_peer_allreduce_sum(buf.data(), count); });
     CallTiming t_cpy = time_or_die(comm, iters, [&] {
       std::memcpy(dst.data(), buf.data(), count * sizeof(float));
       asm volatile("" : : "r"(dst.data()) : "memory");

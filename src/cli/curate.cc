@@ -6,7 +6,7 @@
 
 #include "cli/commands.h"
 #include "data/dataset.h"
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "profile/report.h"
 #include "runtime/console.h"
 #include "runtime/curate.h"
@@ -30,9 +30,9 @@ void run(CurateCli& c) {
   if (!cfg) throw ExitError(exit_code(cfg.status()), cfg.status().message());
   c.req.cfg = *cfg;
   if (c.threads > 0) c.req.cfg.curate.threads = c.threads;
-  auto world = dist::world();
+  auto world = comm::world();
   if (!world) throw ExitError(1, world.status().message());
-  dist::Comm& comm = **world;
+  comm::Comm& comm = **world;
   runtime::Console console;
   console.set_quiet(comm.rank() != 0);
   auto r = runtime::run_curate(c.req, comm, console);

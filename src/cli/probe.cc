@@ -11,7 +11,7 @@
 
 #include "cli/commands.h"
 #include "core/file_io.h"
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "profile/probe.h"
 
 namespace crucible::cli {
@@ -66,7 +66,7 @@ void run(const ProbeCli& c) {
   };
   auto doc = profile::run_probe(opt);
   if (!doc) throw ExitError(exit_code(doc.status()), doc.status().message());
-  auto world = dist::world();
+  auto world = comm::world();
   if (world && (*world)->rank() != 0) return;
   std::printf("%s", profile::probe_table(*doc).c_str());
   Status s = write_file_atomic(c.json_path, doc->dump(2) + "\n");

@@ -81,7 +81,7 @@ std::string Layout::describe() const {
          " pp=" + std::to_string(pp_) + " (v=" + std::to_string(v_) + ", " + schedule_ + ")";
 }
 
-Result<Groups> make_groups(dist::Comm& world, const Layout& l) {
+Result<Groups> make_groups(comm::Comm& world, const Layout& l) {
   if (world.size() != l.world())
     return Status::invalid("[layout] the layout is for " + std::to_string(l.world()) + " ranks, the world has " +
                            std::to_string(world.size()));

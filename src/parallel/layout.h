@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "nn/gpt.h"
 
 namespace crucible::parallel {
@@ -71,8 +71,8 @@ class Layout {
 // This rank's three groups as sub-communicators of `world` (collective over
 // it: every rank calls it with the same layout).
 struct Groups {
-  std::unique_ptr<dist::Comm> tp, pp, dp;
+  std::unique_ptr<comm::Comm> tp, pp, dp;
 };
-Result<Groups> make_groups(dist::Comm& world, const Layout& layout);
+Result<Groups> make_groups(comm::Comm& world, const Layout& layout);
 
 }  // namespace crucible::parallel

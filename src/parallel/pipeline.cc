@@ -14,7 +14,7 @@ struct PipelineStage::Slot {
   Arena* arena = nullptr;
   nn::Activations act;
   bool finished = false;  // its last backward pass is done
-  dist::Request send_act, send_grad;
+  comm::Request send_act, send_grad;
 };
 
 namespace {
@@ -22,7 +22,7 @@ enum Kind { kActivation = 0, kGradient = 1 };
 
 }  // namespace
 
-PipelineStage::PipelineStage(nn::GPT& model, dist::Comm& pp, Schedule schedule, int pp_rank, int B, int T)
+PipelineStage::PipelineStage(nn::GPT& model, comm::Comm& pp, Schedule schedule, int pp_rank, int B, int T)
     : model_(model), pp_(pp), schedule_(std::move(schedule)), rank_(pp_rank), B_(B), T_(T) {
   CRUCIBLE_CHECK(rank_ >= 0 && rank_ < schedule_.pp && pp.size() == schedule_.pp,
                  "[pipeline] the pipeline group matches the schedule");
@@ -97,7 +97,7 @@ Status PipelineStage::finish_sends(bool block) {
   for (auto it = draining_.begin(); it != draining_.end();) {
     Slot& s = **it;
     bool done = true;
-    for (dist::Request* r : {&s.send_act, &s.send_grad}) {
+    for (comm::Request* r : {&s.send_act, &s.send_grad}) {
       if (block) {
         Status st = r->wait();
         if (!st && first) first = st;
@@ -119,7 +119,7 @@ Status PipelineStage::finish_sends(bool block) {
 
 Status PipelineStage::receive(void* buf, size_t bytes, int peer, int t, double* waited) {
   const int64_t t0 = now_ns();
-  dist::Request r = pp_.irecv(buf, bytes, peer, t);
+  comm::Request r = pp_.irecv(buf, bytes, peer, t);
   Status s = r.wait();
   *waited += (now_ns() - t0) * 1e-9;
   return s;
@@ -243,7 +243,7 @@ Result<double> PipelineStage::evaluate(int n, const std::function<void(int, int3
       if (part.ends_model(c)) {
         sum += loss;
       } else {
-        dist::Request r = pp_.isend(act.output(), NC * sizeof(float), rank_of_stage(pp, stage + 1),
+        comm::Request r = pp_.isend(act.output(), NC * sizeof(float), rank_of_stage(pp, stage + 1),
                                     tag(kActivation, stage, 0));
         CRUCIBLE_RETURN_IF_ERROR(r.wait());  // the arena is reused for the next chunk
       }

@@ -27,7 +27,7 @@
 
 #include "core/allocator.h"
 #include "core/status.h"
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "nn/gpt.h"
 #include "parallel/schedule.h"
 
@@ -62,7 +62,7 @@ class PipelineStage {
  public:
   // pp_rank: this rank in the pipeline group `pp` (its list of the schedule).
   // The schedule must have passed check_schedule. B x T tokens per micro-batch.
-  PipelineStage(nn::GPT& model, dist::Comm& pp, Schedule schedule, int pp_rank, int B, int T);
+  PipelineStage(nn::GPT& model, comm::Comm& pp, Schedule schedule, int pp_rank, int B, int T);
   ~PipelineStage();
 
   // One step: every action of this rank's list. grad_scale as in
@@ -92,7 +92,7 @@ class PipelineStage {
   int tag(int kind, int stage, int micro) const;
 
   nn::GPT& model_;
-  dist::Comm& pp_;
+  comm::Comm& pp_;
   Schedule schedule_;
   const int rank_, B_, T_;
   std::vector<Action> actions_;

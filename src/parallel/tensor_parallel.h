@@ -10,14 +10,14 @@
 #pragma once
 #include <vector>
 
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "nn/tensor_parallel.h"
 
 namespace crucible::parallel {
 
 class CommTensorParallel final : public nn::TensorParallel {
  public:
-  explicit CommTensorParallel(dist::Comm& group) : group_(group) {}
+  explicit CommTensorParallel(comm::Comm& group) : group_(group) {}
   int size() const override { return group_.size(); }
   int rank() const override { return group_.rank(); }
   void allreduce(float* x, size_t n) override;
@@ -29,7 +29,7 @@ class CommTensorParallel final : public nn::TensorParallel {
   double take_seconds();
 
  private:
-  dist::Comm& group_;
+  comm::Comm& group_;
   std::vector<float> gathered_;  // allreduce's staging, reused
   Status error_;
   double seconds_ = 0;

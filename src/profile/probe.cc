@@ -16,7 +16,7 @@
 #include "core/clock.h"
 #include "core/process.h"
 #include "core/threads.h"
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "profile/probe_compute.h"
 #include "profile/probe_interconnect.h"
 #include "profile/probe_memory.h"
@@ -58,9 +58,9 @@ bool wanted(const ProbeOptions& o, const std::string& s) {
 }  // namespace
 
 Result<json> run_probe(const ProbeOptions& opt) {
-  auto world = dist::world();
+  auto world = comm::world();
   if (!world) return world.status();
-  dist::Comm& comm = **world;
+  comm::Comm& comm = **world;
   auto log = [&](const std::string& m) {
     if (opt.log && comm.rank() == 0) opt.log(m);
   };
@@ -90,7 +90,7 @@ Result<json> run_probe(const ProbeOptions& opt) {
     durations["interconnect"] = sw.elapsed_s();
   }
   if (comm.rank() != 0) {
-    CRUCIBLE_RETURN_IF_ERROR(dist::quiet_barrier(comm));
+    CRUCIBLE_RETURN_IF_ERROR(comm::quiet_barrier(comm));
     return doc;
   }
   timed("compute", [&] { return probe_compute({opt.quick, {}, 0}); });
@@ -130,7 +130,7 @@ Result<json> run_probe(const ProbeOptions& opt) {
     doc["interconnect"] = {{"ranks", 1},
                            {"skipped", "one rank: run under crucible launch -n N -- probe"}};
   doc["durations_s"] = durations;
-  if (comm.size() > 1) CRUCIBLE_RETURN_IF_ERROR(dist::quiet_barrier(comm));
+  if (comm.size() > 1) CRUCIBLE_RETURN_IF_ERROR(comm::quiet_barrier(comm));
   return doc;
 }
 

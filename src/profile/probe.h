@@ -31,7 +31,7 @@ struct ProbeOptions {
   std::function<void(const std::string&)> log;  // progress, one line per section
 };
 
-// Runs on every rank of the job (dist::world()); rank 0 measures the local
+// Runs on every rank of the job (comm::world()); rank 0 measures the local
 // sections while the others wait without spinning, and returns the whole
 // document; other ranks return their part.
 Result<nlohmann::json> run_probe(const ProbeOptions& opt);

@@ -18,13 +18,13 @@
 #include <thread>
 
 #include "core/clock.h"
-#include "dist/mpi_peer.h"
+#include "comm/mpi_peer.h"
 
 namespace crucible::profile {
 namespace {
 
-using dist::Comm;
-using dist::ReduceOp;
+using comm::Comm;
+using comm::ReduceOp;
 using nlohmann::json;
 
 constexpr size_t kMiB = size_t{1} << 20;
@@ -164,13 +164,13 @@ class CollectiveProbe {
               CollectiveBuffers& b) {
     switch (op) {
       case Op::kAllreduce:
-        return mpi ? dist::mpi_peer_allreduce_sum(b.in.data(), total)
+        return mpi ? comm::mpi_peer_allreduce_sum(b.in.data(), total)
                    : comm_.allreduce(b.in.data(), total);
       case Op::kAllgather:
-        return mpi ? dist::mpi_peer_allgather(b.in.data(), piece, b.out.data())
+        return mpi ? comm::mpi_peer_allgather(b.in.data(), piece, b.out.data())
                    : comm_.allgather(b.in.data(), b.out.data(), counts);
       case Op::kReduceScatter:
-        return mpi ? dist::mpi_peer_reduce_scatter(b.in.data(), b.out.data(), piece)
+        return mpi ? comm::mpi_peer_reduce_scatter(b.in.data(), b.out.data(), piece)
                    : comm_.reduce_scatter(b.in.data(), b.out.data(), counts);
     }
     return Status::internal("[profile] interconnect: unknown collective");
@@ -422,7 +422,7 @@ Result<json> probe_pingpong(Comm& comm, const Mode& mode, const InterconnectOpti
         pp.run(pairs[p].first, pairs[p].second, &slots[p * PairSlots::kCount]));
     // One pair at a time; the others sleep (with more ranks than cores, ranks
     // spinning in MPI's barrier would take the cores the measured pair runs on).
-    CRUCIBLE_RETURN_IF_ERROR(dist::quiet_barrier(comm));
+    CRUCIBLE_RETURN_IF_ERROR(comm::quiet_barrier(comm));
   }
   CRUCIBLE_RETURN_IF_ERROR(comm.allreduce(slots.data(), slots.size(), ReduceOp::kMax));
   json out = json::array();

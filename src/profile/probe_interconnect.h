@@ -1,8 +1,8 @@
 // Interconnect probe, run by every rank of `crucible launch -n N -- probe`:
 // ping-pong latency and bandwidth between every pair of ranks, and the bus
 // bandwidth of the three collectives training uses (allreduce, allgather,
-// reduce_scatter) through dist::Comm and, as the peer measured in the same
-// run, through plain MPI (dist/mpi_peer.h).
+// reduce_scatter) through comm::Comm and, as the peer measured in the same
+// run, through plain MPI (comm/mpi_peer.h).
 //
 // Conventions (nccl-tests'):
 //   bytes   the total per-rank buffer: allreduce the array; allgather the full
@@ -49,7 +49,7 @@
 //     valid            true, or what was wrong with a payload
 //   collectives        {"allreduce" | "allgather" | "reduce_scatter": {
 //     busbw_factor     2(n-1)/n or (n-1)/n, as above
-//     comm, mpi        dist::Comm, plain MPI: one object per size, ascending:
+//     comm, mpi        comm::Comm, plain MPI: one object per size, ascending:
 //       bytes          as above
 //       time_us        as above
 //       iters          calls per timed loop
@@ -68,7 +68,7 @@
 // Collective: every rank calls it with the same options; every rank returns
 // the same complete object. Errors (MPI failures, bad options) come back as
 // Status; a failed validation does not. Uses no OpenMP threads. Thread-safety:
-// as dist::Comm (one thread per process).
+// as comm::Comm (one thread per process).
 #pragma once
 #include <cstddef>
 #include <functional>
@@ -77,7 +77,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "dist/comm.h"
+#include "comm/comm.h"
 
 namespace crucible::profile {
 
@@ -94,7 +94,7 @@ struct InterconnectOptions {
 };
 
 // Collective; see above.
-Result<nlohmann::json> probe_interconnect(dist::Comm& comm, const InterconnectOptions& options);
+Result<nlohmann::json> probe_interconnect(comm::Comm& comm, const InterconnectOptions& options);
 
 // A few aligned lines for the terminal: ranks and hosts, ping-pong latency and
 // bandwidth (per pair, or min/median/max over many), and per collective the
@@ -110,7 +110,7 @@ struct CallTiming {
   double seconds = 0;          // per call
   double faults_per_call = 0;  // minor page faults per call, the most of any rank
 };
-Result<CallTiming> time_collective_calls(dist::Comm& comm, int iters,
+Result<CallTiming> time_collective_calls(comm::Comm& comm, int iters,
                                          const std::function<Status()>& call, int warmup = 2);
 
 namespace detail {

@@ -556,6 +556,9 @@ Result<std::string> render_report(const std::string& run_dir) {
   auto ranks = ranks_section(run_dir);
   if (!ranks) return ranks.status();
   html += *ranks;
+  auto pipeline = pipeline_section(run_dir);
+  if (!pipeline) return pipeline.status();
+  html += *pipeline;
   if (!events.empty()) html += events_section(events);
   if (!probe->is_null()) html += probe_section(*probe, probe_origin);
   if (!kernels->is_null()) {

@@ -8,7 +8,7 @@
 
 namespace crucible::runtime {
 
-Checkpointer::Checkpointer(dist::Comm& world, TrainStep& step, const Config& cfg, const std::string& ckpt_dir)
+Checkpointer::Checkpointer(comm::Comm& world, TrainStep& step, const Config& cfg, const std::string& ckpt_dir)
     : world_(world), step_(step), cfg_(cfg), ckpt_dir_(ckpt_dir) {
   const parallel::Layout& L = step.layout();
   sharded_ = L.pp() > 1 || L.tp() > 1;
@@ -52,7 +52,7 @@ Status Checkpointer::collect(StepMetrics* m) {
 Status Checkpointer::save(const ckpt::CheckpointState& state, bool flush, StepMetrics& m) {
   Stopwatch sw;
   CRUCIBLE_RETURN_IF_ERROR(collect(&m));
-  dist::DataParallel* dp = step_.data_parallel();
+  parallel::DataParallel* dp = step_.data_parallel();
   const bool zero = dp && cfg_.dist.zero > 0;
   nn::ParamRegistry& params = step_.model().params();
   // This rank's snapshot: its writer's buffer, or under ZeRO the buffer it

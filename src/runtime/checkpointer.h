@@ -20,7 +20,7 @@
 #include "ckpt/async_writer.h"
 #include "ckpt/checkpoint.h"
 #include "core/status.h"
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "runtime/metrics.h"
 #include "runtime/train_step.h"
 
@@ -28,7 +28,7 @@ namespace crucible::runtime {
 
 class Checkpointer {
  public:
-  Checkpointer(dist::Comm& world, TrainStep& step, const Config& cfg, const std::string& ckpt_dir);
+  Checkpointer(comm::Comm& world, TrainStep& step, const Config& cfg, const std::string& ckpt_dir);
   ~Checkpointer();
 
   // Rank 0 reaps a finished save (block: waits for the one in flight),
@@ -43,7 +43,7 @@ class Checkpointer {
   Status save(const ckpt::CheckpointState& state, bool flush, StepMetrics& m);
 
  private:
-  dist::Comm& world_;
+  comm::Comm& world_;
   TrainStep& step_;
   const Config& cfg_;
   const std::string ckpt_dir_;

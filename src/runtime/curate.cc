@@ -68,7 +68,7 @@ struct PassResult {
 
 // unit_bytes: input bytes of a unit, for the progress line's MB/s (0 if not meaningful).
 template <typename IsDone, typename Run, typename Bytes>
-PassResult run_pass(const char* name, size_t units, dist::Comm& comm, int threads, const KillAfter& kill,
+PassResult run_pass(const char* name, size_t units, comm::Comm& comm, int threads, const KillAfter& kill,
                     Console& console, IsDone&& is_done, Run&& run, Bytes&& unit_bytes) {
   PassResult r;
   Stopwatch watch;
@@ -215,7 +215,7 @@ Result<data::CurateSpec> curate_spec(Config cfg, const std::vector<std::string>&
   return s;
 }
 
-Result<CurateResult> run_curate(const CurateRequest& req, dist::Comm& comm, Console& console) {
+Result<CurateResult> run_curate(const CurateRequest& req, comm::Comm& comm, Console& console) {
   Stopwatch total;
   auto kill = parse_kill_after(req.kill_after);
   if (!kill) return kill.status();

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "runtime/config.h"
 #include "runtime/console.h"
 
@@ -50,6 +50,6 @@ struct CurateResult {
 Result<data::CurateSpec> curate_spec(Config cfg, const std::vector<std::string>& inputs,
                                      const std::string& format);
 
-Result<CurateResult> run_curate(const CurateRequest& req, dist::Comm& comm, Console& console);
+Result<CurateResult> run_curate(const CurateRequest& req, comm::Comm& comm, Console& console);
 
 }  // namespace crucible::runtime

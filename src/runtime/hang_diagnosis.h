@@ -7,7 +7,10 @@
 // diagnosis names the ranks with the smallest sequence number and what each
 // was last doing, and the place the others wait; when every rank is at the
 // same point it says whether that point is a collective (the communication
-// itself is stuck) or a computation.
+// itself is stuck) or a computation. In a pipeline's schedule (where the
+// stages' actions differ and a sequence number says nothing) the culprits are
+// the ranks stuck in a computation while the others wait in receives; when
+// every rank waits in a receive, the messages themselves are stuck.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -24,6 +27,9 @@ struct RankView {
   Phase phase = Phase::kSetup;
   uint64_t seq = 0;
   double idle_s = 0;   // since its position last changed (or since launch when unseen)
+  // In the pipeline phase: its schedule action (parallel::Op; -1: none yet),
+  // micro-batch, chunk and stage (heartbeat_action).
+  int op = -1, micro = -1, chunk = -1, stage = -1;
 };
 
 struct HangDiagnosis {
@@ -33,6 +39,9 @@ struct HangDiagnosis {
 
 // "forward of step 6"; setup names the step it resumes from.
 std::string describe_position(int64_t step, Phase phase);
+// The same with a pipeline rank's action: "recv_grad of micro-batch 3 (stage 1,
+// chunk 0) in the pipeline schedule of step 6".
+std::string describe_position(const RankView& r);
 
 HangDiagnosis diagnose_hang(const std::vector<RankView>& ranks);
 

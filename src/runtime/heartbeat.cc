@@ -22,7 +22,8 @@ namespace {
 
 constexpr const char* kPhaseNames[] = {"setup",     "data wait", "forward",    "backward",
                                        "gradient allreduce",    "optimizer", "parameter allgather",
-                                       "step-end sync",         "evaluation", "checkpoint", "done"};
+                                       "step-end sync",         "evaluation", "checkpoint", "done",
+                                       "pipeline schedule"};
 
 // The process's heartbeat. Allocated once and never destroyed: the thread may
 // still run while static destructors do at exit.
@@ -32,6 +33,8 @@ struct State {
   std::atomic<int64_t> step{0};
   std::atomic<int> phase{int(Phase::kSetup)};
   std::atomic<uint64_t> seq{0};
+  // heartbeat_action's, packed: op + 1 (0: none) << 48 | micro << 32 | chunk << 16 | stage.
+  std::atomic<uint64_t> action{0};
   std::atomic<bool> stop{false}, quit{false};
   int fd = -1;
   int attempt = 0;
@@ -83,6 +86,12 @@ Beat current(State& s, const char* type) {
   b.step = s.step.load(std::memory_order_relaxed);
   b.phase = Phase(s.phase.load(std::memory_order_relaxed));
   b.seq = s.seq.load(std::memory_order_relaxed);
+  if (const uint64_t a = s.action.load(std::memory_order_relaxed)) {
+    b.op = int(a >> 48) - 1;
+    b.micro = int((a >> 32) & 0xffff);
+    b.chunk = int((a >> 16) & 0xffff);
+    b.stage = int(a & 0xffff);
+  }
   return b;
 }
 
@@ -117,12 +126,12 @@ void run(State* s) {
 
 const char* phase_name(Phase p) {
   int i = int(p);
-  return i >= 0 && i <= int(Phase::kDone) ? kPhaseNames[i] : "unknown";
+  return i >= 0 && i <= int(Phase::kPipeline) ? kPhaseNames[i] : "unknown";
 }
 
 bool phase_is_collective(Phase p) {
   return p == Phase::kReduce || p == Phase::kGather || p == Phase::kSync || p == Phase::kEval ||
-         p == Phase::kCheckpoint;
+         p == Phase::kCheckpoint || p == Phase::kPipeline;
 }
 
 void heartbeat_start(int rank, int world) {
@@ -138,9 +147,16 @@ void heartbeat_phase(int64_t step, Phase p) {
   s->step.store(step, std::memory_order_relaxed);
   s->phase.store(int(p), std::memory_order_relaxed);
   s->seq.fetch_add(1, std::memory_order_relaxed);
+  s->action.store(0, std::memory_order_relaxed);
   // Sent at once as well: a rank killed between two periodic beats must have
   // told where it was (a few µs per phase, ~10 phases per step).
   if (s->fd >= 0 && s->rank.load(std::memory_order_relaxed) >= 0) send(*s, current(*s, "hb"));
+}
+
+void heartbeat_action(int op, int micro, int chunk, int stage) {
+  auto field = [](int x) { return uint64_t(uint16_t(x)); };
+  state()->action.store((uint64_t(op + 1) << 48) | field(micro) << 32 | field(chunk) << 16 | field(stage),
+                        std::memory_order_relaxed);
 }
 
 bool heartbeat_stop_requested() { return state()->stop.load(std::memory_order_relaxed); }
@@ -160,6 +176,7 @@ std::string encode(const Beat& b) {
   nlohmann::json j = {{"t", b.type},       {"rank", b.rank}, {"world", b.world},
                       {"attempt", b.attempt}, {"pid", b.pid}, {"host", b.host},
                       {"step", b.step},    {"phase", int(b.phase)}, {"seq", b.seq}};
+  if (b.op >= 0) j["act"] = {b.op, b.micro, b.chunk, b.stage};
   if (b.type == "exit") {
     j["code"] = b.code;
     j["msg"] = b.message;
@@ -179,9 +196,14 @@ bool decode(const std::string& text, Beat& b) {
     b.host = j.at("host").get<std::string>();
     b.step = j.at("step").get<int64_t>();
     int p = j.at("phase").get<int>();
-    if (p < 0 || p > int(Phase::kDone)) return false;
+    if (p < 0 || p > int(Phase::kPipeline)) return false;
     b.phase = Phase(p);
     b.seq = j.at("seq").get<uint64_t>();
+    if (j.contains("act")) {
+      const auto& a = j.at("act");
+      if (!a.is_array() || a.size() != 4) return false;
+      b.op = a[0].get<int>(), b.micro = a[1].get<int>(), b.chunk = a[2].get<int>(), b.stage = a[3].get<int>();
+    }
     b.code = j.value("code", 0);
     b.message = j.value("msg", "");
   } catch (const nlohmann::json::exception&) {

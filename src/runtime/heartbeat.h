@@ -37,6 +37,11 @@ enum class Phase : int {
   kEval,         // validation (ends in an allreduce)
   kCheckpoint,   // snapshot and the agreement on the save
   kDone,         // finished; no longer expected to progress
+  // Pipeline parallelism: the step's schedule (data, forward and backward of
+  // every micro-batch, the stage-to-stage messages). Stages run different
+  // actions, so within it a rank reports its action (heartbeat_action), which
+  // does not count in the sequence number; its receives wait for other stages.
+  kPipeline,
 };
 const char* phase_name(Phase p);
 bool phase_is_collective(Phase p);
@@ -57,6 +62,11 @@ void heartbeat_start(int rank, int world);
 // Records the position: `step` is the step the phase belongs to (1-based;
 // in setup, the step the run resumes from). Cheap: atomic stores.
 void heartbeat_phase(int64_t step, Phase p);
+// Records the pipeline schedule action this rank is in (an Op of
+// parallel/schedule.h, its micro-batch and chunk, the rank's stage), until
+// the next action or phase. Not counted in the sequence number (stages run
+// different lists), but it is progress: a rank whose action changes is not hung.
+void heartbeat_action(int op, int micro, int chunk, int stage);
 // True once the supervisor asked this rank to stop (checkpoint and exit).
 bool heartbeat_stop_requested();
 // Sends the final report (synchronously) before the process exits.
@@ -71,6 +81,7 @@ struct Beat {
   int64_t step = 0;
   Phase phase = Phase::kSetup;
   uint64_t seq = 0;
+  int op = -1, micro = -1, chunk = -1, stage = -1;  // heartbeat_action's (op -1: none)
   int code = 0;         // exit
   std::string message;  // exit
 };

@@ -20,7 +20,7 @@ void RunHealth::record_step(const StepMetrics& m) {
   for (auto& [site, series] : by_site_) series.resize(n, 0.0);  // sites gone this step
 }
 
-Result<std::vector<std::string>> RunHealth::finish(dist::Comm& comm,
+Result<std::vector<std::string>> RunHealth::finish(comm::Comm& comm,
                                                   double expected_comm_bytes) const {
   std::vector<std::string> out;
   if (expected_comm_bytes > 0 && !comm_bytes_.empty()) {

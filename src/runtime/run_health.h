@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "profile/analysis.h"
 #include "runtime/metrics.h"
 
@@ -26,7 +26,7 @@ class RunHealth {
   // Gathers every rank's phase times and returns one warning line per
   // finding (the same lines on every rank). expected_comm_bytes: what the
   // layout implies per step and rank (0: no check). Collective.
-  Result<std::vector<std::string>> finish(dist::Comm& comm, double expected_comm_bytes) const;
+  Result<std::vector<std::string>> finish(comm::Comm& comm, double expected_comm_bytes) const;
 
  private:
   std::vector<profile::PhaseTimes> phases_;

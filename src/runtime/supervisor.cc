@@ -102,6 +102,12 @@ struct RankState {
   std::string message;
 };
 
+// What the hang diagnosis sees of rank k at time now.
+RankView view_of(int k, const RankState& q, double now) {
+  return {k, q.seen, q.last.step, q.last.phase, q.last.seq, now - q.last_change,
+          q.last.op, q.last.micro, q.last.chunk, q.last.stage};
+}
+
 enum class Outcome { kFinished, kPreempted, kBadInput, kFailed };
 
 struct AttemptResult {
@@ -180,7 +186,10 @@ void Supervisor::drain(std::vector<RankState>& ranks, double now, int attempt) {
     if (!decode(std::string(buf, size_t(n)), b)) continue;
     if (b.attempt != attempt || b.rank < 0 || b.rank >= int(ranks.size())) continue;
     RankState& r = ranks[size_t(b.rank)];
-    if (!r.seen || b.seq != r.last.seq || b.step != r.last.step) r.last_change = now;
+    // A pipeline action is progress too (it does not count in seq).
+    if (!r.seen || b.seq != r.last.seq || b.step != r.last.step || b.op != r.last.op || b.micro != r.last.micro ||
+        b.chunk != r.last.chunk)
+      r.last_change = now;
     r.seen = true;
     r.last = b;
     r.last_beat = now;
@@ -429,7 +438,7 @@ AttemptResult Supervisor::run_attempt(int attempt, int world, int accum, bool re
       if (r.exited) continue;
       return fail("died", {int(i)},
                   "rank " + std::to_string(i) + " (pid " + std::to_string(r.last.pid) +
-                      ") died in " + describe_position(r.last.step, r.last.phase) +
+                      ") died in " + describe_position(view_of(int(i), r, now)) +
                       " (killed or crashed; no exit report)",
                   r.last_beat);
     }
@@ -443,11 +452,7 @@ AttemptResult Supervisor::run_attempt(int attempt, int world, int accum, bool re
         const double limit = setup ? fc.setup_timeout_s : fc.hang_timeout_s;
         if (now - r.last_change <= limit) continue;
         std::vector<RankView> views;
-        for (size_t k = 0; k < ranks.size(); ++k) {
-          const RankState& q = ranks[k];
-          views.push_back({int(k), q.seen, q.last.step, q.last.phase, q.last.seq,
-                           now - q.last_change});
-        }
+        for (size_t k = 0; k < ranks.size(); ++k) views.push_back(view_of(int(k), ranks[k], now));
         HangDiagnosis d = diagnose_hang(views);
         return fail("hang", d.culprits,
                     "hang: no progress for " + fmt_s(now - r.last_change) + " (limit " +

@@ -48,7 +48,7 @@ Status curate_sources(const Config& cfg, const data::LogFn& log, data::DatasetSp
   req.cfg = cfg;
   req.lock_wait_s = cfg.fault.setup_timeout_s;  // another run building the same cache entry
   Console console;
-  auto single = dist::make_single_comm();
+  auto single = comm::make_single_comm();
   auto r = run_curate(req, *single, console);
   if (!r) return r.status();
   for (const auto& line : data::report_summary(r->report)) log("[curate] " + line);
@@ -60,7 +60,7 @@ Status curate_sources(const Config& cfg, const data::LogFn& log, data::DatasetSp
 
 // Data preparation: rank 0 builds (or finds) the cached dataset first, the
 // other ranks then open it, so the tokenizer is trained once per job.
-Status prepare_data(const Config& cfg, dist::Comm& comm, const data::LogFn& log, Setup& out) {
+Status prepare_data(const Config& cfg, comm::Comm& comm, const data::LogFn& log, Setup& out) {
   const int vocab = cfg.data.vocab_size > 0 ? cfg.data.vocab_size : cfg.model.vocab_size;
   data::DatasetSpec spec{cfg.data.source, cfg.data.format, vocab, cfg.data.val_fraction};
   auto open = [&]() -> Status {

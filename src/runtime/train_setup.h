@@ -10,7 +10,7 @@
 #include "data/dataset.h"
 #include "data/shard.h"
 #include "data/tokenizer.h"
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "runtime/config.h"
 #include "runtime/run_dir.h"
 
@@ -25,7 +25,7 @@ struct Setup {
 };
 
 // Collective over comm (see runtime/world.h): every rank calls it.
-Status prepare_data(const Config& cfg, dist::Comm& comm, const data::LogFn& log, Setup& out);
+Status prepare_data(const Config& cfg, comm::Comm& comm, const data::LogFn& log, Setup& out);
 // Rank 0 only: creates the run directory and copies the tokenizer (and the
 // curation report) into it.
 Status prepare_run(const RunPlan& plan, const Setup& setup);

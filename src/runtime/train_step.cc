@@ -52,7 +52,7 @@ Result<parallel::Layout> TrainStep::plan_layout(const Config& cfg, int world) {
   return layout;
 }
 
-Result<std::unique_ptr<TrainStep>> TrainStep::create(const Config& cfg, dist::Comm& world) {
+Result<std::unique_ptr<TrainStep>> TrainStep::create(const Config& cfg, comm::Comm& world) {
   std::unique_ptr<TrainStep> t(new TrainStep());
   t->cfg_ = cfg;
   const int accum = cfg.train.grad_accum;
@@ -79,10 +79,10 @@ Result<std::unique_ptr<TrainStep>> TrainStep::create(const Config& cfg, dist::Co
   // initial weights are the whole model's (nn/params.h).
   t->model_->init_weights(cfg.train.seed);
   if (cfg.dist.reproducible)
-    t->tree_ = std::make_unique<dist::TreeReducer>(*t->groups_.dp, t->model_->params(), accum);
+    t->tree_ = std::make_unique<parallel::TreeReducer>(*t->groups_.dp, t->model_->params(), accum);
   else if (L.dp() > 1)
-    t->dp_ = std::make_unique<dist::DataParallel>(*t->groups_.dp, t->model_->params(),
-                                                  dist::DataParallelConfig{cfg.dist.bucket_mb, cfg.dist.zero});
+    t->dp_ = std::make_unique<parallel::DataParallel>(*t->groups_.dp, t->model_->params(),
+                                                  parallel::DataParallelConfig{cfg.dist.bucket_mb, cfg.dist.zero});
   optim::AdamWConfig acfg{float(cfg.optim.lr),    float(cfg.optim.beta1),        float(cfg.optim.beta2),
                           float(cfg.optim.eps),   float(cfg.optim.weight_decay), float(cfg.optim.grad_clip)};
   t->adam_ = std::make_unique<optim::AdamW>(t->model_->params(), acfg,
@@ -115,7 +115,7 @@ Status TrainStep::run(float lr, const std::function<double(int, int32_t*, int32_
   hooks.before = before;
   // The reproducible tree visits micro-batches in bit-reversed order.
   hooks.load = [&](int micro, int32_t* tokens, int32_t* targets) {
-    return load(tree_ ? dist::bit_reversed(micro, accum) : micro, tokens, targets);
+    return load(tree_ ? parallel::bit_reversed(micro, accum) : micro, tokens, targets);
   };
   if (tree_) hooks.after_backward = [&](int) { tree_->add_quantum(); };
   const bool overlap = dp_ && cfg_.dist.overlap;
@@ -167,7 +167,7 @@ Status TrainStep::run(float lr, const std::function<double(int, int32_t*, int32_
   if (dp_sum || layout_.pp() > 1 || layout_.tp() > 1)
     all_sum = [&](double x) {
       if (dp_sum) x = dp_sum(x);
-      for (dist::Comm* g : {groups_.tp.get(), groups_.pp.get()})
+      for (comm::Comm* g : {groups_.tp.get(), groups_.pp.get()})
         if (g->size() > 1)
           if (Status s = g->allreduce(&x, 1); !s && norm_error) norm_error = s;
       return x;

@@ -14,9 +14,9 @@
 #include <memory>
 
 #include "core/status.h"
-#include "dist/comm.h"
-#include "dist/data_parallel.h"
-#include "dist/tree_reduce.h"
+#include "comm/comm.h"
+#include "parallel/data_parallel.h"
+#include "parallel/tree_reduce.h"
 #include "nn/gpt.h"
 #include "optim/adamw.h"
 #include "parallel/layout.h"
@@ -40,16 +40,16 @@ class TrainStep {
   // anything else happens.
   static Result<parallel::Layout> plan_layout(const Config& cfg, int world);
   // Collective over `world`: forms the groups, builds this rank's part.
-  static Result<std::unique_ptr<TrainStep>> create(const Config& cfg, dist::Comm& world);
+  static Result<std::unique_ptr<TrainStep>> create(const Config& cfg, comm::Comm& world);
   ~TrainStep();
 
   const parallel::Layout& layout() const { return layout_; }
   const parallel::Coords& coords() const { return coords_; }
   nn::GPT& model() { return *model_; }
   optim::AdamW& optimizer() { return *adam_; }
-  dist::DataParallel* data_parallel() { return dp_.get(); }
-  dist::Comm& dp_group() { return *groups_.dp; }
-  dist::Comm& pp_group() { return *groups_.pp; }
+  parallel::DataParallel* data_parallel() { return dp_.get(); }
+  comm::Comm& dp_group() { return *groups_.dp; }
+  comm::Comm& pp_group() { return *groups_.pp; }
   // Whether this rank reports the loss: its part ends the model (it
   // computes the loss) and it is the first of its tensor-parallel group
   // (every rank of which computes the same loss).
@@ -83,11 +83,11 @@ class TrainStep {
   parallel::Layout layout_;
   parallel::Coords coords_;
   parallel::Groups groups_;
-  std::unique_ptr<dist::Comm> tied_;  // first and last stage of this pipeline (pp > 1)
+  std::unique_ptr<comm::Comm> tied_;  // first and last stage of this pipeline (pp > 1)
   std::unique_ptr<parallel::CommTensorParallel> tp_;  // the TP group's collectives (tp > 1)
   std::unique_ptr<nn::GPT> model_;
-  std::unique_ptr<dist::DataParallel> dp_;
-  std::unique_ptr<dist::TreeReducer> tree_;
+  std::unique_ptr<parallel::DataParallel> dp_;
+  std::unique_ptr<parallel::TreeReducer> tree_;
   std::unique_ptr<optim::AdamW> adam_;
   std::unique_ptr<parallel::PipelineStage> stage_;
   Config cfg_;

@@ -23,9 +23,9 @@
 #include "core/trace.h"
 #include "data/loader.h"
 #include "data/tokenizer.h"
-#include "dist/comm.h"
-#include "dist/data_parallel.h"
-#include "dist/tree_reduce.h"
+#include "comm/comm.h"
+#include "parallel/data_parallel.h"
+#include "parallel/tree_reduce.h"
 #include "nn/generator.h"
 #include "nn/gpt.h"
 #include "optim/adamw.h"
@@ -79,11 +79,11 @@ class PhaseMarker {
 // Each rank writes the events of its trace window to RUN/trace.rank{R}.json;
 // rank 0 merges them into RUN/trace.json (one process per rank) and removes
 // the pieces. Collective. Nothing when the window recorded nothing.
-Status write_trace(dist::Comm& comm, const std::string& run) {
+Status write_trace(comm::Comm& comm, const std::string& run) {
   const int rank = comm.rank();
   std::vector<trace::Event> events = trace::take_events();
   double any = events.empty() ? 0 : 1;
-  CRUCIBLE_RETURN_IF_ERROR(comm.allreduce(&any, 1, dist::ReduceOp::kMax));
+  CRUCIBLE_RETURN_IF_ERROR(comm.allreduce(&any, 1, comm::ReduceOp::kMax));
   if (any == 0) return Status::ok();
   const std::string mine = run + "/trace.rank" + std::to_string(rank) + ".json";
   CRUCIBLE_RETURN_IF_ERROR(
@@ -103,9 +103,9 @@ Status write_trace(dist::Comm& comm, const std::string& run) {
 }  // namespace
 
 Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Console& console) {
-  auto world = dist::world();
+  auto world = comm::world();
   if (!world) return world.status();
-  dist::Comm& comm = **world;
+  comm::Comm& comm = **world;
   const int rank = comm.rank(), W = comm.size();
   heartbeat_start(rank, W);  // under `crucible launch`: the supervisor watches from here
   PhaseMarker phases;
@@ -228,7 +228,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   TrainStep& ts = **made;
   nn::GPT& model = ts.model();
   optim::AdamW& adam = ts.optimizer();
-  dist::DataParallel* dp = ts.data_parallel();
+  parallel::DataParallel* dp = ts.data_parallel();
   const bool pipeline = layout.pp() > 1;
   const bool parts = pipeline || layout.tp() > 1;  // a rank holds part of the model
   const std::string ckpt_dir = run + "/ckpt";
@@ -301,7 +301,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   };
   // A failed collective (a rank gone, the network down) is reported, not an abort.
   auto all_sum = [&](double v) -> Result<double> {
-    if (W > 1) CRUCIBLE_RETURN_IF_ERROR(comm.allreduce(&v, 1, dist::ReduceOp::kSum));
+    if (W > 1) CRUCIBLE_RETURN_IF_ERROR(comm.allreduce(&v, 1, comm::ReduceOp::kSum));
     return v;
   };
 
@@ -370,13 +370,20 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
         CRUCIBLE_CHECK((*loader)->restore(at).is_ok(), "[train] loader position in the step");
       }
       next_micro = micro + 1;
-      phases.enter(step + 1, Phase::kData);
+      if (!pipeline) phases.enter(step + 1, Phase::kData);
       return (*loader)->next(toks, tgts);
     };
+    // A pipeline's stages run different actions: one phase for the whole
+    // schedule (the same on every rank) and each action reported within it,
+    // so the supervisor can name a stuck stage and micro-batch.
+    if (pipeline) phases.enter(step + 1, Phase::kPipeline);
     auto before = [&](const parallel::Action& a) {
       const bool fwd = a.op == parallel::Op::kForward || a.op == parallel::Op::kSendActivation ||
                        a.op == parallel::Op::kRecvActivation;
-      phases.enter(step + 1, fwd ? Phase::kForward : Phase::kBackward);
+      if (pipeline)
+        heartbeat_action(int(a.op), a.micro, a.chunk, parallel::stage_of(layout.pp(), coords.pp, a.chunk));
+      else
+        phases.enter(step + 1, fwd ? Phase::kForward : Phase::kBackward);
       if (a.op == parallel::Op::kForward) faults.before_forward(step + 1);
       if (a.op == parallel::Op::kBackward || a.op == parallel::Op::kBackwardInput) faults.before_backward(step + 1);
     };
@@ -404,7 +411,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     checkpoints.reap(false, &m);
     double flags[2] = {signals.pending() || heartbeat_stop_requested() ? 1.0 : 0.0,
                        checkpoints.error() ? 0.0 : 1.0};
-    if (W > 1) CRUCIBLE_RETURN_IF_ERROR(comm.allreduce(flags, 2, dist::ReduceOp::kSum));
+    if (W > 1) CRUCIBLE_RETURN_IF_ERROR(comm.allreduce(flags, 2, comm::ReduceOp::kSum));
     if (flags[1] > 0) {
       Status failed = agree(comm, checkpoints.error());
       CRUCIBLE_CHECK(!failed.is_ok(), "[train] a failed save is agreed on by every rank");
@@ -428,7 +435,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     if (W > 1) {
       double t[7] = {m.step_ms,      m.data_wait_ms, m.forward_ms,      m.backward_ms,
                      m.optimizer_ms, m.comm_ms,      double(m.mem_peak)};
-      CRUCIBLE_RETURN_IF_ERROR(comm.allreduce(t, 7, dist::ReduceOp::kMax));
+      CRUCIBLE_RETURN_IF_ERROR(comm.allreduce(t, 7, comm::ReduceOp::kMax));
       agg.step_ms = t[0], agg.data_wait_ms = t[1], agg.forward_ms = t[2], agg.backward_ms = t[3];
       agg.optimizer_ms = t[4], agg.comm_ms = t[5], agg.mem_peak = uint64_t(t[6]);
     }
@@ -488,7 +495,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     // Rank 0 is stage 0 of the first pipeline: its figure next to the worst.
     const double mine = bubble_compute_s > 0 ? bubble_wait_s / bubble_compute_s : 0;
     double worst = mine;
-    CRUCIBLE_RETURN_IF_ERROR(comm.allreduce(&worst, 1, dist::ReduceOp::kMax));
+    CRUCIBLE_RETURN_IF_ERROR(comm.allreduce(&worst, 1, comm::ReduceOp::kMax));
     char line[200];
     std::snprintf(line, sizeof line,
                   "[pipeline] bubble (time waiting / compute): stage 0 %.1f%%, worst stage %.1f%%; "

@@ -10,7 +10,7 @@ namespace {
 
 constexpr size_t kMessageBytes = 1024;
 
-Status broadcast_string(dist::Comm& comm, std::string& s) {
+Status broadcast_string(comm::Comm& comm, std::string& s) {
   double len = double(s.size());
   CRUCIBLE_RETURN_IF_ERROR(comm.broadcast(&len, sizeof len, 0));
   s.resize(size_t(len));
@@ -32,7 +32,7 @@ std::string first_difference(const nlohmann::json& mine, const nlohmann::json& r
 
 }  // namespace
 
-Status agree(dist::Comm& comm, const Status& local) {
+Status agree(comm::Comm& comm, const Status& local) {
   if (comm.size() == 1) return local;
   char mine[kMessageBytes] = {};
   const int32_t code = int32_t(local.code());
@@ -54,7 +54,7 @@ Status agree(dist::Comm& comm, const Status& local) {
   return Status::ok();
 }
 
-Status agree_on_config(dist::Comm& comm, Config& cfg, std::string& run_dir) {
+Status agree_on_config(comm::Comm& comm, Config& cfg, std::string& run_dir) {
   if (comm.size() == 1) return Status::ok();
   std::string dir = run_dir;
   CRUCIBLE_RETURN_IF_ERROR(broadcast_string(comm, dir));

@@ -7,17 +7,17 @@
 // the user reads one line.
 #pragma once
 #include "core/status.h"
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "runtime/config.h"
 
 namespace crucible::runtime {
 
-Status agree(dist::Comm& comm, const Status& local);
+Status agree(comm::Comm& comm, const Status& local);
 
 // Makes every rank use rank 0's run directory (each rank resolved its own
 // default, e.g. a timestamp), then refuses to start when any rank's resolved
 // config differs from rank 0's, naming the first differing key on that rank:
 // "[dist] rank 1's config differs from rank 0's: train.seed = 5, rank 0 has 7".
-Status agree_on_config(dist::Comm& comm, Config& cfg, std::string& run_dir);
+Status agree_on_config(comm::Comm& comm, Config& cfg, std::string& run_dir);
 
 }  // namespace crucible::runtime

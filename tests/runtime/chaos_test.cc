@@ -167,6 +167,33 @@ TEST_F(Chaos, HungRankIsNamedAndRestarted) {
   expect_checkpoints_sound(run);
 }
 
+// A pipeline's stage hung in a forward: the supervisor names the stage, the
+// micro-batch and the action, and the stage waiting for it; the restarted
+// job ends with the uninterrupted pipeline job's weights.
+TEST_F(Chaos, HungPipelineStageIsNamedWithItsMicroBatch) {
+  TempDir dir("chaos_pp_hang");
+  const std::vector<std::string> pp = {"--", "--set", "dist.pp=2"};
+  auto ref = run_crucible(launch_args(2, make_config(dir), dir / "ref", pp));
+  ASSERT_EQ(ref.code, 0) << ref.output;
+  const std::string run = dir / "run";
+  auto faulty = pp;
+  faulty.insert(faulty.end(), {"--set", "fault.inject=[\"hang@6:rank=1\"]"});
+  auto r = run_crucible(launch_args(2, make_config(dir), run, faulty));
+  ASSERT_EQ(r.code, 0) << r.output;
+  auto f = events_of(run, "failure");
+  ASSERT_EQ(f.size(), 1u) << r.output;
+  EXPECT_EQ(f[0]["what"], "hang");
+  EXPECT_EQ(f[0]["ranks"], json::array({1}));
+  const std::string msg = f[0]["message"];
+  EXPECT_NE(msg.find("rank 1 in F of micro-batch 0 (stage 1, chunk 0) in pipeline schedule of step 6"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("waiting for it: rank 0 in recv_grad of micro-batch 0 (stage 0, chunk 0)"), std::string::npos)
+      << msg;
+  EXPECT_TRUE(read_file(export_weights(run, 12)) == read_file(export_weights(dir / "ref", 12)))
+      << "not bit-identical to the uninterrupted pipeline run";
+}
+
 TEST_F(Chaos, FailedCheckpointWriteIsRetriedFromTheOneBefore) {
   TempDir dir("chaos_ckpt_write");
   const std::string run = dir / "run";

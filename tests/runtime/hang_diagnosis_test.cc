@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "parallel/schedule.h"
+
 namespace crucible::runtime {
 namespace {
 
@@ -54,6 +56,30 @@ TEST(HangDiagnosis, SilentRanksComeFirst) {
   HangDiagnosis d = diagnose_hang(v);
   EXPECT_EQ(d.culprits, std::vector<int>{1});
   EXPECT_NE(d.message.find("rank 1 never sent a heartbeat"), std::string::npos) << d.message;
+}
+
+// A pipeline (stages run different actions; seq is the same for all in the
+// schedule): stage 1 hangs in the forward of micro-batch 0, stage 0 waits for
+// its gradient. The stage computing is the culprit, named with its action.
+TEST(HangDiagnosis, PipelineNamesTheStageAndMicroBatch) {
+  const int F = int(parallel::Op::kForward), recv_grad = int(parallel::Op::kRecvGradient);
+  std::vector<RankView> v = {{0, true, 6, Phase::kPipeline, 30, 3.5, recv_grad, 0, 0, 0},
+                             {1, true, 6, Phase::kPipeline, 30, 3.6, F, 0, 0, 1}};
+  HangDiagnosis d = diagnose_hang(v);
+  EXPECT_EQ(d.culprits, std::vector<int>{1});
+  EXPECT_EQ(d.message,
+            "no progress: rank 1 in F of micro-batch 0 (stage 1, chunk 0) in pipeline schedule of step 6 for "
+            "3.6 s; waiting for it: rank 0 in recv_grad of micro-batch 0 (stage 0, chunk 0) in pipeline "
+            "schedule of step 6");
+  // Every stage in a receive: no computation to blame; the messages are stuck.
+  v[1].op = int(parallel::Op::kRecvActivation);
+  d = diagnose_hang(v);
+  EXPECT_EQ(d.culprits, (std::vector<int>{0, 1}));
+  EXPECT_NE(d.message.find("every stage waits in a receive"), std::string::npos) << d.message;
+  // A stage still in an earlier step is behind, as without a pipeline.
+  v[1] = {1, true, 5, Phase::kOptimizer, 28, 4.0};
+  d = diagnose_hang(v);
+  EXPECT_EQ(d.culprits, std::vector<int>{1});
 }
 
 TEST(HangDiagnosis, Positions) {

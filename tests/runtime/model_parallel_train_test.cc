@@ -98,6 +98,12 @@ void expect_layouts_equal_one_rank(const TempDir& dir, const std::string& cfg, c
     ASSERT_EQ(r.code, 0) << c.name << "\n" << r.output;
     if (metric == "pipeline_wait_ms") {
       EXPECT_NE(r.output.find("[pipeline] bubble"), std::string::npos) << r.output;
+      // The report's timeline draws every stage's actions.
+      const std::string html = read_file(run + "/report.html");
+      EXPECT_NE(html.find("<section id=\"pipeline\">"), std::string::npos) << c.name;
+      for (int r = 0; r < c.ranks; ++r)
+        EXPECT_NE(html.find("data-series=\"rank " + std::to_string(r) + "\"><rect"), std::string::npos)
+            << c.name << ": no actions of rank " << r << " in the pipeline timeline";
     }
     expect_same_run(one, run, 1e-5);
     auto resolved = runtime::load_config(run + "/config.toml");

@@ -1,4 +1,4 @@
-// dist::Comm: the collectives and point-to-point calls that data, tensor and
+// comm::Comm: the collectives and point-to-point calls that data, tensor and
 // pipeline parallelism are built on, over the world of processes of one job.
 //
 // Two implementations: MPI (Open MPI; comm_mpi.cc is the only file of crucible
@@ -48,7 +48,7 @@
 
 #include "core/status.h"
 
-namespace crucible::dist {
+namespace crucible::comm {
 
 enum class ReduceOp { kSum, kMax, kMin };
 
@@ -198,4 +198,4 @@ Status check_buffer(const char* op, const void* data, size_t n);
 Result<std::unique_ptr<Comm>> make_mpi_world();
 }  // namespace detail
 
-}  // namespace crucible::dist
+}  // namespace crucible::comm

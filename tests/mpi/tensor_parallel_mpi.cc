@@ -18,14 +18,14 @@
 
 #include "core/allocator.h"
 #include "core/hash.h"
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "nn/gpt.h"
 #include "parallel/tensor_parallel.h"
 
 namespace crucible::parallel {
 namespace {
 
-dist::Comm* comm() { return *dist::world(); }
+comm::Comm* comm() { return *comm::world(); }
 
 double rel_l2(const float* a, const float* b, size_t n) {
   double d = 0, s = 0;

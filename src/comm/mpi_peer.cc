@@ -1,20 +1,20 @@
 // The plain-MPI peer: one MPI call per function, on MPI_COMM_WORLD (whose
-// error handler dist::world() sets to MPI_ERRORS_RETURN).
+// error handler comm::world() sets to MPI_ERRORS_RETURN).
 #define OMPI_SKIP_MPICXX 1  // the deprecated C++ bindings: not used, not linked
 #define MPICH_SKIP_MPICXX 1
-#include "dist/mpi_peer.h"
+#include "comm/mpi_peer.h"
 
 #include <mpi.h>
 
 #include <climits>
 #include <string>
 
-#include "dist/comm.h"
+#include "comm/comm.h"
 
-namespace crucible::dist {
+namespace crucible::comm {
 namespace {
 
-// MPI is up (dist::world() initialised it) and n elements fit one MPI call.
+// MPI is up (comm::world() initialised it) and n elements fit one MPI call.
 Status ready(const char* op, const void* a, const void* b, size_t n) {
   if (!launched_by_mpi())
     return Status::not_found(std::string("[dist] mpi_peer ") + op +
@@ -67,4 +67,4 @@ Status mpi_peer_reduce_scatter(const float* send, float* recv, size_t count) {
                "reduce_scatter", "MPI_Reduce_scatter_block");
 }
 
-}  // namespace crucible::dist
+}  // namespace crucible::comm

@@ -1,5 +1,5 @@
 // The single-process Comm, Request's semantics and launched_by_mpi(), in a
-// plain (not MPI-launched) process. The MPI backend: tests/dist/comm_mpi_*.cc.
+// plain (not MPI-launched) process. The MPI backend: tests/mpi/comm_mpi_*.cc.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "dist/comm.h"
+#include "comm/comm.h"
 
-namespace crucible::dist {
+namespace crucible::comm {
 namespace {
 
 TEST(SingleComm, IsRankZeroOfOne) {
@@ -226,4 +226,4 @@ TEST(World, IsSingleInAPlainProcess) {
 }
 
 }  // namespace
-}  // namespace crucible::dist
+}  // namespace crucible::comm

@@ -28,17 +28,17 @@
 
 #include "core/status.h"
 #include "core/tensor.h"
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "nn/params.h"
 
-namespace crucible::dist {
+namespace crucible::parallel {
 
 // Position i (0..n-1) of the bit-reversed visiting order of n = 2^k items.
 int bit_reversed(int i, int n);
 
 class TreeReducer {
  public:
-  TreeReducer(Comm& comm, nn::ParamRegistry& params, int accum);
+  TreeReducer(comm::Comm& comm, nn::ParamRegistry& params, int accum);
   // After the backward of each micro-batch, in bit_reversed order: folds the
   // gradient buffer into the local tree and zeroes it for the next one.
   void add_quantum();
@@ -47,7 +47,7 @@ class TreeReducer {
   Result<double> finish();
 
  private:
-  Comm& comm_;
+  comm::Comm& comm_;
   nn::ParamRegistry& params_;
   int accum_;
   std::vector<Tensor> buffers_;             // log2(accum) + 1 partial sums
@@ -55,4 +55,4 @@ class TreeReducer {
   Tensor recv_;
 };
 
-}  // namespace crucible::dist
+}  // namespace crucible::parallel

@@ -1,11 +1,11 @@
-#include "dist/tree_reduce.h"
+#include "parallel/tree_reduce.h"
 
 #include <cstring>
 
 #include "core/check.h"
 #include "core/clock.h"
 
-namespace crucible::dist {
+namespace crucible::parallel {
 
 namespace {
 
@@ -30,7 +30,7 @@ int bit_reversed(int i, int n) {
   return r;
 }
 
-TreeReducer::TreeReducer(Comm& comm, nn::ParamRegistry& params, int accum)
+TreeReducer::TreeReducer(comm::Comm& comm, nn::ParamRegistry& params, int accum)
     : comm_(comm), params_(params), accum_(accum) {
   CRUCIBLE_CHECK((accum & (accum - 1)) == 0 && (comm.size() & (comm.size() - 1)) == 0,
                  "[dist] reproducible reduction needs power-of-two accum and world size");
@@ -77,4 +77,4 @@ Result<double> TreeReducer::finish() {
   return sw.elapsed_s();
 }
 
-}  // namespace crucible::dist
+}  // namespace crucible::parallel

@@ -12,11 +12,11 @@
 #include <cstring>
 #include <string>
 
-#include "dist/comm.h"
+#include "comm/comm.h"
 
 namespace {
 
-using crucible::dist::Comm;
+using crucible::comm::Comm;
 
 // Prints failed assertions of a non-zero rank, nothing else.
 class RankFailurePrinter : public ::testing::EmptyTestEventListener {
@@ -50,7 +50,7 @@ int abort_test(Comm* comm) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  auto world = crucible::dist::world();
+  auto world = crucible::comm::world();
   if (!world) {
     std::fprintf(stderr, "%s\n", world.status().message().c_str());
     return 2;
@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
   }
   int local = RUN_ALL_TESTS();
   double failed = local != 0 ? 1.0 : 0.0;
-  crucible::Status s = comm->allreduce(&failed, 1, crucible::dist::ReduceOp::kSum);
+  crucible::Status s = comm->allreduce(&failed, 1, crucible::comm::ReduceOp::kSum);
   if (!s.is_ok()) {
     std::fprintf(stderr, "%s\n", s.message().c_str());
     return 1;

@@ -27,11 +27,11 @@
 
 #include "core/status.h"
 #include "core/tensor.h"
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "nn/params.h"
 #include "optim/adamw.h"
 
-namespace crucible::dist {
+namespace crucible::parallel {
 
 struct DataParallelConfig {
   double bucket_mb = 25;
@@ -40,7 +40,7 @@ struct DataParallelConfig {
 
 class DataParallel {
  public:
-  DataParallel(Comm& comm, nn::ParamRegistry& params, const DataParallelConfig& cfg);
+  DataParallel(comm::Comm& comm, nn::ParamRegistry& params, const DataParallelConfig& cfg);
 
   // This rank's optimizer shard (every bucket's piece of this rank); empty
   // (= everything) when zero == 0.
@@ -89,11 +89,11 @@ class DataParallel {
     std::vector<size_t> counts;   // piece sizes per rank
     std::vector<size_t> offsets;  // piece offsets (absolute) per rank
     bool started = false;
-    Request request;
+    comm::Request request;
   };
   void start(Bucket& b);
 
-  Comm& comm_;
+  comm::Comm& comm_;
   nn::ParamRegistry& params_;
   DataParallelConfig cfg_;
   std::vector<Bucket> buckets_;      // in readiness order: the end of the buffer first
@@ -104,4 +104,4 @@ class DataParallel {
   Status error_;
 };
 
-}  // namespace crucible::dist
+}  // namespace crucible::parallel

@@ -1,5 +1,5 @@
 // Request, the shared argument checks, the single-process Comm and world().
-#include "dist/comm.h"
+#include "comm/comm.h"
 
 #include <atomic>
 #include <climits>
@@ -11,7 +11,7 @@
 
 #include "core/trace.h"
 
-namespace crucible::dist {
+namespace crucible::comm {
 
 // ---- Request ----
 
@@ -281,4 +281,4 @@ Status quiet_barrier(Comm& comm, std::chrono::microseconds poll) {
   return r.wait();
 }
 
-}  // namespace crucible::dist
+}  // namespace crucible::comm

@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "dist/comm.h"
-#include "dist/mpi_peer.h"
+#include "comm/comm.h"
+#include "comm/mpi_peer.h"
 #include "profile/probe_interconnect.h"
 
 namespace crucible::profile {
@@ -22,7 +22,7 @@ namespace {
 
 using nlohmann::json;
 
-dist::Comm& comm() { return **dist::world(); }
+comm::Comm& comm() { return **comm::world(); }
 int rank() { return comm().rank(); }
 int size() { return comm().size(); }
 
@@ -221,7 +221,7 @@ TEST(ProbeInterconnect, OptionsAndSingleRank) {
   EXPECT_EQ(bad.status().code(), Code::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("[profile] interconnect"), std::string::npos);
 
-  auto single = dist::make_single_comm();
+  auto single = comm::make_single_comm();
   auto one = probe_interconnect(*single, {});
   ASSERT_TRUE(one.is_ok());
   EXPECT_EQ((*one)["ranks"], 1);
@@ -279,30 +279,30 @@ TEST(MpiPeer, CollectivesGiveMpisResults) {
   const size_t count = 1001;
   std::vector<float> x(count);
   for (size_t i = 0; i < count; ++i) x[i] = float(r + 1) * float(i % 10);
-  ASSERT_TRUE(dist::mpi_peer_allreduce_sum(x.data(), count).is_ok());
+  ASSERT_TRUE(comm::mpi_peer_allreduce_sum(x.data(), count).is_ok());
   for (size_t i = 0; i < count; ++i) ASSERT_EQ(x[i], float(n * (n + 1) / 2) * float(i % 10)) << i;
 
   std::vector<float> piece(count, float(r)), all(count * n, -1.0f);
-  ASSERT_TRUE(dist::mpi_peer_allgather(piece.data(), count, all.data()).is_ok());
+  ASSERT_TRUE(comm::mpi_peer_allgather(piece.data(), count, all.data()).is_ok());
   for (size_t i = 0; i < all.size(); ++i) ASSERT_EQ(all[i], float(i / count)) << i;
 
   std::vector<float> full(count * n), mine(count, -1.0f);
   for (size_t i = 0; i < full.size(); ++i) full[i] = float(i) + float(r);
-  ASSERT_TRUE(dist::mpi_peer_reduce_scatter(full.data(), mine.data(), count).is_ok());
+  ASSERT_TRUE(comm::mpi_peer_reduce_scatter(full.data(), mine.data(), count).is_ok());
   for (size_t i = 0; i < count; ++i)
     ASSERT_EQ(mine[i], float(n) * float(r * count + i) + float(n * (n - 1) / 2)) << i;
 }
 
 TEST(MpiPeer, ArgumentErrorsDoNotCallMpi) {
-  auto null = dist::mpi_peer_allreduce_sum(nullptr, 3);
+  auto null = comm::mpi_peer_allreduce_sum(nullptr, 3);
   EXPECT_EQ(null.code(), Code::kInvalidArgument);
   EXPECT_NE(null.message().find("[dist] mpi_peer allreduce"), std::string::npos);
   float f = 0;
-  auto big = dist::mpi_peer_allgather(&f, size_t{INT_MAX} + 1, &f);
+  auto big = comm::mpi_peer_allgather(&f, size_t{INT_MAX} + 1, &f);
   EXPECT_EQ(big.code(), Code::kInvalidArgument);
   EXPECT_NE(big.message().find("int count"), std::string::npos) << big.message();
   // Zero elements is a valid (empty) collective.
-  EXPECT_TRUE(dist::mpi_peer_reduce_scatter(&f, &f + 1, 0).is_ok());
+  EXPECT_TRUE(comm::mpi_peer_reduce_scatter(&f, &f + 1, 0).is_ok());
 }
 
 }  // namespace

@@ -17,10 +17,10 @@
 
 #include "parallel/layout.h"
 #include "core/rng.h"
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "support/files.h"
 
-namespace crucible::dist {
+namespace crucible::comm {
 namespace {
 
 Comm* comm() { return *world(); }
@@ -356,7 +356,7 @@ TEST(MpiComm, LayoutGroupsReduceOverTheirMembers) {
     auto groups = parallel::make_groups(*comm(), *layout);
     ASSERT_TRUE(groups) << groups.status().message();
     struct G {
-      dist::Comm* comm;
+      comm::Comm* comm;
       std::vector<int> members;
     };
     for (const G& g : {G{groups->tp.get(), layout->tp_group(rank())}, G{groups->pp.get(), layout->pp_group(rank())},
@@ -410,7 +410,7 @@ TEST(MpiComm, RecvOfTheWrongSizeIsAnError) {
         << shorter.message();
     Status longer = comm()->recv(got, 8, 0, 91);
     EXPECT_FALSE(longer.is_ok());
-    EXPECT_NE(longer.message().find("[dist] irecv: MPI_Wait failed (src/dist/comm_mpi.cc:"),
+    EXPECT_NE(longer.message().find("[dist] irecv: MPI_Wait failed (src/comm/comm_mpi.cc:"),
               std::string::npos)
         << longer.message();
     EXPECT_NE(longer.message().find("TRUNCATE"), std::string::npos) << longer.message();
@@ -540,4 +540,4 @@ TEST(MpiComm, ArgumentErrorsAreReportedWithoutCommunicating) {
 }
 
 }  // namespace
-}  // namespace crucible::dist
+}  // namespace crucible::comm

@@ -22,12 +22,12 @@
 #endif
 
 #include "core/trace.h"
-#include "dist/comm.h"
+#include "comm/comm.h"
 
-namespace crucible::dist {
+namespace crucible::comm {
 namespace {
 
-// "src/dist/comm_mpi.cc" rather than the absolute path the build passes.
+// "src/comm/comm_mpi.cc" rather than the absolute path the build passes.
 const char* short_path(const char* file) {
   const char* s = std::strstr(file, "src/");
   return s ? s : file;
@@ -588,4 +588,4 @@ Status MpiComm::sendrecv(const void* send, size_t send_bytes, int dest, void* re
 
 Result<std::unique_ptr<Comm>> detail::make_mpi_world() { return MpiComm::create(); }
 
-}  // namespace crucible::dist
+}  // namespace crucible::comm

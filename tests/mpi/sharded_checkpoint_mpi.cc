@@ -17,7 +17,7 @@
 
 #include "ckpt/checkpoint.h"
 #include "ckpt/model_io.h"
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "nn/gpt.h"
 #include "optim/adamw.h"
 #include "parallel/layout.h"
@@ -29,13 +29,13 @@ namespace crucible::parallel {
 namespace {
 
 namespace fs = std::filesystem;
-dist::Comm* comm() { return *dist::world(); }
+comm::Comm* comm() { return *comm::world(); }
 
 const nn::GPTConfig kModel{4, 4, 32, 103, 16};
 
 // A part of the model at rank `rank` of a layout, with its TP group's collectives.
 struct Holder {
-  std::unique_ptr<dist::Comm> tp_comm;
+  std::unique_ptr<comm::Comm> tp_comm;
   std::unique_ptr<CommTensorParallel> tp;
   std::unique_ptr<nn::GPT> model;
   std::unique_ptr<optim::AdamW> adam;

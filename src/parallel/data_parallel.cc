@@ -1,4 +1,4 @@
-#include "dist/data_parallel.h"
+#include "parallel/data_parallel.h"
 
 #include <cmath>
 #include <algorithm>
@@ -7,13 +7,13 @@
 #include "core/check.h"
 #include "core/clock.h"
 
-namespace crucible::dist {
+namespace crucible::parallel {
 
 namespace {
 constexpr size_t kAlign = 16;  // floats: 64-byte aligned pieces
 }
 
-DataParallel::DataParallel(Comm& comm, nn::ParamRegistry& params, const DataParallelConfig& cfg)
+DataParallel::DataParallel(comm::Comm& comm, nn::ParamRegistry& params, const DataParallelConfig& cfg)
     : comm_(comm), params_(params), cfg_(cfg) {
   const size_t target = std::max<size_t>(kAlign, size_t(cfg.bucket_mb * 1e6 / sizeof(float)));
   const auto& specs = params.specs();
@@ -64,7 +64,7 @@ optim::AllSum DataParallel::norm_all_sum() {
   if (cfg_.zero == 0) return nullptr;
   return [this](double local) {
     double v = local;
-    Status s = comm_.allreduce(&v, 1, ReduceOp::kSum);
+    Status s = comm_.allreduce(&v, 1, comm::ReduceOp::kSum);
     if (!s.is_ok()) {  // the optimizer cannot take a Status; the loop collects it
       if (error_.is_ok()) error_ = s;
       return std::nan("");
@@ -86,7 +86,7 @@ void DataParallel::start(Bucket& b) {
     size_t i = size_t(&b - buckets_.data());
     b.request = comm_.ireduce_scatter(g + b.begin, scatter_.f32() + scatter_off_[i], b.counts);
   } else {
-    b.request = comm_.iallreduce(g + b.begin, b.end - b.begin, ReduceOp::kSum);
+    b.request = comm_.iallreduce(g + b.begin, b.end - b.begin, comm::ReduceOp::kSum);
   }
   b.started = true;
 }
@@ -144,4 +144,4 @@ Status DataParallel::gather_moments(float* m_full, float* v_full) {
   return Status::ok();
 }
 
-}  // namespace crucible::dist
+}  // namespace crucible::parallel
