@@ -61,6 +61,9 @@ def main():
     ap.add_argument("--workload", default="gpt2-124M", choices=WORKLOADS)
     ap.add_argument("--micro", type=int, nargs="+", default=[4, 8, 16], help="micro-batches per step")
     ap.add_argument("--seq-len", type=int, default=None, help="override the workload's seq_len")
+    ap.add_argument("--layouts", default="all",
+                    help="comma list of pp-1f1b, pp-zb-h1, pp-interleaved, pp-1f1b-cost, pp-zb-h1-cost, tp, tp-sp "
+                         "(dp=2, the baseline, always runs)")
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--binary", default=os.path.join(ROOT, "build", "crucible"))
     ap.add_argument("--workdir", default=None, help="keeps the runs (default: a temporary directory)")
@@ -77,14 +80,21 @@ def main():
         dp = run(args.binary, workdir, f"dp2_m{m}", micro_batch, m // 2, args.steps, model)
         print(f"{'dp=2':<28} {m:>3} {dp['step_ms']:>9.0f} {1.0:>6.2f} {'':>7} {'':>7} {dp['comm_ms']:>8.0f} "
               f"{dp['peak_mb'][0]:>7.0f} / {dp['peak_mb'][1]:<7.0f}", flush=True)
-        for sched, v in (("1f1b", 1), ("zb-h1", 1), ("interleaved", 2)):
-            sets = model + ["dist.pp=2", f"dist.pp_schedule={sched}", f"dist.pp_virtual={v}"]
-            r = run(args.binary, workdir, f"pp2_{sched}_m{m}", micro_batch, m, args.steps, sets)
-            name = f"pp=2 {sched}" + (f" v={v}" if v > 1 else "")
+        want = lambda key: args.layouts == "all" or key in args.layouts.split(",")
+        for sched, v, split in (("1f1b", 1, "even"), ("zb-h1", 1, "even"), ("interleaved", 2, "even"),
+                                ("1f1b", 1, "cost"), ("zb-h1", 1, "cost")):
+            key = f"pp-{sched}" + ("-cost" if split == "cost" else "")
+            if not want(key):
+                continue
+            sets = model + ["dist.pp=2", f"dist.pp_schedule={sched}", f"dist.pp_virtual={v}", f"dist.pp_split={split}"]
+            r = run(args.binary, workdir, f"pp2_{sched}_{split}_m{m}", micro_batch, m, args.steps, sets)
+            name = f"pp=2 {sched}" + (f" v={v}" if v > 1 else "") + (" cost split" if split == "cost" else "")
             print(f"{name:<28} {m:>3} {r['step_ms']:>9.0f} {dp['step_ms'] / r['step_ms']:>6.2f} "
                   f"{100 * r['bubble']:>6.1f}% {100 * THEORY[sched](2, v, m):>6.1f}% {r['comm_ms']:>8.0f} "
                   f"{r['peak_mb'][0]:>7.0f} / {r['peak_mb'][1]:<7.0f}", flush=True)
         for name, sp in (("tp=2", "false"), ("tp=2 sequence parallel", "true")):
+            if not want("tp" if sp == "false" else "tp-sp"):
+                continue
             r = run(args.binary, workdir, f"tp2_sp{sp}_m{m}", micro_batch, m, args.steps,
                     model + ["dist.tp=2", f"dist.sequence_parallel={sp}"])
             print(f"{name:<28} {m:>3} {r['step_ms']:>9.0f} {dp['step_ms'] / r['step_ms']:>6.2f} {'':>7} {'':>7} "

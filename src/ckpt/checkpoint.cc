@@ -38,10 +38,17 @@ struct InjectedFault {
 std::mutex g_fault_mu;
 std::optional<InjectedFault> g_fault;
 
+// A part's file answers to its kind's name: "model.part-3.safetensors" is
+// "model.safetensors" to fault injection.
+std::string unparted(const std::string& name) {
+  const size_t at = name.find(".part-"), dot = name.rfind('.');
+  return at == std::string::npos || dot <= at ? name : name.substr(0, at) + name.substr(dot);
+}
+
 // True (once) when a fault is armed for this step and file.
 bool take_injected_fault(int64_t step, const std::string& file) {
   std::lock_guard<std::mutex> lock(g_fault_mu);
-  if (!g_fault || g_fault->step != step || g_fault->file != file) return false;
+  if (!g_fault || g_fault->step != step || g_fault->file != unparted(file)) return false;
   g_fault.reset();
   return true;
 }

@@ -31,9 +31,14 @@ Result<Layout> Layout::make(const LayoutSpec& s, int world, const nn::GPTConfig&
   if (s.virtual_stages > 1 && s.schedule != "interleaved")
     return bad("dist.pp_virtual", std::to_string(s.virtual_stages) +
                                       " virtual stages need dist.pp_schedule = \"interleaved\"");
+  if (std::find(std::begin(kSplits), std::end(kSplits), s.split) == std::end(kSplits))
+    return bad("dist.pp_split", "'" + s.split + "' is not one of even, cost");
   const int stages = s.pp * s.virtual_stages;
-  if (m.n_layer % stages != 0)
+  if (s.split == "even" && m.n_layer % stages != 0)
     return bad("dist.pp", "model.n_layer = " + std::to_string(m.n_layer) + " does not split over pp x pp_virtual = " +
+                              std::to_string(stages) + " stages (or set dist.pp_split = \"cost\")");
+  if (m.n_layer < stages)
+    return bad("dist.pp", "model.n_layer = " + std::to_string(m.n_layer) + " is fewer blocks than pp x pp_virtual = " +
                               std::to_string(stages) + " stages");
   if (s.pp > 1 && micro < s.pp)
     return bad("train.grad_accum", std::to_string(micro) + " micro-batches are fewer than pp = " +
@@ -48,7 +53,39 @@ Result<Layout> Layout::make(const LayoutSpec& s, int world, const nn::GPTConfig&
   l.dp_ = world / (s.tp * s.pp);
   l.schedule_ = s.schedule;
   l.sp_ = s.sequence_parallel && s.tp > 1;
+  l.split_ = s.split;
   return l;
+}
+
+std::vector<int> cost_balanced_blocks(const nn::GPTConfig& m, int stages) {
+  const double C = m.n_embd, T = m.seq_len, V = m.vocab_size;
+  const double block = 24 * C * C + 2 * T * C, head = 2 * C * V + 5 * V;
+  const int L = m.n_layer;
+  // best[s][n]: the least possible maximum over stages s.. holding the last n blocks.
+  std::vector<std::vector<double>> best(size_t(stages) + 1, std::vector<double>(size_t(L) + 1, 1e300));
+  std::vector<std::vector<int>> take(size_t(stages), std::vector<int>(size_t(L) + 1, 0));
+  best[size_t(stages)][0] = 0;
+  for (int s = stages - 1; s >= 0; --s)
+    for (int n = stages - s; n <= L - s; ++n)
+      for (int k = 1; k <= n - (stages - s - 1); ++k) {  // stage s takes k blocks
+        const double cost = std::max(k * block + (s == stages - 1 ? head : 0.0), best[size_t(s) + 1][size_t(n - k)]);
+        if (cost < best[size_t(s)][size_t(n)] * (1 - 1e-12)) best[size_t(s)][size_t(n)] = cost, take[size_t(s)][size_t(n)] = k;
+      }
+  std::vector<int> counts;
+  for (int s = 0, n = L; s < stages; n -= counts.back(), ++s) counts.push_back(take[size_t(s)][size_t(n)]);
+  return counts;
+}
+
+nn::BlockRange Layout::stage_blocks(const nn::GPTConfig& m, int stage) const {
+  const int stages = pp_ * v_;
+  if (split_ == "even") {
+    const int per = m.n_layer / stages;
+    return {stage * per, (stage + 1) * per};
+  }
+  const std::vector<int> counts = cost_balanced_blocks(m, stages);
+  int first = 0;
+  for (int s = 0; s < stage; ++s) first += counts[size_t(s)];
+  return {first, first + counts[size_t(stage)]};
 }
 
 Coords Layout::coords(int rank) const { return {rank / (tp_ * pp_), (rank / tp_) % pp_, rank % tp_}; }

@@ -25,16 +25,28 @@
 namespace crucible::parallel {
 
 inline constexpr const char* kSchedules[] = {"1f1b", "interleaved", "zb-h1"};
+inline constexpr const char* kSplits[] = {"even", "cost"};
 
 struct LayoutSpec {  // what the config asks for ([dist] tp, pp, pp_virtual, pp_schedule, sequence_parallel)
   int tp = 1, pp = 1, virtual_stages = 1;
   std::string schedule = "1f1b";
   bool sequence_parallel = false;
+  // How the blocks are cut into the pp x v stages: "even" (the same number
+  // each; n_layer must divide) or "cost" (contiguous counts that balance
+  // each stage's FLOPs, the LM head and loss counted on the last stage).
+  std::string split = "even";
 };
 
 struct Coords {
   int dp = 0, pp = 0, tp = 0;
 };
+
+// The "cost" split: block counts per stage (each >= 1, summing to n_layer)
+// minimising the most expensive stage, a block costing its FLOPs per token
+// (24 C^2 + 2 T C) and the last stage also the LM head and loss (2 C V + 5 V).
+// Deterministic: of equally good splits, the one whose earliest stages hold
+// the fewest blocks.
+std::vector<int> cost_balanced_blocks(const nn::GPTConfig& m, int stages);
 
 class Layout {
  public:
@@ -50,8 +62,10 @@ class Layout {
   const std::string& schedule() const { return schedule_; }
   // Sequence parallelism with the tensor parallelism (false at tp = 1).
   bool sequence_parallel() const { return sp_; }
-  // Blocks per model chunk (pp * v chunks in all).
-  int layers_per_chunk(const nn::GPTConfig& m) const { return m.n_layer / (pp_ * v_); }
+  // The blocks of global stage s (0 .. pp * v - 1, in model order), as the
+  // split decides them.
+  nn::BlockRange stage_blocks(const nn::GPTConfig& m, int stage) const;
+  const std::string& split() const { return split_; }
 
   Coords coords(int rank) const;
   int rank_of(const Coords& c) const;
@@ -66,6 +80,7 @@ class Layout {
   int dp_ = 1, tp_ = 1, pp_ = 1, v_ = 1;
   std::string schedule_ = "1f1b";
   bool sp_ = false;
+  std::string split_ = "even";
 };
 
 // This rank's three groups as sub-communicators of `world` (collective over

@@ -100,6 +100,7 @@ std::vector<Field> fields(Config& c) {
       {"dist.pp_virtual", &c.dist.pp_virtual},
       {"dist.pp_schedule", &c.dist.pp_schedule},
       {"dist.sequence_parallel", &c.dist.sequence_parallel},
+      {"dist.pp_split", &c.dist.pp_split},
       {"fault.hang_timeout_s", &c.fault.hang_timeout_s},
       {"fault.setup_timeout_s", &c.fault.setup_timeout_s},
       {"fault.max_restarts", &c.fault.max_restarts},
@@ -369,7 +370,7 @@ Status validate_curate(const Config& c) {
 }  // namespace
 
 parallel::LayoutSpec layout_spec(const Config& c) {
-  return {c.dist.tp, c.dist.pp, c.dist.pp_virtual, c.dist.pp_schedule, c.dist.sequence_parallel};
+  return {c.dist.tp, c.dist.pp, c.dist.pp_virtual, c.dist.pp_schedule, c.dist.sequence_parallel, c.dist.pp_split};
 }
 
 Status validate(const Config& c) {

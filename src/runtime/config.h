@@ -80,6 +80,7 @@ struct DistConfig {
   // micro-batches of a pipeline step are train.grad_accum.
   int tp = 1, pp = 1, pp_virtual = 1;
   std::string pp_schedule = "1f1b";
+  std::string pp_split = "even";  // "even" | "cost" (parallel/layout.h)
   // With tp > 1: the LayerNorm regions sharded along the sequence
   // (nn/tensor_parallel.h); nothing at tp = 1.
   bool sequence_parallel = false;

@@ -58,7 +58,7 @@ Result<InjectedFault> parse_one(const std::string& e) {
     const std::string& p = parts[i];
     auto eq = p.find('=');
     std::string key = p.substr(0, eq), val = eq == std::string::npos ? "" : p.substr(eq + 1);
-    if (key == "rank" && !ckpt) {
+    if (key == "rank") {  // checkpoint faults: the rank that writes the file (a part's, sharded)
       if (!parse_int(val, v) || v < 0) return bad("rank must be >= 0");
       f.rank = int(v);
     } else if (key == "ms" && f.kind == InjectedFault::Kind::kSlow) {
@@ -106,10 +106,10 @@ Status FaultInjector::arm(const FaultConfig& cfg, int rank) {
     if (f.attempt != -1 && f.attempt != attempt) continue;
     switch (f.kind) {
       case InjectedFault::Kind::kCkptWriteError:
-        if (rank == 0) ckpt::inject_checkpoint_write_fault(f.step, f.file);
+        if (rank == f.rank) ckpt::inject_checkpoint_write_fault(f.step, f.file);
         break;
       case InjectedFault::Kind::kCkptCorrupt:
-        if (rank == 0) ckpt::inject_checkpoint_corruption(f.step, f.file);
+        if (rank == f.rank) ckpt::inject_checkpoint_corruption(f.step, f.file);
         break;
       default:
         if (f.rank == rank) mine_.push_back(f);

@@ -9,12 +9,9 @@ namespace crucible::runtime {
 
 nn::GPTPart stage_part(const parallel::Layout& layout, const parallel::Coords& at, const nn::GPTConfig& model) {
   const int pp_index = at.pp;
-  const int pp = layout.pp(), v = layout.virtual_stages(), per = layout.layers_per_chunk(model);
+  const int pp = layout.pp(), v = layout.virtual_stages();
   nn::GPTPart part;
-  for (int c = 0; c < v; ++c) {
-    const int stage = parallel::stage_of(pp, pp_index, c);
-    part.chunks.push_back({stage * per, (stage + 1) * per});
-  }
+  for (int c = 0; c < v; ++c) part.chunks.push_back(layout.stage_blocks(model, parallel::stage_of(pp, pp_index, c)));
   part.embedding = pp_index == 0;
   part.head = pp_index == pp - 1;
   part.tp = layout.tp();

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
+
 #include <set>
 
 #include "runtime/config.h"
@@ -109,6 +112,58 @@ TEST(Layout, ConfigKeysAreCheckedWithTheModel) {
   auto sched = runtime::load_config("", {"dist.pp_schedule=zb-h2"});
   ASSERT_FALSE(sched);
   EXPECT_NE(sched.status().message().find("dist.pp_schedule: 'zb-h2'"), std::string::npos);
+}
+
+// The cost split is the best contiguous one: checked against every
+// composition of n_layer into the stages, for models where the LM head is
+// cheap, comparable to a block, and several blocks' worth (GPT-2 124M at
+// seq_len 64: 5.4 blocks, so two stages take 9 and 3 + the head).
+TEST(Layout, CostSplitIsTheBestContiguousOne) {
+  const nn::GPTConfig gpt2{12, 12, 768, 50304, 64};
+  EXPECT_EQ(cost_balanced_blocks(gpt2, 2), (std::vector<int>{9, 3}));
+  auto cost = [](const nn::GPTConfig& m, const std::vector<int>& counts) {
+    const double C = m.n_embd, T = m.seq_len, V = m.vocab_size;
+    double worst = 0;
+    for (size_t s = 0; s < counts.size(); ++s)
+      worst = std::max(worst, counts[s] * (24 * C * C + 2 * T * C) + (s + 1 == counts.size() ? 2 * C * V + 5 * V : 0));
+    return worst;
+  };
+  for (const nn::GPTConfig& m : {gpt2, nn::GPTConfig{7, 4, 32, 512, 32}, nn::GPTConfig{10, 2, 16, 64, 8},
+                                 nn::GPTConfig{9, 8, 256, 8192, 256}})
+    for (int stages = 1; stages <= std::min(m.n_layer, 5); ++stages) {
+      const std::vector<int> got = cost_balanced_blocks(m, stages);
+      ASSERT_EQ(int(got.size()), stages);
+      int sum = 0;
+      for (int n : got) {
+        EXPECT_GE(n, 1);
+        sum += n;
+      }
+      EXPECT_EQ(sum, m.n_layer);
+      // Brute force: every composition of n_layer into `stages` positive parts.
+      double best = 1e300;
+      std::vector<int> c(size_t(stages), 1);
+      std::function<void(int, int)> go = [&](int s, int left) {
+        if (s == stages - 1) {
+          c[size_t(s)] = left;
+          best = std::min(best, cost(m, c));
+          return;
+        }
+        for (int k = 1; k <= left - (stages - s - 1); ++k) c[size_t(s)] = k, go(s + 1, left - k);
+      };
+      go(0, m.n_layer);
+      EXPECT_DOUBLE_EQ(cost(m, got), best) << "L=" << m.n_layer << " stages=" << stages;
+    }
+  // Through the layout: contiguous stages covering every block once.
+  auto l = Layout::make({1, 2, 1, "1f1b", false, "cost"}, 2, gpt2, 4);
+  ASSERT_TRUE(l) << l.status().message();
+  EXPECT_EQ(l->stage_blocks(gpt2, 0).last, 9);
+  EXPECT_EQ(l->stage_blocks(gpt2, 1).first, 9);
+  EXPECT_EQ(l->stage_blocks(gpt2, 1).last, 12);
+  // Uneven counts need the cost split; fewer blocks than stages never work.
+  EXPECT_FALSE(Layout::make({1, 2, 1, "1f1b", false, "even"}, 2, nn::GPTConfig{7, 4, 32, 512, 32}, 4));
+  EXPECT_TRUE(Layout::make({1, 2, 1, "1f1b", false, "cost"}, 2, nn::GPTConfig{7, 4, 32, 512, 32}, 4));
+  EXPECT_FALSE(Layout::make({1, 4, 1, "1f1b", false, "cost"}, 4, nn::GPTConfig{3, 4, 32, 512, 32}, 4));
+  EXPECT_FALSE(Layout::make({1, 2, 1, "1f1b", false, "thirds"}, 2, gpt2, 4));
 }
 
 }  // namespace

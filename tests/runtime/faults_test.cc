@@ -38,12 +38,16 @@ TEST(Faults, ParsesEveryKindWithItsOptions) {
   ASSERT_TRUE(d);
   EXPECT_EQ((*d)[0].file, "model.safetensors");
   EXPECT_EQ((*d)[0].rank, 0);
+  // A sharded checkpoint's part is written by its own rank.
+  auto part = parse({"ckpt_write_error@8:rank=1"});
+  ASSERT_TRUE(part) << part.status().message();
+  EXPECT_EQ((*part)[0].rank, 1);
 }
 
 TEST(Faults, BadEntriesAreOneLineErrorsNamingThem) {
   for (const char* entry :
        {"disk_on_fire@3", "kill", "kill@0", "kill@x", "kill@3:rank=-1", "kill@3:file=a",
-        "ckpt_corrupt@3:rank=1", "hang@3:attempt=soon", "hang@3:color=red", "kill@3:ms=5", "slow@3:ms=-1"}) {
+        "ckpt_corrupt@3:rank=-1", "hang@3:attempt=soon", "hang@3:color=red", "kill@3:ms=5", "slow@3:ms=-1"}) {
     const std::string e = entry;
     auto r = parse({e});
     ASSERT_FALSE(r) << e;

@@ -137,6 +137,8 @@ TEST(PipelineTrain, EveryScheduleEqualsOneRankWithTheSameGlobalBatch) {
                                     {"zbh1", 2, {"dist.pp=2", "dist.pp_schedule=zb-h1"}},
                                     {"interleaved", 2, {"dist.pp=2", "dist.pp_schedule=interleaved", "dist.pp_virtual=2"}},
                                     {"pp4", 4, {"dist.pp=4"}},
+                                    // The cost split: 3 blocks and 1 + the head (1.3 blocks' worth here).
+                                    {"1f1b_cost", 2, {"dist.pp=2", "dist.pp_split=cost"}},
                                     {"dp2pp2_zero1", 4, {"dist.pp=2", "dist.zero=1", "train.grad_accum=2"}},
                                 },
                                 "pipeline_wait_ms");
