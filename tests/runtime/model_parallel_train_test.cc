@@ -140,6 +140,10 @@ TEST(PipelineTrain, EveryScheduleEqualsOneRankWithTheSameGlobalBatch) {
                                     // The cost split: 3 blocks and 1 + the head (1.3 blocks' worth here).
                                     {"1f1b_cost", 2, {"dist.pp=2", "dist.pp_split=cost"}},
                                     {"dp2pp2_zero1", 4, {"dist.pp=2", "dist.zero=1", "train.grad_accum=2"}},
+                                    {"pp4_zbh1", 4, {"dist.pp=4", "dist.pp_schedule=zb-h1"}},
+                                    {"dp2pp2_interleaved_zero1", 4,
+                                     {"dist.pp=2", "dist.pp_schedule=interleaved", "dist.pp_virtual=2", "dist.zero=1",
+                                      "train.grad_accum=2"}},
                                 },
                                 "pipeline_wait_ms");
 }
