@@ -367,7 +367,10 @@ class ShardedReader {
 };
 
 Status load_sharded(const std::string& step_dir, const nlohmann::json& m, nn::ParamRegistry& params,
-                    optim::AdamW* opt) {
+                    optim::AdamW* opt, bool part) {
+  if (!part && m["shards"]["tensors"].size() != params.specs().size())
+    return Status::corrupt("[ckpt] " + dir_label(step_dir) + ": holds " + std::to_string(m["shards"]["tensors"].size()) +
+                           " tensors, the model has " + std::to_string(params.specs().size()));
   ShardedReader reader(step_dir, m["shards"]);
   for (const nn::ParamSpec& s : params.specs())
     CRUCIBLE_RETURN_IF_ERROR(reader.assemble(s, "model", "", params.values() + s.offset));
@@ -406,7 +409,7 @@ Result<CheckpointState> load_checkpoint(const std::string& step_dir, nn::ParamRe
   if (m.contains("shards")) {
     if (!m["shards"].is_object() || !m["shards"].contains("tensors") || !m["shards"]["tensors"].is_object())
       return Status::corrupt("[ckpt] " + label + "/manifest.json: malformed \"shards\"");
-    CRUCIBLE_RETURN_IF_ERROR(load_sharded(step_dir, m, params, opt));
+    CRUCIBLE_RETURN_IF_ERROR(load_sharded(step_dir, m, params, opt, part));
     return state_from_manifest(m);
   }
   for (const char* name : {"model.safetensors", "optimizer.safetensors"})
