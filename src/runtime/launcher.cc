@@ -1,5 +1,8 @@
 #include "runtime/launcher.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +13,46 @@
 #include "core/threads.h"
 
 namespace crucible::runtime {
+
+std::vector<std::string> hostfile_hosts(const std::string& path) {
+  std::vector<std::string> hosts;
+  auto text = read_file(path);
+  if (!text) return hosts;
+  std::istringstream in(*text);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream words(line.substr(0, line.find('#')));
+    std::string host;
+    if (words >> host) hosts.push_back(host);
+  }
+  return hosts;
+}
+
+std::string address_facing(const std::vector<std::string>& hosts) {
+  for (const std::string& host : hosts) {
+    addrinfo hints{}, *res = nullptr;
+    hints.ai_family = AF_INET;
+    hints.ai_socktype = SOCK_DGRAM;
+    if (::getaddrinfo(host.c_str(), "9", &hints, &res) != 0 || !res) continue;
+    std::string found;
+    const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    // A UDP connect sends nothing: it only picks the route and its source address.
+    if (fd >= 0 && ::connect(fd, res->ai_addr, res->ai_addrlen) == 0) {
+      sockaddr_in local{};
+      socklen_t len = sizeof local;
+      char buf[INET_ADDRSTRLEN] = {0};
+      const auto* remote = reinterpret_cast<const sockaddr_in*>(res->ai_addr);
+      if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0 &&
+          local.sin_addr.s_addr != remote->sin_addr.s_addr &&            // the host is not this machine
+          (ntohl(remote->sin_addr.s_addr) >> 24) != 127 &&                // nor a loopback name of it
+          ::inet_ntop(AF_INET, &local.sin_addr, buf, sizeof buf))
+        found = buf;
+    }
+    if (fd >= 0) ::close(fd);
+    ::freeaddrinfo(res);
+    if (!found.empty()) return found;
+  }
+  return "";
+}
 
 Status check_hostfile(const std::string& path, int ranks) {
   auto text = read_file(path);

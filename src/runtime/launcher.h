@@ -27,4 +27,12 @@ std::vector<std::string> launcher_command(const LaunchSpec& spec, const std::str
 // a failure to retry.
 Status check_hostfile(const std::string& path, int ranks);
 
+// The hosts a hostfile names, in its order (empty when it cannot be read).
+std::vector<std::string> hostfile_hosts(const std::string& path);
+// The address of this machine that the first of `hosts` it is not itself
+// reaches it by (the source address the kernel routes from), for what ranks
+// on other hosts must send to: the supervisor's heartbeat socket. Empty when
+// every host is this machine or none resolves.
+std::string address_facing(const std::vector<std::string>& hosts);
+
 }  // namespace crucible::runtime

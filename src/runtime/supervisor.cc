@@ -36,6 +36,7 @@
 #include "runtime/hang_diagnosis.h"
 #include "runtime/memory_estimate.h"
 #include "runtime/heartbeat.h"
+#include "runtime/launcher.h"
 
 namespace crucible::runtime {
 
@@ -258,10 +259,15 @@ AttemptResult Supervisor::run_attempt(int attempt, int world, int accum, bool re
     args.insert(args.end(), {"--metrics-port", std::to_string(opt_.metrics_port), "--metrics-bind",
                              opt_.metrics_bind});
 
-  ::setenv(kSupervisorEnv, ((opt_.launch.hostfile.empty() ? std::string("127.0.0.1") : host_) +
-                            ":" + std::to_string(port_))
-                               .c_str(),
-           1);
+  // Where ranks send their heartbeats: loopback on one machine; with a
+  // hostfile the address this machine has towards the other hosts (its host
+  // name may resolve to a loopback address there, 127.0.1.1 on Debian).
+  std::string reach = "127.0.0.1";
+  if (!opt_.launch.hostfile.empty()) {
+    reach = address_facing(hostfile_hosts(opt_.launch.hostfile));
+    if (reach.empty()) reach = host_;
+  }
+  ::setenv(kSupervisorEnv, (reach + ":" + std::to_string(port_)).c_str(), 1);
   ::setenv(kSupervisorPidEnv, std::to_string(::getpid()).c_str(), 1);
   ::setenv(kSupervisorHostEnv, host_.c_str(), 1);
   ::setenv(kAttemptEnv, std::to_string(attempt).c_str(), 1);
@@ -383,7 +389,12 @@ AttemptResult Supervisor::run_attempt(int attempt, int world, int accum, bool re
         any2 |= r.exited && r.code == 2;
         if (r.exited && r.code != 0 && !r.message.empty() && msg_rank < 0) msg_rank = int(i);
       }
-      if ((all_ok || code == 0) && !any3) {
+      // mpirun's 0 alone is not an end: a rank on another host killed with
+      // SIGKILL can leave it at 0. Short of the step the job was to reach,
+      // a rank that never reported its exit died (below).
+      const int64_t target = opt_.stop_at > 0 ? opt_.stop_at : plan_.config.train.steps;
+      const bool silent = std::any_of(ranks.begin(), ranks.end(), [](const RankState& r) { return !r.exited; });
+      if ((all_ok || code == 0) && !any3 && !(silent && res.step_reached < target)) {
         res.outcome = Outcome::kFinished;
         return res;
       }
@@ -407,6 +418,9 @@ AttemptResult Supervisor::run_attempt(int attempt, int world, int accum, bool re
       std::vector<int> dead;
       for (size_t i = 0; i < ranks.size(); ++i)
         if (!ranks[i].exited) dead.push_back(int(i));
+      // The one silent longest went first (mpirun ends the others after it).
+      std::stable_sort(dead.begin(), dead.end(),
+                       [&](int a, int b) { return ranks[size_t(a)].last_beat < ranks[size_t(b)].last_beat; });
       res.outcome = Outcome::kFailed;
       res.detected_at = mono_s();
       if (msg_rank >= 0) {
@@ -421,8 +435,11 @@ AttemptResult Supervisor::run_attempt(int attempt, int world, int accum, bool re
         res.what = "died";
         res.culprits = dead;
         res.message = "the job ended with code " + std::to_string(code) +
-                      (dead.empty() ? "" : " without a report from rank " +
-                                               std::to_string(dead[0]));
+                      (dead.empty() ? ""
+                                    : " without a report from rank " + std::to_string(dead[0]) + " (host " +
+                                          (ranks[size_t(dead[0])].seen ? ranks[size_t(dead[0])].last.host : "unknown") +
+                                          ", last in " + describe_position(view_of(dead[0], ranks[size_t(dead[0])], mono_s())) +
+                                          ")");
         res.detect_s = 0;
       }
       if (!res.culprits.empty()) res.phase = ranks[size_t(res.culprits[0])].last.phase;

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Data-parallel training across two namespace hosts over TCP (Open MPI's tcp
-# BTL only) in reproducible mode: its weights equal a one-process run's byte
-# for byte. Started by ctest with the crucible binary's path; exit 77 (skip)
-# where the cluster harness cannot run.
+# BTL only) in reproducible mode, its weights equal to a one-process run's
+# byte for byte: under plain mpirun, under `crucible launch --hostfile` (the
+# supervisor hears the other host's heartbeats and the job finishes), and
+# with host 2's rank killed mid-run (the death is named by rank and host, the
+# job restarts itself from its checkpoint). Started by ctest with the crucible
+# binary's path; exit 77 (skip) where the cluster harness cannot run.
 #   tests/cluster/train_two_hosts.sh BUILD/crucible
 set -euo pipefail
 bin="$(realpath "$1")"
@@ -31,7 +34,7 @@ eval_every = 0
 eval_batches = 1
 threads = 1
 [ckpt]
-every = 8
+every = 4
 [run]
 sample_tokens = 0
 [dist]
@@ -40,16 +43,39 @@ TOML
 # One process with the global batch of the two ranks: grad_accum 4.
 "$bin" train "$work/cfg.toml" --run-dir "$work/one" --set train.grad_accum=4 > "$work/one.log" 2>&1 ||
   { cat "$work/one.log"; exit 1; }
-set +e
-"$here/netns_cluster.sh" -n 2 -- sh -c "mpirun --allow-run-as-root --hostfile \$CLUSTER_HOSTFILE --mca plm_rsh_agent \$CLUSTER_AGENT \
-  --mca btl self,tcp --mca btl_tcp_if_include \$CLUSTER_SUBNET --mca oob_tcp_if_include \$CLUSTER_SUBNET \
-  --bind-to none -x OMP_NUM_THREADS=1 -n 2 '$bin' train '$work/cfg.toml' --run-dir '$work/two'" > "$work/two.log" 2>&1
-rc=$?
-set -e
-if [[ $rc -eq 77 ]]; then cat "$work/two.log"; exit 77; fi
-if [[ $rc -ne 0 ]]; then cat "$work/two.log"; echo "[two hosts] training across the hosts failed ($rc)"; exit 1; fi
+# cluster NAME COMMAND: COMMAND (a shell string: \$CLUSTER_* expand inside) on the two hosts.
+cluster() {
+  local name="$1"; shift
+  set +e
+  "$here/netns_cluster.sh" -n 2 -- sh -c "$*" > "$work/$name.log" 2>&1
+  local rc=$?
+  set -e
+  if [[ $rc -eq 77 ]]; then cat "$work/$name.log"; exit 77; fi
+  if [[ $rc -ne 0 ]]; then cat "$work/$name.log"; echo "[two hosts] $name failed ($rc)"; exit 1; fi
+}
+same_weights() {
+  a=$(sha256sum < "$work/one/ckpt/step_0000008/model.safetensors")
+  b=$(sha256sum < "$work/$1/ckpt/step_0000008/model.safetensors")
+  if [[ "$a" != "$b" ]]; then echo "[two hosts] $1: weights differ from the one-process run"; exit 1; fi
+}
+mca="--mca btl self,tcp --mca btl_tcp_if_include \$CLUSTER_SUBNET --mca oob_tcp_if_include \$CLUSTER_SUBNET"
+cluster two "mpirun --allow-run-as-root --hostfile \$CLUSTER_HOSTFILE --mca plm_rsh_agent \$CLUSTER_AGENT $mca \
+  --bind-to none -x OMP_NUM_THREADS=1 -n 2 '$bin' train '$work/cfg.toml' --run-dir '$work/two'"
 grep -q ", 2 ranks (mpi) x " "$work/two.log" || { cat "$work/two.log"; echo "[two hosts] not a 2-rank run"; exit 1; }
-a=$(sha256sum < "$work/one/ckpt/step_0000008/model.safetensors")
-b=$(sha256sum < "$work/two/ckpt/step_0000008/model.safetensors")
-if [[ "$a" != "$b" ]]; then echo "[two hosts] weights differ from the one-process run"; exit 1; fi
-echo "[two hosts] 2 hosts over TCP: weights byte-identical to one process"
+same_weights two
+# Under the supervisor: Open MPI's MCA parameters from the environment.
+env="OMPI_MCA_plm_rsh_agent=\$CLUSTER_AGENT OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=\$CLUSTER_SUBNET \
+  OMPI_MCA_oob_tcp_if_include=\$CLUSTER_SUBNET"
+launch="'$bin' launch --hostfile \$CLUSTER_HOSTFILE -n 2 --threads 1 -- train '$work/cfg.toml'"
+cluster launched "$env $launch --run-dir '$work/launched'"
+grep -q "\[supervisor\] job finished" "$work/launched.log" ||
+  { cat "$work/launched.log"; echo "[two hosts] the supervisor did not see the job finish"; exit 1; }
+same_weights launched
+cluster killed "$env $launch --run-dir '$work/killed' --set fault.restart_backoff_s=0.1 \
+  --set 'fault.inject=[\"kill@6:rank=1\"]'"
+grep -q "without a report from rank 1 (host host2, last in .* of step 6)" "$work/killed.log" ||
+  { cat "$work/killed.log"; echo "[two hosts] the death on host 2 was not named by rank and host"; exit 1; }
+grep -q "\[supervisor\] job finished after 1 restart" "$work/killed.log" ||
+  { cat "$work/killed.log"; echo "[two hosts] the job did not recover by itself"; exit 1; }
+same_weights killed
+echo "[two hosts] mpirun, launch and a killed host's rank over TCP: weights byte-identical to one process"
