@@ -261,7 +261,7 @@ AttemptResult Supervisor::run_attempt(int attempt, int world, int accum, bool re
 
   // Where ranks send their heartbeats: loopback on one machine; with a
   // hostfile the address this machine has towards the other hosts (its host
-  // name may resolve to a loopback address there, 127.0.1.1 on Debian).
+  // name may resolve to a loopback address, 127.0.1.1 on a stock Debian).
   std::string reach = "127.0.0.1";
   if (!opt_.launch.hostfile.empty()) {
     reach = address_facing(hostfile_hosts(opt_.launch.hostfile));
