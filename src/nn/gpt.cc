@@ -237,13 +237,11 @@ GPT::GPT(const GPTConfig& cfg, const GPTPart& part, TensorParallel* tp)
       bl.attn.c_proj = linear(i.prjw, i.prjb);
       bl.attn.C = C;
       bl.attn.NH = cfg.n_head / part.tp;
-      bl.attn.tp = tp_;
-      bl.attn.sequence = sequence_;
+      bl.attn.tp = {tp_, sequence_, C};
       bl.mlp.c_fc = linear(i.fcw, i.fcb);
       bl.mlp.c_proj = linear(i.mpw, i.mpb);
       bl.mlp.C = C;
-      bl.mlp.tp = tp_;
-      bl.mlp.sequence = sequence_;
+      bl.mlp.tp = {tp_, sequence_, C};
       bl.shards = sequence_ ? part.tp : 1;
     }
   }

@@ -82,6 +82,29 @@ struct Linear {
                 BackwardPass pass = BackwardPass::kAll);
 };
 
+// The tensor-parallel ends of a column-parallel / row-parallel pair of
+// linears (Megatron's f and g; nn/tensor_parallel.h), one mechanism for
+// attention and the MLP. tp null: plain linears, nothing exchanged. N rows
+// of the (B,T) tokens; under sequence parallelism the pair's input and
+// output are this rank's N/tp rows of C.
+struct TensorParallelPair {
+  TensorParallel* tp = nullptr;
+  bool sequence = false;
+  int C = 0;                      // the width of the pair's input and output
+  const float* x_rows = nullptr;  // sequence parallel: the input rows, gathered again in backward
+  // y = first(x), x (rows, C); sequence parallel gathers the rows for the GEMM only.
+  void first_forward(Arena& arena, Linear& first, float* y, const float* x, int N, bool with_bias);
+  // out (rows, C) = the group's sum of last(x), the bias once (the first rank adds it).
+  void last_forward(Arena& arena, Linear& last, float* out, const float* x, int N);
+  // The output gradient as last's backward reads it: every rank's rows
+  // gathered, or a copy a kInput pass keeps (the caller goes on changing dout).
+  const float* output_grad(Arena& arena, const float* dout, int N, bool keep);
+  // dx (rows, C) = the group's sum of first's input gradient from dy; kAll
+  // also forms first's weight gradients; kWeight forms only those (dx, dy unused).
+  void first_backward(Arena& arena, Linear& first, float* dx, const float* dy, int N, bool with_bias,
+                      BackwardPass pass);
+};
+
 // qkv = c_attn(x); y = attention(qkv); out = c_proj(y). Tensor-parallel
 // (tp set): this rank's NH heads of hs channels, Ch = NH hs = c_proj.in;
 // c_attn column-parallel, c_proj row-parallel (nn/tensor_parallel.h).
@@ -90,9 +113,7 @@ struct Linear {
 struct CausalSelfAttention {
   Linear c_attn, c_proj;
   int C = 0, NH = 0;  // the model's width; the heads held
-  TensorParallel* tp = nullptr;
-  bool sequence = false;
-  const float* x_rows = nullptr;  // sequence parallel: the input rows, gathered again in backward
+  TensorParallelPair tp;  // c_attn, c_proj
   float* qkv = nullptr;  // (B,T,3Ch)
   float* y = nullptr;    // (B,T,Ch)
   float* lse = nullptr;  // (B,NH,T)
@@ -107,9 +128,7 @@ struct CausalSelfAttention {
 struct MLP {
   Linear c_fc, c_proj;
   int C = 0;
-  TensorParallel* tp = nullptr;
-  bool sequence = false;          // as CausalSelfAttention's
-  const float* x_rows = nullptr;
+  TensorParallelPair tp;  // c_fc, c_proj
   float* pre = nullptr;  // (N,H) pre-activation
   float* act = nullptr;  // (N,H)
   void forward(Arena& arena, float* out, const float* x, int N);
