@@ -374,13 +374,8 @@ Status load_sharded(const std::string& step_dir, const nlohmann::json& m, nn::Pa
   ShardedReader reader(step_dir, m["shards"]);
   for (const nn::ParamSpec& s : params.specs())
     CRUCIBLE_RETURN_IF_ERROR(reader.assemble(s, "model", "", params.values() + s.offset));
-  for (const nn::ParamSpec& s : params.specs()) {
-    const float* v = params.values() + s.offset;
-    for (size_t i = 0; i < s.numel; ++i)
-      if (!std::isfinite(v[i]))
-        return Status::corrupt("[weights] " + dir_label(step_dir) + ": tensor " + s.name + " holds " +
-                               (std::isnan(v[i]) ? "NaN" : "an infinity"));
-  }
+  for (const nn::ParamSpec& s : params.specs())
+    CRUCIBLE_RETURN_IF_ERROR(check_finite(dir_label(step_dir), s.name, params.values() + s.offset, s.numel));
   if (!opt) return Status::ok();
   auto steps = reader.metadata(part_file_name("optimizer", 0), "adam_steps");
   if (!steps) return steps.status();

@@ -20,6 +20,14 @@ Status save_params(const nn::ParamRegistry& params, const std::string& path, boo
   return write_safetensors(path, views, metadata);
 }
 
+Status check_finite(const std::string& where, const std::string& name, const float* v, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (!std::isfinite(v[i]))
+      return Status::corrupt("[weights] " + where + ": tensor " + name + " holds " +
+                             (std::isnan(v[i]) ? "NaN" : "an infinity") + " at element " + std::to_string(i));
+  return Status::ok();
+}
+
 Status load_params(nn::ParamRegistry& params, const std::string& path, bool part) {
   auto file = read_safetensors(path);
   if (!file) return file.status();
@@ -33,10 +41,7 @@ Status load_params(nn::ParamRegistry& params, const std::string& path, bool part
       return Status::corrupt("[weights] " + path + ": tensor " + s.name + " is " + t->dtype +
                              " with a shape other than the model's " + s.whole_shape.str());
     const float* v = reinterpret_cast<const float*>(t->bytes.data());
-    for (size_t i = 0; i < t->bytes.size() / sizeof(float); ++i)
-      if (!std::isfinite(v[i]))
-        return Status::corrupt("[weights] " + path + ": tensor " + s.name + " holds " +
-                               (std::isnan(v[i]) ? "NaN" : "an infinity") + " at element " + std::to_string(i));
+    CRUCIBLE_RETURN_IF_ERROR(check_finite(path, s.name, v, t->bytes.size() / sizeof(float)));
     nn::copy_from_whole(s, v, params.values() + s.offset);
     ++matched;
   }

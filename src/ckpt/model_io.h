@@ -17,5 +17,8 @@ Status save_params(const nn::ParamRegistry& params, const std::string& path, boo
 // or dtype mismatch is an error naming the tensor. part: `params` is a part of
 // the model (a pipeline stage): the file's other tensors are not its.
 Status load_params(nn::ParamRegistry& params, const std::string& path, bool part = false);
+// Ok when every value of tensor `name` (n floats) is finite; else corrupt,
+// "[weights] WHERE: tensor NAME holds NaN at element I".
+Status check_finite(const std::string& where, const std::string& name, const float* v, size_t n);
 
 }  // namespace crucible::ckpt
