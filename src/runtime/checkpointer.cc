@@ -28,9 +28,14 @@ Checkpointer::Checkpointer(comm::Comm& world, TrainStep& step, const Config& cfg
   for (ckpt::Snapshot* s : {writer_ ? &writer_->buffer() : nullptr, zero && !writer_ ? &part_ : nullptr})
     if (s)
       for (auto* v : {&s->params, &s->exp_avg, &s->exp_avg_sq}) v->resize(own);
-  if (sharded_ && world.rank() == 0)  // every part's tensors, for the manifest
-    for (int k = 0; k < L.pp() * L.tp(); ++k)
-      all_parts_.push_back(nn::GPT::param_specs(cfg.model, stage_part(L, L.coords(k), cfg.model)));
+  // Which part the writer's snapshots are (take_snapshot leaves these alone),
+  // and for the publisher every part's tensors, for the manifest.
+  if (sharded_ && writer_) {
+    writer_->buffer().part = world.rank();
+    if (world.rank() == 0)
+      for (int k = 0; k < L.pp() * L.tp(); ++k)
+        writer_->buffer().parts.push_back(nn::GPT::param_specs(cfg.model, stage_part(L, L.coords(k), cfg.model)));
+  }
 }
 
 Checkpointer::~Checkpointer() { cancelled_ = true; }  // before the writer's destructor waits
@@ -63,11 +68,8 @@ Status Checkpointer::save(const ckpt::CheckpointState& state, bool flush, StepMe
     if (zero) CRUCIBLE_RETURN_IF_ERROR(dp->gather_moments(own->exp_avg.data(), own->exp_avg_sq.data()));
   }
   if (sharded_) {
-    if (writer_) {  // a part's own tensors (its replicas are another part's)
+    if (writer_)  // a part's own tensors (its replicas are another part's)
       std::erase_if(own->specs, [](const nn::ParamSpec& s) { return s.replica; });
-      own->part = world_.rank();
-      own->parts = all_parts_;
-    }
     // Rank 0 opens the checkpoint's directory before any part writes into it.
     CRUCIBLE_RETURN_IF_ERROR(agree(
         world_, world_.rank() == 0 ? ckpt::begin_sharded_checkpoint(ckpt_dir_, state.step) : Status::ok()));

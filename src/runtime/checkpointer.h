@@ -48,7 +48,6 @@ class Checkpointer {
   const Config& cfg_;
   const std::string ckpt_dir_;
   bool sharded_ = false;  // pp or tp > 1: every part writes its own files
-  std::vector<std::vector<nn::ParamSpec>> all_parts_;  // rank 0, sharded: every part's tensors
   std::atomic<bool> cancelled_{false};  // the publisher stops waiting for parts
   std::unique_ptr<ckpt::AsyncCheckpointWriter> writer_;  // rank 0; every part's first dp rank when sharded
   ckpt::Snapshot part_;  // a ZeRO rank without a writer: its share of the moments' gather
