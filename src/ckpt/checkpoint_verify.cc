@@ -376,6 +376,7 @@ Status load_sharded(const std::string& step_dir, const nlohmann::json& m, nn::Pa
     CRUCIBLE_RETURN_IF_ERROR(reader.assemble(s, "model", "", params.values() + s.offset));
   for (const nn::ParamSpec& s : params.specs())
     CRUCIBLE_RETURN_IF_ERROR(check_finite(dir_label(step_dir), s.name, params.values() + s.offset, s.numel));
+  params.refresh_bf16();  // bf16 models: the working copy of the loaded weights
   if (!opt) return Status::ok();
   auto steps = reader.metadata(part_file_name("optimizer", 0), "adam_steps");
   if (!steps) return steps.status();

@@ -48,6 +48,7 @@ Status load_params(nn::ParamRegistry& params, const std::string& path, bool part
   if (!part && matched != file->tensors.size())
     return Status::corrupt("[weights] " + path + ": holds " + std::to_string(file->tensors.size()) +
                            " tensors, the model has " + std::to_string(matched));
+  params.refresh_bf16();  // bf16 models: the working copy of the loaded weights
   return Status::ok();
 }
 

@@ -171,6 +171,9 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str()
       ->check(non_negative());
   step->add_option("--seed", opt->seed, "Seed for weights and tokens")->capture_default_str();
+  step->add_option("--precision", opt->precision, "fp32 | bf16 (as train.precision)")->capture_default_str();
+  step->add_option("--recompute", opt->recompute, "none | selective | full (as train.recompute)")
+      ->capture_default_str();
   step->add_flag("--json", *json, "Print one JSON object instead of a table");
   step->callback([opt, json] {
     opt->progress = !*json;

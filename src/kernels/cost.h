@@ -20,6 +20,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/dtype.h"
+
 namespace crucible::kernels::cost {
 
 struct Cost {
@@ -75,10 +77,52 @@ inline Cost softmax_xent_backward(float*, const float*, const float*, const int3
   const double n = double(N) * V;
   return {3 * n, 2 * 4 * n};
 }
-inline Cost adamw(float*, const float*, float*, float*, size_t n, float, float, float, float,
-                  float, float, int) {
-  return {15.0 * double(n), 7 * 4.0 * double(n)};
+inline Cost adamw(float*, bf16* p_bf16, const float*, float*, float*, size_t n, float, float,
+                  float, float, float, float, int) {
+  return {15.0 * double(n), (7 * 4.0 + (p_bf16 ? 2 : 0)) * double(n)};
+}
+inline Cost adamw_bf16_moments(float*, bf16* p_bf16, const float*, bf16*, bf16*, size_t n, float,
+                               float, float, float, float, float, int) {
+  return {15.0 * double(n), (3 * 4.0 + 4 * 2.0 + (p_bf16 ? 2 : 0)) * double(n)};
 }
 inline Cost sum_squares(const float*, size_t n) { return {2.0 * double(n), 4.0 * double(n)}; }
+
+// bf16 variants: the f32 counts with the bf16 tensors at 2 bytes.
+inline Cost residual_layernorm_forward_bf16(float*, bf16*, float*, float*, const float*,
+                                            const float*, const float*, const float*, int N, int C) {
+  const double n = double(N) * C;
+  return {8 * n, (3 * 4 + 2) * n};
+}
+inline Cost bias_gelu_forward_bf16(bf16*, bf16*, const float* bias, int N, int C) {
+  const double n = double(N) * C;
+  return {10 * n, (bias ? 3 : 2) * 2 * n};
+}
+inline Cost bias_gelu_backward_bf16(bf16*, float*, const float*, const bf16*, int N, int C) {
+  const double n = double(N) * C;
+  return {15 * n, (4 + 2 + 2) * n};
+}
+inline Cost attention_forward_bf16(bf16*, float*, const bf16*, int B, int T, int C, int) {
+  const double btc = double(B) * T * C;
+  return {2 * btc * T, 4 * 2 * btc};
+}
+inline Cost attention_backward_bf16(bf16*, const float*, const bf16*, const bf16*, const float*,
+                                    int B, int T, int C, int) {
+  const double btc = double(B) * T * C;
+  return {5 * btc * T, (4 + 7 * 2) * btc};
+}
+inline Cost softmax_cross_entropy_bf16(float*, bf16*, const int32_t*, int N, int V, float) {
+  const double n = double(N) * V;
+  return {8 * n, 3 * 2 * n};
+}
+inline Cost logsumexp_rows_bf16(float*, float*, const bf16*, int N, int V) {
+  const double n = double(N) * V;
+  return {3 * n, 2 * n};
+}
+inline Cost softmax_xent_backward_bf16(bf16*, const float*, const float*, const int32_t*, int,
+                                       int N, int V, float) {
+  const double n = double(N) * V;
+  return {3 * n, 2 * 2 * n};
+}
+inline Cost convert_to_bf16(bf16*, const float*, size_t n) { return {0, 6.0 * double(n)}; }
 
 }  // namespace crucible::kernels::cost

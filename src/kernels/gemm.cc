@@ -14,7 +14,7 @@
 namespace crucible::kernels {
 namespace {
 
-using Key = std::tuple<bool, bool, int, int, int, int, int, int, bool, bool, bool>;
+using Key = std::tuple<bool, bool, int, int, int, int, int, int, bool, bool, DType, DType>;
 
 struct Entry {
   dnnl::matmul prim;
@@ -35,7 +35,8 @@ struct Gemm {
   size_t scratch_bytes = 0;
   dnnl::memory scratch_mem;
   int bf16_native = -1;  // unknown / 0 / 1
-  // Up-converted inputs for CPUs whose oneDNN has no bf16 matmul (pre-AVX-512 cores).
+  // Without a bf16 matmul (pre-AVX-512 cores): the widened operands and the
+  // f32 product of a bf16 output, used under `mu` like everything above.
   float* up = nullptr;
   size_t up_elems = 0;
 };
@@ -45,14 +46,18 @@ Gemm& state() {
   return *g;
 }
 
+dnnl::memory::data_type dnnl_type(DType t) {
+  return t == DType::bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
+}
+
 Entry make_entry(Gemm& g, bool ta, bool tb, int M, int N, int K, int lda, int ldb, int ldc,
-                 bool acc, bool has_bias, bool bf) {
+                 bool acc, bool has_bias, DType in_t, DType out_t) {
   using dt = dnnl::memory::data_type;
   using dims = dnnl::memory::dims;
-  dt in = bf ? dt::bf16 : dt::f32;
+  const dt in = dnnl_type(in_t);
   dnnl::memory::desc a_md(dims{M, K}, in, ta ? dims{1, lda} : dims{lda, 1});
   dnnl::memory::desc b_md(dims{K, N}, in, tb ? dims{1, ldb} : dims{ldb, 1});
-  dnnl::memory::desc c_md(dims{M, N}, dt::f32, dims{ldc, 1});
+  dnnl::memory::desc c_md(dims{M, N}, dnnl_type(out_t), dims{ldc, 1});
   dnnl::memory::desc bias_md(dims{1, N}, dt::f32, dims{N, 1});
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -73,20 +78,36 @@ Entry make_entry(Gemm& g, bool ta, bool tb, int M, int N, int K, int lda, int ld
   return e;
 }
 
-void run(bool ta, bool tb, int M, int N, int K, const void* A, int lda, const void* B, int ldb,
-         float* C, int ldc, bool acc, const float* bias, bool bf) {
-  CRUCIBLE_CHECK(M > 0 && N > 0 && K > 0, "[gemm] empty problem");
-  // Traffic: each operand once (oneDNN blocks for cache), C read too when
-  // accumulating. bf16 operands are half the bytes.
-  const double ab = bf ? 2.0 : 4.0;
-  ScopedKernelTimer timer(KernelClass::gemm, 2.0 * M * N * K,
-                          ab * (double(M) * K + double(K) * N) + 4.0 * M * N * (acc ? 2 : 1));
-  Gemm& g = state();
-  std::lock_guard<std::mutex> lock(g.mu);
-  Key key{ta, tb, M, N, K, lda, ldb, ldc, acc, bias != nullptr, bf};
+bool native_bf16(Gemm& g) {
+  if (g.bf16_native < 0) {
+    try {
+      make_entry(g, false, false, 16, 16, 16, 16, 16, 16, false, false, DType::bf16, DType::f32);
+      make_entry(g, false, false, 16, 16, 16, 16, 16, 16, false, true, DType::bf16, DType::bf16);
+      g.bf16_native = 1;
+    } catch (const dnnl::error&) {
+      g.bf16_native = 0;
+    }
+  }
+  return g.bf16_native == 1;
+}
+
+// g.up holds at least n floats (grown, never shrunk).
+float* widen_buffer(Gemm& g, size_t n) {
+  if (n > g.up_elems) {
+    if (g.up) Allocator::global().release(g.up);
+    g.up = static_cast<float*>(Allocator::global().allocate(n * 4, "gemm.bf16_widen", true));
+    g.up_elems = n;
+  }
+  return g.up;
+}
+
+// Called with g.mu held.
+void execute(Gemm& g, bool ta, bool tb, int M, int N, int K, const void* A, int lda, const void* B,
+             int ldb, void* C, int ldc, bool acc, const float* bias, DType in, DType out) {
+  Key key{ta, tb, M, N, K, lda, ldb, ldc, acc, bias != nullptr, in, out};
   auto it = g.cache.find(key);
   if (it == g.cache.end())
-    it = g.cache.emplace(key, make_entry(g, ta, tb, M, N, K, lda, ldb, ldc, acc, bias != nullptr, bf))
+    it = g.cache.emplace(key, make_entry(g, ta, tb, M, N, K, lda, ldb, ldc, acc, bias != nullptr, in, out))
              .first;
   Entry& e = it->second;
   if (!g.scratch || e.scratch_bytes > g.scratch_bytes) {
@@ -116,49 +137,56 @@ void run(bool ta, bool tb, int M, int N, int K, const void* A, int lda, const vo
 
 }  // namespace
 
-void gemm(bool ta, bool tb, int M, int N, int K, const float* A, int lda, const float* B, int ldb,
-          float* C, int ldc, bool accumulate, const float* bias) {
-  run(ta, tb, M, N, K, A, lda, B, ldb, C, ldc, accumulate, bias, false);
-}
-
-bool gemm_bf16_native() {
+void gemm(DType in, DType out, bool ta, bool tb, int M, int N, int K, const void* A, int lda,
+          const void* B, int ldb, void* C, int ldc, bool accumulate, const float* bias) {
+  CRUCIBLE_CHECK(M > 0 && N > 0 && K > 0, "[gemm] empty problem");
+  CRUCIBLE_CHECK(!(accumulate && out == DType::bf16), "[gemm] accumulating into bf16 would round twice");
+  // Traffic: each operand once (oneDNN blocks for cache), C read too when
+  // accumulating. bf16 operands are half the bytes.
+  const double ab = double(dtype_size(in)), cb = double(dtype_size(out));
+  ScopedKernelTimer timer(KernelClass::gemm, 2.0 * M * N * K,
+                          ab * (double(M) * K + double(K) * N) + cb * M * N * (accumulate ? 2 : 1));
   Gemm& g = state();
   std::lock_guard<std::mutex> lock(g.mu);
-  if (g.bf16_native < 0) {
-    try {
-      make_entry(g, false, false, 16, 16, 16, 16, 16, 16, false, false, true);
-      g.bf16_native = 1;
-    } catch (const dnnl::error&) {
-      g.bf16_native = 0;
-    }
+  if (in == DType::f32 || native_bf16(g)) {
+    execute(g, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, accumulate, bias, in, out);
+    return;
   }
-  return g.bf16_native == 1;
+  // No bf16 matmul on this CPU: widen both operands (exact), run f32, and
+  // round a bf16 output once; the shared buffer is used under the lock.
+  const size_t na = size_t(ta ? K : M) * lda, nb = size_t(tb ? N : K) * ldb;
+  const size_t nc = out == DType::bf16 ? size_t(M) * ldc : 0;
+  float* a = widen_buffer(g, na + nb + nc);
+  float* b = a + na;
+  float* c = out == DType::bf16 ? b + nb : static_cast<float*>(C);
+  const bf16* A16 = static_cast<const bf16*>(A);
+  const bf16* B16 = static_cast<const bf16*>(B);
+#pragma omp parallel for
+  for (size_t i = 0; i < na; ++i) a[i] = to_f32(A16[i]);
+#pragma omp parallel for
+  for (size_t i = 0; i < nb; ++i) b[i] = to_f32(B16[i]);
+  execute(g, ta, tb, M, N, K, a, lda, b, ldb, c, ldc, accumulate, bias, DType::f32, DType::f32);
+  if (out == DType::bf16) {
+    bf16* C16 = static_cast<bf16*>(C);
+#pragma omp parallel for
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) C16[size_t(i) * ldc + j] = to_bf16(c[size_t(i) * ldc + j]);
+  }
+}
+
+void gemm(bool ta, bool tb, int M, int N, int K, const float* A, int lda, const float* B, int ldb,
+          float* C, int ldc, bool accumulate, const float* bias) {
+  gemm(DType::f32, DType::f32, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, accumulate, bias);
 }
 
 void gemm_bf16(bool ta, bool tb, int M, int N, int K, const bf16* A, int lda, const bf16* B,
                int ldb, float* C, int ldc, bool accumulate, const float* bias) {
-  if (gemm_bf16_native()) {
-    run(ta, tb, M, N, K, A, lda, B, ldb, C, ldc, accumulate, bias, true);
-    return;
-  }
-  // No bf16 matmul on this CPU: widen both operands (exact) and run f32.
-  size_t na = size_t(ta ? K : M) * lda, nb = size_t(tb ? N : K) * ldb;
-  Gemm& g = state();
-  {
-    std::lock_guard<std::mutex> lock(g.mu);
-    if (na + nb > g.up_elems) {
-      if (g.up) Allocator::global().release(g.up);
-      g.up = static_cast<float*>(Allocator::global().allocate((na + nb) * 4, "gemm.bf16_widen", true));
-      g.up_elems = na + nb;
-    }
-  }
-  float* a = g.up;
-  float* b = g.up + na;
-#pragma omp parallel for
-  for (size_t i = 0; i < na; ++i) a[i] = to_f32(A[i]);
-#pragma omp parallel for
-  for (size_t i = 0; i < nb; ++i) b[i] = to_f32(B[i]);
-  run(ta, tb, M, N, K, a, lda, b, ldb, C, ldc, accumulate, bias, false);
+  gemm(DType::bf16, DType::f32, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, accumulate, bias);
+}
+
+bool gemm_bf16_native() {
+  std::lock_guard<std::mutex> lock(state().mu);
+  return native_bf16(state());
 }
 
 size_t gemm_cache_size() {

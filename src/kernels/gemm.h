@@ -1,4 +1,5 @@
-// GEMM through oneDNN's matmul (f32, and bf16 inputs with f32 output).
+// GEMM through oneDNN's matmul: f32, or bf16 operands with f32 accumulation
+// and an f32 or bf16 output (rounded once from the f32 result).
 //
 // Row-major C (M,N) = op(A) (M,K) * op(B) (K,N) [+ bias (N)] [+ C if accumulate],
 // op = transpose when trans_* is set (expressed as strides; nothing is copied).
@@ -14,6 +15,12 @@
 
 namespace crucible::kernels {
 
+// The general form: A and B of type `in`, C of type `out`; accumulating
+// (C += ...) needs an f32 C. bias is f32 whatever the types.
+void gemm(DType in, DType out, bool trans_a, bool trans_b, int M, int N, int K, const void* A,
+          int lda, const void* B, int ldb, void* C, int ldc, bool accumulate,
+          const float* bias = nullptr);
+
 void gemm(bool trans_a, bool trans_b, int M, int N, int K, const float* A, int lda,
           const float* B, int ldb, float* C, int ldc, bool accumulate,
           const float* bias = nullptr);
@@ -23,7 +30,8 @@ void gemm_bf16(bool trans_a, bool trans_b, int M, int N, int K, const bf16* A, i
                const float* bias = nullptr);
 
 // Whether oneDNN has a bf16 matmul for this CPU (AVX-512 BF16/AMX class).
-// Without one, gemm_bf16 widens its operands to f32 and runs the f32 path.
+// Without one, bf16 operands are widened to f32 and run the f32 path (and a
+// bf16 output is rounded from its f32 result).
 bool gemm_bf16_native();
 
 // Number of distinct GEMM problems created so far (for tests of the cache).

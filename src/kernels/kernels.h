@@ -1,7 +1,8 @@
 // crucible's fused CPU kernels: pure functions on raw row-major buffers.
 //
-// Each kernel below exists three times, compiled from one source per ISA
-// (src/kernels/isa/*.cc built as generic x86-64, AVX2+FMA and AVX-512), and
+// Each kernel below exists four times, compiled from one source per ISA
+// (src/kernels/isa/*.cc built as generic x86-64, AVX2+FMA, AVX-512 and
+// AVX-512 with AVX512_BF16), and
 // the widest one the CPU supports is chosen at run time (dispatch.cc). Each
 // also has a naive reference in kernels/reference.h: the test oracle.
 //
@@ -37,7 +38,17 @@ struct KernelTable {
   decltype(&ref::logsumexp_rows) logsumexp_rows;
   decltype(&ref::softmax_xent_backward) softmax_xent_backward;
   decltype(&ref::adamw) adamw;
+  decltype(&ref::adamw_bf16_moments) adamw_bf16_moments;
   decltype(&ref::sum_squares) sum_squares;
+  decltype(&ref::residual_layernorm_forward_bf16) residual_layernorm_forward_bf16;
+  decltype(&ref::bias_gelu_forward_bf16) bias_gelu_forward_bf16;
+  decltype(&ref::bias_gelu_backward_bf16) bias_gelu_backward_bf16;
+  decltype(&ref::attention_forward_bf16) attention_forward_bf16;
+  decltype(&ref::attention_backward_bf16) attention_backward_bf16;
+  decltype(&ref::softmax_cross_entropy_bf16) softmax_cross_entropy_bf16;
+  decltype(&ref::logsumexp_rows_bf16) logsumexp_rows_bf16;
+  decltype(&ref::softmax_xent_backward_bf16) softmax_xent_backward_bf16;
+  decltype(&ref::convert_to_bf16) convert_to_bf16;
 };
 
 // The table in use (the widest supported ISA unless overridden).
@@ -46,7 +57,9 @@ const KernelTable& active();
 std::vector<const KernelTable*> supported_tables();
 // All compiled tables, whether or not the CPU can run them.
 std::vector<const KernelTable*> compiled_tables();
-// Force an ISA by name ("generic", "avx2", "avx512"); false if unsupported.
+// Force an ISA by name ("generic", "avx2", "avx512", "avx512bf16"); false if
+// unsupported. avx512bf16 is avx512 with AVX512_BF16's conversions (and
+// dot products where a kernel uses them); elsewhere the bf16 variants widen.
 bool select_isa(const std::string& name);
 
 // Call-site wrappers so code reads kernels::attention_forward(...); each call
@@ -71,7 +84,17 @@ CRUCIBLE_FORWARD(softmax_cross_entropy, cross_entropy)
 CRUCIBLE_FORWARD(logsumexp_rows, cross_entropy)
 CRUCIBLE_FORWARD(softmax_xent_backward, cross_entropy)
 CRUCIBLE_FORWARD(adamw, optimizer)
+CRUCIBLE_FORWARD(adamw_bf16_moments, optimizer)
 CRUCIBLE_FORWARD(sum_squares, optimizer)
+CRUCIBLE_FORWARD(residual_layernorm_forward_bf16, layernorm)
+CRUCIBLE_FORWARD(bias_gelu_forward_bf16, gelu)
+CRUCIBLE_FORWARD(bias_gelu_backward_bf16, gelu)
+CRUCIBLE_FORWARD(attention_forward_bf16, attention)
+CRUCIBLE_FORWARD(attention_backward_bf16, attention)
+CRUCIBLE_FORWARD(softmax_cross_entropy_bf16, cross_entropy)
+CRUCIBLE_FORWARD(logsumexp_rows_bf16, cross_entropy)
+CRUCIBLE_FORWARD(softmax_xent_backward_bf16, cross_entropy)
+CRUCIBLE_FORWARD(convert_to_bf16, other)
 #undef CRUCIBLE_FORWARD
 
 }  // namespace crucible::kernels

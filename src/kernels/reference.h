@@ -1,9 +1,13 @@
 // Naive reference kernels: the test oracle for every fast kernel in
 // kernels.h. Same signatures and contracts (signatures.inc), written for
-// obviousness, not speed: plain loops, double accumulation.
+// obviousness, not speed: plain loops, double accumulation. The bf16
+// variants widen their bf16 inputs, run the f32 reference, and round the
+// bf16 outputs once (ref/bf16_ref.cc).
 #pragma once
 #include <cstddef>
 #include <cstdint>
+
+#include "core/dtype.h"
 
 namespace crucible::kernels::ref {
 

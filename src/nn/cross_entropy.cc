@@ -22,14 +22,22 @@
 namespace crucible::nn {
 
 void vocab_parallel_cross_entropy(Arena& arena, TensorParallel& tp, IndexRange vocab, float* losses,
-                                  float* logits, const int32_t* targets, int N, float dscale) {
+                                  void* logits, DType logits_type, const int32_t* targets, int N,
+                                  float dscale) {
   const int Vl = int(vocab.size()), R = tp.size();
+  const bool bf = logits_type == DType::bf16;
   float* mine = arena.allocate_array<float>(size_t(3) * N);  // [max | log_sum | x_target]
   float* all = arena.allocate_array<float>(size_t(3) * N * R);
-  kernels::logsumexp_rows(mine, mine + N, logits, N, Vl);
+  if (bf)
+    kernels::logsumexp_rows_bf16(mine, mine + N, static_cast<const bf16*>(logits), N, Vl);
+  else
+    kernels::logsumexp_rows(mine, mine + N, static_cast<const float*>(logits), N, Vl);
+  auto logit = [&](size_t i) {
+    return bf ? to_f32(static_cast<const bf16*>(logits)[i]) : static_cast<const float*>(logits)[i];
+  };
   for (int n = 0; n < N; ++n) {
     const int64_t t = targets[n];
-    mine[2 * N + n] = t >= vocab.lo && t < vocab.hi ? logits[size_t(n) * Vl + size_t(t - vocab.lo)] : 0.0f;
+    mine[2 * N + n] = t >= vocab.lo && t < vocab.hi ? logit(size_t(n) * Vl + size_t(t - vocab.lo)) : 0.0f;
   }
   tp.allgather(all, mine, size_t(3) * N);
   float* max = mine;  // overwritten by the whole vocabulary's statistics
@@ -47,8 +55,13 @@ void vocab_parallel_cross_entropy(Arena& arena, TensorParallel& tp, IndexRange v
     log_sum[n] = std::log(S);
     losses[n] = targets[n] < 0 ? 0.0f : log_sum[n] - (x_target - M);
   }
-  if (dscale != 0.0f)
-    kernels::softmax_xent_backward(logits, max, log_sum, targets, int(vocab.lo), N, Vl, dscale);
+  if (dscale == 0.0f) return;
+  if (bf)
+    kernels::softmax_xent_backward_bf16(static_cast<bf16*>(logits), max, log_sum, targets, int(vocab.lo), N,
+                                        Vl, dscale);
+  else
+    kernels::softmax_xent_backward(static_cast<float*>(logits), max, log_sum, targets, int(vocab.lo), N, Vl,
+                                   dscale);
 }
 
 }  // namespace crucible::nn

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "core/allocator.h"
+#include "core/dtype.h"
 #include "nn/tensor_parallel.h"
 
 namespace crucible::nn {
@@ -13,8 +14,10 @@ namespace crucible::nn {
 // from this rank's logits (N, vocab.size()): columns [vocab.lo, vocab.hi).
 // targets (N): whole-vocabulary ids (< 0: ignored, loss 0). dscale != 0:
 // logits := the gradient of its columns, (softmax - onehot) * dscale.
+// logits of type logits_type (f32 or bf16; the statistics are f32 either way).
 // Collective over tp; scratch from the arena (kept until its reset).
 void vocab_parallel_cross_entropy(Arena& arena, TensorParallel& tp, IndexRange vocab, float* losses,
-                                  float* logits, const int32_t* targets, int N, float dscale);
+                                  void* logits, DType logits_type, const int32_t* targets, int N,
+                                  float dscale);
 
 }  // namespace crucible::nn

@@ -137,6 +137,12 @@ void add(float* out, const float* a, const float* b, size_t n) {
 
 }  // namespace
 
+Recompute recompute_policy(const std::string& name) {
+  if (name == "selective") return Recompute::kSelective;
+  if (name == "full") return Recompute::kFull;
+  return Recompute::kNone;
+}
+
 std::vector<ParamSpec> GPT::param_specs(const GPTConfig& cfg, const GPTPart& part) {
   ParamRegistry P;
   register_params(cfg, part, P);
@@ -162,35 +168,57 @@ size_t GPT::activation_bytes(const GPTConfig& cfg, const GPTPart& part, int chun
   const bool sp = tp > 1 && part.sequence_parallel;
   const size_t Nl = sp ? N / tp : N, NlC = Nl * C;
   const auto a = arena_floats;
+  // bf16 (part.precision): the tensors GEMMs read are 2 bytes an element (nn/layers.h).
+  const size_t e = dtype_size(part.precision);
+  const bool bf = part.precision == DType::bf16;
+  auto x = [&](size_t n) { return (n * e + 63) / 64 * 64; };
   const bool first = part.starts_model(chunk), last = part.ends_model(chunk);
   const BlockRange r = part.chunks.at(size_t(chunk));
   auto layernorm = [&] { return 2 * a(Nl); };  // mean, rstd
+  const bool selective = part.recompute == Recompute::kSelective, full = part.recompute == Recompute::kFull;
+  // What a block's forward allocates but its two outputs (r_mid, mlp_out):
+  // r (the input's sum, from the second block of a chunk on), h, attn_out,
+  // h2, the LayerNorms' statistics, qkv, lse, pre, and y and act unless
+  // the selective policy drops them.
+  auto internal = [&](int l) {
+    size_t n = (l > r.first ? a(NlC) : 0) + a(NlC) + 2 * x(NlC) + 2 * layernorm();
+    n += x(3 * NCh) + a(size_t(B) * NH * T) + x(NF);
+    if (!selective) n += x(NCh) + x(NF);
+    return n;
+  };
   size_t fwd = first ? a(N) + a(NlC) : a(NlC);  // tokens and x, or the received input
   if (!last) fwd += a(NlC);                     // where the output's gradient is received
+  size_t refwd = 0;  // full: the largest block forward that backward runs again
   for (int l = r.first; l < r.last; ++l) {
-    fwd += (l > r.first ? a(NlC) : 0) + 5 * a(NlC);                    // r, h, attn_out, mlp_out, h2, r_mid
-    fwd += layernorm() + a(3 * NCh) + a(NCh) + a(size_t(B) * NH * T);  // ln_1; qkv, y, lse
-    fwd += layernorm() + 2 * a(NF);                                    // ln_2; pre, act
+    fwd += 2 * a(NlC) + (full ? 0 : internal(l));
+    refwd = std::max(refwd, full ? internal(l) : 0);
   }
   if (last) {  // targets, r_final, lnf_out (and its gathered rows); ln_f; logits, losses
-    fwd += a(N) + 2 * a(NlC) + (sp ? a(NC) : 0) + layernorm() + a(N * Vl) + a(N);
+    fwd += a(N) + a(NlC) + x(NlC) + (sp ? a(NC) : 0) + layernorm() + x(N * Vl) + a(N);
     if (tp > 1) fwd += a(3 * N) + a(3 * N * tp);  // the loss's exchange (nn/cross_entropy.cc)
   } else {
     fwd += a(NlC);  // the output residual
   }
   // backward: the head's dr and dh for the whole pass, then one block's
-  // scratch at a time (its dh and the larger of the MLP's dact and
-  // attention's dy + dqkv; sequence parallel: with the gathered output
+  // scratch at a time (full: its forward again first; its dh and the larger
+  // of the MLP's dact and attention's dy + dqkv, with act or y made again
+  // under the selective policy; sequence parallel: with the gathered output
   // gradient, the input gathered again and the partial input gradient); a
   // kInput pass keeps every block's (nn/layers.h), sequence parallel with
-  // one gathered tensor at a time on top.
+  // one gathered tensor at a time on top. bf16: each of the two also holds
+  // the output gradient's bf16 copy, and the MLP the bf16 dpre beside dact.
   size_t bwd = last ? 2 * a(NlC) : 0;  // dr and dh (elsewhere dr is the received gradient)
-  if (split_backward)
-    bwd += size_t(r.last - r.first) * (a(NlC) + a(NC) + a(NF) + a(NC) + a(NCh) + a(3 * NCh)) + (sp ? a(NC) : 0);
-  else if (sp)
-    bwd += a(NlC) + std::max(3 * a(NC) + a(NF), 3 * a(NC) + a(NCh) + a(3 * NCh));
-  else
-    bwd += a(NC) + std::max(a(NF), a(NCh) + a(3 * NCh));
+  const size_t sel_mlp = selective ? x(NF) : 0, sel_attn = selective ? x(NCh) : 0;
+  const size_t mlp = (bf || split_backward ? x(NC) : 0) + a(NF) + (bf ? x(NF) : 0) + sel_mlp;
+  const size_t attn = (bf || split_backward ? x(NC) : 0) + a(NCh) + x(3 * NCh) + sel_attn;
+  if (split_backward) {
+    for (int l = r.first; l < r.last; ++l) bwd += (full ? internal(l) : 0) + a(NlC) + mlp + attn;
+    bwd += sp ? a(NC) : 0;
+  } else if (sp) {
+    bwd += refwd + a(NlC) + std::max(3 * a(NC) + a(NF) + sel_mlp, 3 * a(NC) + a(NCh) + a(3 * NCh) + sel_attn);
+  } else {
+    bwd += refwd + a(NC) + std::max(mlp, attn);
+  }
   return fwd + bwd;
 }
 
@@ -199,9 +227,12 @@ GPT::GPT(const GPTConfig& cfg, const GPTPart& part, TensorParallel* tp)
   CRUCIBLE_CHECK(part.tp == 1 || (tp && tp->size() == part.tp && tp->rank() == part.tp_rank),
                  "[nn] a tensor-parallel part needs its group's collectives");
   const int C = cfg.n_embd;
+  CRUCIBLE_CHECK(part.precision == DType::f32 || !sequence_,
+                 "[nn] sequence parallelism runs in f32 (train.precision = \"bf16\" is refused with it)");
+  const DType act = part.precision;
   auto& P = params_;
   PartIdx idx = register_params(cfg, part, P);
-  P.allocate();
+  P.allocate(act == DType::bf16);
 
   if (idx.wte != SIZE_MAX) embed_.wte = P.param(idx.wte);
   if (idx.wpe != SIZE_MAX) embed_.wpe = P.param(idx.wpe);
@@ -217,6 +248,7 @@ GPT::GPT(const GPTConfig& cfg, const GPTPart& part, TensorParallel* tp)
     lin.b = P.param(b);
     lin.in = int(P.specs()[w].shape[0]);
     lin.out = int(P.specs()[w].shape[1]);
+    lin.act_type = act;
     return lin;
   };
   auto layernorm = [&](size_t w, size_t b) {
@@ -224,6 +256,7 @@ GPT::GPT(const GPTConfig& cfg, const GPTPart& part, TensorParallel* tp)
     ln.w = P.param(w);
     ln.b = P.param(b);
     ln.C = C;
+    ln.act_type = act;
     return ln;
   };
   for (const auto& chunk : idx.chunks) {
@@ -231,6 +264,11 @@ GPT::GPT(const GPTConfig& cfg, const GPTPart& part, TensorParallel* tp)
     for (const LayerIdx& i : chunk) {
       Block& bl = blocks.emplace_back();
       bl.C = C;
+      bl.act_type = act;
+      bl.attn.act_type = act;
+      bl.mlp.act_type = act;
+      bl.recompute = part.recompute == Recompute::kFull;
+      bl.attn.recompute = bl.mlp.recompute = part.recompute == Recompute::kSelective;
       bl.ln_1 = layernorm(i.ln1w, i.ln1b);
       bl.ln_2 = layernorm(i.ln2w, i.ln2b);
       bl.attn.c_attn = linear(i.attw, i.attb);
@@ -261,7 +299,9 @@ void GPT::bind(Activations& a, Arena& arena, int chunk, int B, int T) const {
   a.ln_f_ = ln_f_;
   a.input_ = part_.starts_model(chunk) ? nullptr : arena.allocate_array<float>(boundary_floats(B, T));
   a.output_grad_ = part_.ends_model(chunk) ? nullptr : arena.allocate_array<float>(boundary_floats(B, T));
-  a.output_ = a.lnf_out_ = a.logits_ = a.losses_ = a.dr_ = nullptr;
+  a.output_ = a.losses_ = a.dr_ = nullptr;
+  a.lnf_out_ = a.logits_ = nullptr;
+  a.logits_type_ = DType::f32;
   a.input_grad_ = nullptr;
   a.tokens_ = nullptr;
   a.have_grad_ = false;
@@ -304,20 +344,29 @@ float GPT::forward(Activations& a, const int32_t* tokens, const int32_t* targets
     tgts = arena.allocate_array<int32_t>(size_t(N));
     std::copy(targets, targets + N, tgts);
   }
+  const DType act = part_.precision;
   float* r_final = arena.allocate_array<float>(NC);
-  a.lnf_out_ = arena.allocate_array<float>(NC);
+  a.lnf_out_ = arena_act(arena, NC, act);
   a.ln_f_.forward(arena, a.lnf_out_, r_final, ra, rb, rows);
-  if (sequence_) a.lnf_out_ = gather_rows(arena, *tp_, a.lnf_out_, NC);  // the head reads every row
-  // Tied LM head: logits (N,V) = lnf_out (N,C) @ wte^T (V: this rank's vocabulary rows)
-  a.logits_ = arena.allocate_array<float>(size_t(N) * V);
-  kernels::gemm(false, true, N, V, C, a.lnf_out_, C, a.embed_.wte.value, C, a.logits_, V, false);
+  if (sequence_)  // the head reads every row (f32: sequence parallelism is)
+    a.lnf_out_ = gather_rows(arena, *tp_, static_cast<const float*>(a.lnf_out_), NC);
+  // Tied LM head: logits (N,V) = lnf_out (N,C) @ wte^T (V: this rank's
+  // vocabulary rows). bf16 keeps the logits of a training forward in bf16
+  // (their gradient replaces them, for the backward GEMMs); logits asked
+  // for without targets come out f32.
+  a.logits_type_ = targets ? act : DType::f32;
+  a.logits_ = arena_act(arena, size_t(N) * V, a.logits_type_);
+  kernels::gemm(act, a.logits_type_, false, true, N, V, C, a.lnf_out_, C, gemm_weights(a.embed_.wte, act), C,
+                a.logits_, V, false);
   if (!targets) return 0.0f;
   a.losses_ = arena.allocate_array<float>(size_t(N));
   float dscale = grad_scale / float(N);
   if (tp_)
-    vocab_parallel_cross_entropy(arena, *tp_, embed_.vocab, a.losses_, a.logits_, tgts, N, dscale);
+    vocab_parallel_cross_entropy(arena, *tp_, embed_.vocab, a.losses_, a.logits_, act, tgts, N, dscale);
+  else if (act == DType::bf16)
+    kernels::softmax_cross_entropy_bf16(a.losses_, static_cast<bf16*>(a.logits_), tgts, N, V, dscale);
   else
-    kernels::softmax_cross_entropy(a.losses_, a.logits_, tgts, N, V, dscale);
+    kernels::softmax_cross_entropy(a.losses_, static_cast<float*>(a.logits_), tgts, N, V, dscale);
   a.have_grad_ = grad_scale != 0.0f;
   double sum = 0;
   for (int i = 0; i < N; ++i) sum += a.losses_[i];
@@ -336,6 +385,8 @@ void GPT::backward(Activations& a, const float* dout, BackwardPass pass, const G
   const int rows = int(NC / size_t(C));
   const bool first = part_.starts_model(a.chunk_), last = part_.ends_model(a.chunk_);
   const bool weights = pass != BackwardPass::kInput;  // this pass forms weight gradients
+  const DType act = part_.precision, f32 = DType::f32;
+  const void* wte = last ? gemm_weights(a.embed_.wte, act) : nullptr;
   // Sequence parallel: each rank's LayerNorm gradients are its rows' share,
   // summed over the group once they are complete (the finalising backward).
   auto sum_layernorm = [&](const LayerNorm& ln) {
@@ -355,7 +406,7 @@ void GPT::backward(Activations& a, const float* dout, BackwardPass pass, const G
       float* dh = arena.allocate_array<float>(NC);
       Arena::Mark m = arena.mark();
       float* dh_all = sequence_ ? arena.allocate_array<float>(size_t(N) * C) : dh;
-      kernels::gemm(false, false, N, C, V, a.logits_, V, a.embed_.wte.value, C, dh_all, C, false);
+      kernels::gemm(act, f32, false, false, N, C, V, a.logits_, V, wte, C, dh_all, C, false);
       // Each rank's dh is its vocabulary rows' share (sequence parallel: summed onto its rows).
       if (sequence_)
         tp_->reduce_scatter(dh, dh_all, NC);
@@ -363,7 +414,7 @@ void GPT::backward(Activations& a, const float* dout, BackwardPass pass, const G
         tp_->allreduce(dh, NC);
       arena.rewind(m);
       if (weights)  // dwte (V,C) += dlogits^T @ lnf_out
-        kernels::gemm(true, false, V, C, N, a.logits_, V, a.lnf_out_, C, a.embed_.wte.grad, C, true);
+        kernels::gemm(act, f32, true, false, V, C, N, a.logits_, V, a.lnf_out_, C, a.embed_.wte.grad, C, true);
       std::fill(a.dr_, a.dr_ + NC, 0.0f);
       a.ln_f_.backward(a.dr_, dh, rows);
     } else {
@@ -371,7 +422,7 @@ void GPT::backward(Activations& a, const float* dout, BackwardPass pass, const G
       if (dout && dout != a.dr_) std::copy(dout, dout + NC, a.dr_);
     }
   } else if (last) {
-    kernels::gemm(true, false, V, C, N, a.logits_, V, a.lnf_out_, C, a.embed_.wte.grad, C, true);
+    kernels::gemm(act, f32, true, false, V, C, N, a.logits_, V, a.lnf_out_, C, a.embed_.wte.grad, C, true);
   }
   if (last) {
     sum_layernorm(a.ln_f_);
@@ -388,6 +439,11 @@ void GPT::backward(Activations& a, const float* dout, BackwardPass pass, const G
   a.input_grad_ = first ? nullptr : a.dr_;
   if (a.chunk_ == 0) ready_from(params_.grads());
   a.state_ = pass == BackwardPass::kInput ? S::kInputDone : S::kDone;
+}
+
+const float* Activations::logits() const {
+  CRUCIBLE_CHECK(logits_type_ == DType::f32, "[nn] f32 logits are those of a forward without targets");
+  return static_cast<const float*>(logits_);
 }
 
 float GPT::forward(Arena& arena, const int32_t* tokens, const int32_t* targets, int B, int T,

@@ -58,11 +58,16 @@ struct BlockRange {
 //
 // sequence_parallel (tp > 1): the residual stream, LayerNorms and the
 // boundaries between stages hold this rank's B*T/tp rows (nn/tensor_parallel.h).
+//
+// precision bf16 (train.precision): the activations GEMMs read are bf16 and
+// the parameters get a bf16 working copy (nn/layers.h); f32 master weights.
 struct GPTPart {
   std::vector<BlockRange> chunks;
   bool embedding = true, head = true;
   int tp = 1, tp_rank = 0;
   bool sequence_parallel = false;
+  DType precision = DType::f32;
+  Recompute recompute = Recompute::kNone;  // what backward recomputes (nn/layers.h)
 
   static GPTPart whole(const GPTConfig& cfg) { return {{{0, cfg.n_layer}}, true, true}; }
   int num_chunks() const { return int(chunks.size()); }
@@ -71,6 +76,9 @@ struct GPTPart {
 };
 
 class GPT;
+
+// train.recompute's names: "none", "selective", "full" (anything else: kNone).
+Recompute recompute_policy(const std::string& name);
 
 // What one forward of one model chunk saved for its backward, for one
 // micro-batch: copies of the chunk's layers (a layer copy carries its own
@@ -89,14 +97,18 @@ class Activations {
   // received (backward uses it in place).
   const float* output() const { return output_; }
   float* output_grad() const { return output_grad_; }
-  // The head chunk's (B,T,V) logits (a forward without grad; tensor-parallel:
-  // (B,T,vocab().size()), this rank's columns) and (B,T) losses.
-  const float* logits() const { return logits_; }
+  // The head chunk's (B,T,V) logits (a forward without targets, which gives
+  // f32 logits in either precision; tensor-parallel: (B,T,vocab().size()),
+  // this rank's columns) and (B,T) losses.
+  const float* logits() const;
   const float* losses() const { return losses_; }
   int chunk() const { return chunk_; }
 
  private:
   friend class GPT;
+
+// train.recompute's names: "none", "selective", "full" (anything else: kNone).
+Recompute recompute_policy(const std::string& name);
   Arena* arena_ = nullptr;
   int chunk_ = -1, B_ = 0, T_ = 0;
   Embedding embed_;
@@ -106,8 +118,9 @@ class Activations {
   float* input_ = nullptr;
   float* output_ = nullptr;
   float* output_grad_ = nullptr;
-  float* lnf_out_ = nullptr;  // (B,T,C)
-  float* logits_ = nullptr;   // (B,T,V), or dlogits after a training forward
+  void* lnf_out_ = nullptr;   // (B,T,C), of the model's activation type
+  void* logits_ = nullptr;    // (B,T,V), or dlogits after a training forward
+  DType logits_type_ = DType::f32;  // bf16 in a bf16 forward with targets
   float* losses_ = nullptr;   // (B,T)
   float* dr_ = nullptr;       // (B,T,C) the running residual gradient of backward
   const float* input_grad_ = nullptr;

@@ -3,14 +3,18 @@
 
 namespace crucible::nn {
 
-// a, b (N,C) -> resid = a + b (when b), out (N,C) = LN(a + b)
-void LayerNorm::forward(Arena& arena, float* out, float* resid, const float* a, const float* b,
+// a, b (N,C) -> resid = a + b (when b), out (N,C) = LN(a + b), out of act_type
+void LayerNorm::forward(Arena& arena, void* out, float* resid, const float* a, const float* b,
                         int N) {
   mean = arena.allocate_array<float>(N);
   rstd = arena.allocate_array<float>(N);
   x = b ? resid : a;
-  kernels::residual_layernorm_forward(b ? resid : nullptr, out, mean, rstd, a, b, w.value,
-                                      this->b.value, N, C);
+  if (act_type == DType::bf16)
+    kernels::residual_layernorm_forward_bf16(b ? resid : nullptr, static_cast<bf16*>(out), mean, rstd,
+                                             a, b, w.value, this->b.value, N, C);
+  else
+    kernels::residual_layernorm_forward(b ? resid : nullptr, static_cast<float*>(out), mean, rstd, a,
+                                        b, w.value, this->b.value, N, C);
 }
 
 // dout (N,C) -> dx (N,C) +=, dw +=, db +=

@@ -18,6 +18,14 @@
 // output gradient; LayerNorm and the GELU bias gradients are done here, they
 // ride on the input-gradient kernels); kWeight then forms the matmul weight
 // and bias gradients from it. kAll is both, in the order of one pass.
+//
+// Precision: the activations that GEMMs read (the LayerNorms' outputs, qkv,
+// the attention output, the MLP's pre-activation and GELU output, the
+// logits, and the output gradients handed to a GEMM) have the model's
+// activation type act_type, f32 or bf16 (train.precision), so they are
+// void* with that type beside them; bf16 GEMMs read the weights' bf16 copy
+// (Param::value16) and accumulate in f32. The residual stream, statistics
+// and the gradients that leave a GEMM stay f32 (docs/architecture.md, bf16).
 #pragma once
 #include <cstdint>
 
@@ -29,9 +37,20 @@ namespace crucible::nn {
 
 enum class BackwardPass { kAll, kInput, kWeight };
 
-// A copy of x (n floats) in the arena: what a kInput pass keeps of a gradient
-// that its caller goes on changing.
-const float* arena_copy(Arena& arena, const float* x, size_t n);
+// What backward recomputes instead of keeping from forward (train.recompute):
+// kSelective the attention core and the GELU (Korthikanti et al. 2022: their
+// outputs are the largest tensors and the cheapest to redo), kFull each
+// block from its input. Recomputed tensors are the forward's bit for bit
+// (the kernels are deterministic), so losses and gradients do not change.
+enum class Recompute { kNone, kSelective, kFull };
+
+// The weights as a GEMM of type t reads them: the f32 values or their bf16 copy.
+const void* gemm_weights(const Param& p, DType t);
+// n elements of type t from the arena.
+void* arena_act(Arena& arena, size_t n, DType t);
+// A copy of x (n floats) in the arena as type t: what a kInput pass keeps of
+// a gradient that its caller goes on changing, and (bf16) what a GEMM reads.
+const void* arena_copy(Arena& arena, const float* x, size_t n, DType t = DType::f32);
 
 // Sequence parallelism's gather: the (rows*size, C) tensor of every rank's
 // (rows, C), in the arena.
@@ -56,29 +75,33 @@ struct Embedding {
 
 // out (N,C) = LayerNorm(a + b) ; when b is given, the residual sum is
 // written to resid (N,C) and is this layer's saved input.
+// out is of type act_type.
 struct LayerNorm {
   Param w, b;  // (C), (C)
   int C = 0;
+  DType act_type = DType::f32;
   const float* x = nullptr;  // saved input (N,C)
   float* mean = nullptr;     // (N)
   float* rstd = nullptr;     // (N)
-  void forward(Arena& arena, float* out, float* resid, const float* a, const float* b, int N);
+  void forward(Arena& arena, void* out, float* resid, const float* a, const float* b, int N);
   // dx (N,C) += ; accumulating is the residual fusion.
   void backward(float* dx, const float* dout, int N);
 };
 
 // y (N,out) = x (N,in) @ W (in,out) + bias (Conv1D layout, as Hugging Face GPT-2).
+// x and dy are of type act_type; dx and the gradients f32.
 struct Linear {
   Param w, b;
   int in = 0, out = 0;
-  const float* x = nullptr;   // saved input (N,in)
-  const float* dy = nullptr;  // output gradient (N,out) kept by a kInput pass for kWeight
-  // with_bias=false leaves the bias to a fused consumer (bias+GELU).
-  void forward(float* y, const float* x, int N, bool with_bias = true);
+  DType act_type = DType::f32;
+  const void* x = nullptr;   // saved input (N,in)
+  const void* dy = nullptr;  // output gradient (N,out) kept by a kInput pass for kWeight
+  // y of type y_type. with_bias=false leaves the bias to a fused consumer (bias+GELU).
+  void forward(void* y, DType y_type, const void* x, int N, bool with_bias = true);
   // dx (N,in) = dy W^T (overwrites; may be null), dW += x^T dy, db += colsum(dy).
   // kInput: dx only (dy must stay valid for kWeight); kWeight: dW, db from the
   // kept dy (the arguments dx and dy are unused).
-  void backward(float* dx, const float* dy, int N, bool with_bias = true,
+  void backward(float* dx, const void* dy, int N, bool with_bias = true,
                 BackwardPass pass = BackwardPass::kAll);
 };
 
@@ -87,21 +110,23 @@ struct Linear {
 // attention and the MLP. tp null: plain linears, nothing exchanged. N rows
 // of the (B,T) tokens; under sequence parallelism the pair's input and
 // output are this rank's N/tp rows of C.
+// x, y and dy are of the linears' act_type (sequence parallel: f32 only).
 struct TensorParallelPair {
   TensorParallel* tp = nullptr;
   bool sequence = false;
-  int C = 0;                      // the width of the pair's input and output
-  const float* x_rows = nullptr;  // sequence parallel: the input rows, gathered again in backward
+  int C = 0;                     // the width of the pair's input and output
+  const void* x_rows = nullptr;  // sequence parallel: the input rows, gathered again in backward
   // y = first(x), x (rows, C); sequence parallel gathers the rows for the GEMM only.
-  void first_forward(Arena& arena, Linear& first, float* y, const float* x, int N, bool with_bias);
+  void first_forward(Arena& arena, Linear& first, void* y, const void* x, int N, bool with_bias);
   // out (rows, C) = the group's sum of last(x), the bias once (the first rank adds it).
-  void last_forward(Arena& arena, Linear& last, float* out, const float* x, int N);
+  void last_forward(Arena& arena, Linear& last, float* out, const void* x, int N);
   // The output gradient as last's backward reads it: every rank's rows
-  // gathered, or a copy a kInput pass keeps (the caller goes on changing dout).
-  const float* output_grad(Arena& arena, const float* dout, int N, bool keep);
+  // gathered, or a copy a kInput pass keeps (the caller goes on changing
+  // dout), or its bf16 copy.
+  const void* output_grad(Arena& arena, const Linear& last, const float* dout, int N, bool keep);
   // dx (rows, C) = the group's sum of first's input gradient from dy; kAll
   // also forms first's weight gradients; kWeight forms only those (dx, dy unused).
-  void first_backward(Arena& arena, Linear& first, float* dx, const float* dy, int N, bool with_bias,
+  void first_backward(Arena& arena, Linear& first, float* dx, const void* dy, int N, bool with_bias,
                       BackwardPass pass);
 };
 
@@ -114,10 +139,13 @@ struct CausalSelfAttention {
   Linear c_attn, c_proj;
   int C = 0, NH = 0;  // the model's width; the heads held
   TensorParallelPair tp;  // c_attn, c_proj
-  float* qkv = nullptr;  // (B,T,3Ch)
-  float* y = nullptr;    // (B,T,Ch)
+  DType act_type = DType::f32;  // of x, qkv, y
+  bool recompute = false;  // y is not kept: backward runs the attention core again
+  void* qkv = nullptr;   // (B,T,3Ch)
+  void* y = nullptr;     // (B,T,Ch)
   float* lse = nullptr;  // (B,NH,T)
-  void forward(Arena& arena, float* out, const float* x, int B, int T);
+  void forward(Arena& arena, float* out, const void* x, int B, int T);
+  void core(Arena& arena, int B, int T);  // y = attention(qkv), into the arena
   // dx (B,T,C) = ... (overwrites); scratch from the arena (kept after a kInput pass).
   void backward(Arena& arena, float* dx, const float* dout, int B, int T,
                 BackwardPass pass = BackwardPass::kAll);
@@ -129,9 +157,12 @@ struct MLP {
   Linear c_fc, c_proj;
   int C = 0;
   TensorParallelPair tp;  // c_fc, c_proj
-  float* pre = nullptr;  // (N,H) pre-activation
-  float* act = nullptr;  // (N,H)
-  void forward(Arena& arena, float* out, const float* x, int N);
+  DType act_type = DType::f32;  // of x, pre, act
+  bool recompute = false;  // act is not kept: backward runs the GELU again
+  void* pre = nullptr;  // (N,H) pre-activation
+  void* act = nullptr;  // (N,H)
+  void forward(Arena& arena, float* out, const void* x, int N);
+  void gelu(Arena& arena, int N, const float* bias);  // act = gelu(pre + bias), into the arena
   void backward(Arena& arena, float* dx, const float* dout, int N,
                 BackwardPass pass = BackwardPass::kAll);
 };
@@ -147,12 +178,24 @@ struct Block {
   CausalSelfAttention attn;
   MLP mlp;
   int C = 0;
+  DType act_type = DType::f32;  // of the LayerNorms' outputs
   int shards = 1;  // sequence parallel: tp (the rows of B*T each rank holds: 1/shards)
+  // Recompute::kFull: forward keeps only its outputs and its input's
+  // pointers; backward runs forward again first (the selective policy lives
+  // in attn and mlp).
+  bool recompute = false;
+  const float* in_a = nullptr;  // the input residual r_a + r_b, as forward got it
+  const float* in_b = nullptr;
   float* r_mid = nullptr;  // (N,C)
+  float* mlp_out = nullptr;  // (N,C)
   // r_a + r_b is this block's input residual (r_b may be null).
   // On return: *out_a = r_mid, *out_b = mlp output, to be summed by the caller.
   void forward(Arena& arena, const float* r_a, const float* r_b, float** out_a, float** out_b,
                int B, int T);
+ private:
+  // forward's work into r_mid and mlp_out (allocated): every saved tensor from the arena.
+  void run_forward(Arena& arena, const float* r_a, const float* r_b, int B, int T);
+ public:
   // dr (N,C): on entry the gradient w.r.t. r_next; on exit w.r.t. this block's
   // input (a kWeight pass leaves it alone).
   void backward(Arena& arena, float* dr, int B, int T, BackwardPass pass = BackwardPass::kAll);

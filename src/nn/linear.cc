@@ -4,27 +4,43 @@
 #include "core/allocator.h"
 #include "core/check.h"
 #include "kernels/gemm.h"
+#include "kernels/kernels.h"
 #include "nn/layers.h"
 
 namespace crucible::nn {
 namespace {
-// A row of ones: db (1,out) += ones (1,N) @ dy (N,out) runs as one GEMM.
-const float* ones(int n) {
-  static float* buf = nullptr;
-  static int len = 0;
-  if (n > len) {
-    if (buf) Allocator::global().release(buf);
-    buf = static_cast<float*>(Allocator::global().allocate(size_t(n) * 4, "nn.ones", true));
-    std::fill(buf, buf + n, 1.0f);
-    len = n;
+// A row of ones of type t: db (1,out) += ones (1,N) @ dy (N,out) runs as one GEMM.
+const void* ones(int n, DType t) {
+  struct Row {
+    void* buf = nullptr;
+    int len = 0;
+  };
+  static Row rows[2];
+  Row& r = rows[t == DType::bf16 ? 1 : 0];
+  if (n > r.len) {
+    if (r.buf) Allocator::global().release(r.buf);
+    r.buf = Allocator::global().allocate(size_t(n) * dtype_size(t), "nn.ones", true);
+    if (t == DType::bf16)
+      std::fill_n(static_cast<bf16*>(r.buf), n, to_bf16(1.0f));
+    else
+      std::fill_n(static_cast<float*>(r.buf), n, 1.0f);
+    r.len = n;
   }
-  return buf;
+  return r.buf;
 }
 }  // namespace
 
-const float* arena_copy(Arena& arena, const float* x, size_t n) {
-  float* copy = arena.allocate_array<float>(n);
-  std::copy(x, x + n, copy);
+void* arena_act(Arena& arena, size_t n, DType t) {
+  if (t == DType::bf16) return arena.allocate_array<bf16>(n);
+  return arena.allocate_array<float>(n);
+}
+
+const void* arena_copy(Arena& arena, const float* x, size_t n, DType t) {
+  void* copy = arena_act(arena, n, t);
+  if (t == DType::bf16)
+    kernels::convert_to_bf16(static_cast<bf16*>(copy), x, n);
+  else
+    std::copy(x, x + n, static_cast<float*>(copy));
   return copy;
 }
 
@@ -34,18 +50,26 @@ float* gather_rows(Arena& arena, TensorParallel& tp, const float* rows, size_t n
   return all;
 }
 
+const void* gemm_weights(const Param& p, DType t) {
+  if (t == DType::f32) return p.value;
+  CRUCIBLE_CHECK(p.value16, "[nn] a bf16 layer without the weights' bf16 copy");
+  return p.value16;
+}
+
 // x (N,in) -> y (N,out) = x W (+ b)
-void Linear::forward(float* y, const float* xin, int N, bool with_bias) {
+void Linear::forward(void* y, DType y_type, const void* xin, int N, bool with_bias) {
   x = xin;
-  kernels::gemm(false, false, N, out, in, xin, in, w.value, out, y, out, false,
-                with_bias ? b.value : nullptr);
+  kernels::gemm(act_type, y_type, false, false, N, out, in, xin, in, gemm_weights(w, act_type), out, y,
+                out, false, with_bias ? b.value : nullptr);
 }
 
 // dy (N,out) -> dx (N,in) = dy W^T ; dW (in,out) += x^T dy ; db (out) += 1^T dy
-void Linear::backward(float* dx, const float* dyin, int N, bool with_bias, BackwardPass pass) {
+void Linear::backward(float* dx, const void* dyin, int N, bool with_bias, BackwardPass pass) {
+  const DType t = act_type, f32 = DType::f32;
+  const void* W = gemm_weights(w, t);
   if (pass == BackwardPass::kInput) {
     dy = dyin;
-    if (dx) kernels::gemm(false, true, N, in, out, dyin, out, w.value, out, dx, in, false);
+    if (dx) kernels::gemm(t, f32, false, true, N, in, out, dyin, out, W, out, dx, in, false);
     return;
   }
   if (pass == BackwardPass::kWeight) {
@@ -54,49 +78,54 @@ void Linear::backward(float* dx, const float* dyin, int N, bool with_bias, Backw
     dx = nullptr;
     dy = nullptr;
   }
-  kernels::gemm(true, false, in, out, N, x, in, dyin, out, w.grad, out, true);
-  if (with_bias) kernels::gemm(false, false, 1, out, N, ones(N), N, dyin, out, b.grad, out, true);
-  if (dx) kernels::gemm(false, true, N, in, out, dyin, out, w.value, out, dx, in, false);
+  kernels::gemm(t, f32, true, false, in, out, N, x, in, dyin, out, w.grad, out, true);
+  if (with_bias) kernels::gemm(t, f32, false, false, 1, out, N, ones(N, t), N, dyin, out, b.grad, out, true);
+  if (dx) kernels::gemm(t, f32, false, true, N, in, out, dyin, out, W, out, dx, in, false);
 }
 
-void TensorParallelPair::first_forward(Arena& arena, Linear& first, float* y, const float* x, int N,
+void TensorParallelPair::first_forward(Arena& arena, Linear& first, void* y, const void* x, int N,
                                        bool with_bias) {
   if (!sequence) {
-    first.forward(y, x, N, with_bias);
+    first.forward(y, first.act_type, x, N, with_bias);
     return;
   }
+  CRUCIBLE_CHECK(first.act_type == DType::f32, "[nn] sequence parallelism runs in f32");
   x_rows = x;
   Arena::Mark m = arena.mark();
-  first.forward(y, gather_rows(arena, *tp, x, size_t(N / tp->size()) * C), N, with_bias);
+  first.forward(y, first.act_type, gather_rows(arena, *tp, static_cast<const float*>(x), size_t(N / tp->size()) * C),
+                N, with_bias);
   arena.rewind(m);
   first.x = nullptr;  // gathered again by backward
 }
 
-void TensorParallelPair::last_forward(Arena& arena, Linear& last, float* out, const float* x, int N) {
+void TensorParallelPair::last_forward(Arena& arena, Linear& last, float* out, const void* x, int N) {
   // Row-parallel: each rank's product is a partial sum; the first adds the bias.
   const bool bias = !tp || tp->rank() == 0;
   if (sequence) {
     Arena::Mark m = arena.mark();
     float* partial = arena.allocate_array<float>(size_t(N) * C);
-    last.forward(partial, x, N, bias);
+    last.forward(partial, DType::f32, x, N, bias);
     tp->reduce_scatter(out, partial, size_t(N / tp->size()) * C);
     arena.rewind(m);
   } else {
-    last.forward(out, x, N, bias);
+    last.forward(out, DType::f32, x, N, bias);
     if (tp) tp->allreduce(out, size_t(N) * C);
   }
 }
 
-const float* TensorParallelPair::output_grad(Arena& arena, const float* dout, int N, bool keep) {
+const void* TensorParallelPair::output_grad(Arena& arena, const Linear& last, const float* dout, int N,
+                                            bool keep) {
   if (sequence) return gather_rows(arena, *tp, dout, size_t(N / tp->size()) * C);  // a copy already
+  if (last.act_type == DType::bf16) return arena_copy(arena, dout, size_t(N) * C, DType::bf16);
   return keep ? arena_copy(arena, dout, size_t(N) * C) : dout;
 }
 
-void TensorParallelPair::first_backward(Arena& arena, Linear& first, float* dx, const float* dy, int N,
+void TensorParallelPair::first_backward(Arena& arena, Linear& first, float* dx, const void* dy, int N,
                                         bool with_bias, BackwardPass pass) {
   const size_t NC = size_t(N) * C, rows = sequence ? NC / size_t(tp->size()) : NC;
   Arena::Mark m = arena.mark();
-  if (sequence && pass != BackwardPass::kInput) first.x = gather_rows(arena, *tp, x_rows, rows);
+  if (sequence && pass != BackwardPass::kInput)
+    first.x = gather_rows(arena, *tp, static_cast<const float*>(x_rows), rows);
   if (pass == BackwardPass::kWeight) {
     first.backward(nullptr, nullptr, N, with_bias, pass);
   } else if (sequence) {  // column-parallel: each rank's dx is its share, summed onto the rows

@@ -3,15 +3,31 @@
 
 namespace crucible::nn {
 
-// x (N,C) -> pre (N,H) = x W_fc ; act = gelu(pre + b_fc) ; out (N,C) = act W_proj + b_proj;
-// sequence parallel: x and out are (N/tp, C) rows (as CausalSelfAttention).
-void MLP::forward(Arena& arena, float* out, const float* x, int N) {
+// x (N,C) -> pre (N,H) = x W_fc (+ b_fc) ; act = gelu(pre (+ b_fc)) ; out (N,C) =
+// act W_proj + b_proj; sequence parallel: x and out are (N/tp, C) rows (as
+// CausalSelfAttention). x, pre, act of act_type: f32 adds b_fc in the GELU
+// kernel, bf16 in the GEMM (pre is rounded once, from the biased sum).
+void MLP::forward(Arena& arena, float* out, const void* x, int N) {
   const int H = c_fc.out;
-  pre = arena.allocate_array<float>(size_t(N) * H);
-  act = arena.allocate_array<float>(size_t(N) * H);
-  tp.first_forward(arena, c_fc, pre, x, N, /*with_bias=*/false);
-  kernels::bias_gelu_forward(act, pre, c_fc.b.value, N, H);
+  const bool bf = act_type == DType::bf16;
+  pre = arena_act(arena, size_t(N) * H, act_type);
+  tp.first_forward(arena, c_fc, pre, x, N, /*with_bias=*/bf);
+  Arena::Mark m = arena.mark();
+  gelu(arena, N, bf ? nullptr : c_fc.b.value);
   tp.last_forward(arena, c_proj, out, act, N);
+  if (recompute) arena.rewind(m);  // act is made again by backward
+}
+
+// act (N,H) = gelu(pre (+ bias)), act from the arena. Again in backward,
+// pre already holds its bias: bias null.
+void MLP::gelu(Arena& arena, int N, const float* bias) {
+  const int H = c_fc.out;
+  act = arena_act(arena, size_t(N) * H, act_type);
+  if (act_type == DType::bf16)
+    kernels::bias_gelu_forward_bf16(static_cast<bf16*>(act), static_cast<bf16*>(pre), bias, N, H);
+  else
+    kernels::bias_gelu_forward(static_cast<float*>(act), static_cast<float*>(pre), bias, N, H);
+  c_proj.x = act;
 }
 
 // dout (N,C) -> dx (N,C); sequence parallel: (N/tp, C) rows of each.
@@ -24,11 +40,19 @@ void MLP::backward(Arena& arena, float* dx, const float* dout, int N, BackwardPa
   }
   const bool keep = pass == BackwardPass::kInput;  // the weight pass reads these later
   Arena::Mark m = arena.mark();
-  dout = tp.output_grad(arena, dout, N, keep);
+  if (recompute) gelu(arena, N, nullptr);
+  const void* dproj = tp.output_grad(arena, c_proj, dout, N, keep);
   float* dact = arena.allocate_array<float>(size_t(N) * H);
-  c_proj.backward(dact, dout, N, true, pass);
-  kernels::bias_gelu_backward(dact, c_fc.b.grad, dact, pre, N, H);  // dact := dpre
-  tp.first_backward(arena, c_fc, dx, dact, N, /*with_bias=*/false, pass);
+  c_proj.backward(dact, dproj, N, true, pass);
+  void* dpre = dact;  // f32: in place
+  if (act_type == DType::bf16) {
+    dpre = arena_act(arena, size_t(N) * H, act_type);
+    kernels::bias_gelu_backward_bf16(static_cast<bf16*>(dpre), c_fc.b.grad, dact,
+                                     static_cast<const bf16*>(pre), N, H);
+  } else {
+    kernels::bias_gelu_backward(dact, c_fc.b.grad, dact, static_cast<const float*>(pre), N, H);
+  }
+  tp.first_backward(arena, c_fc, dx, dpre, N, /*with_bias=*/false, pass);
   if (!keep) arena.rewind(m);
 }
 

@@ -4,6 +4,7 @@
 
 #include "core/hash.h"
 #include "core/rng.h"
+#include "kernels/kernels.h"
 
 namespace crucible::nn {
 
@@ -67,16 +68,28 @@ size_t ParamRegistry::add(std::string name, Shape whole, const Shard& shard, boo
   return specs_.size() - 1;
 }
 
-void ParamRegistry::allocate() {
+void ParamRegistry::allocate(bool bf16_copy) {
   total_ = (total_ + 15) / 16 * 16;
   values_ = Tensor::zeros(Shape{int64_t(total_)}, DType::f32, "nn.params");
   grads_ = Tensor::zeros(Shape{int64_t(total_)}, DType::f32, "nn.grads");
+  if (bf16_copy) values_bf16_ = Tensor::zeros(Shape{int64_t(total_)}, DType::bf16, "nn.params_bf16");
 }
 
 Param ParamRegistry::param(size_t index) const {
   CRUCIBLE_CHECK(values_.defined(), "[nn] parameter view before allocate()");
   const ParamSpec& s = specs_.at(index);
-  return Param{values_.f32() + s.offset, grads_.f32() + s.offset};
+  return Param{values_.f32() + s.offset, grads_.f32() + s.offset,
+               values_bf16_.defined() ? values_bf16_.bf16_data() + s.offset : nullptr};
+}
+
+bf16* ParamRegistry::values_bf16() const {
+  return values_bf16_.defined() ? values_bf16_.bf16_data() : nullptr;
+}
+
+void ParamRegistry::refresh_bf16(size_t begin, size_t end) {
+  if (!values_bf16_.defined()) return;
+  end = std::min(end, total_);
+  if (begin < end) kernels::convert_to_bf16(values_bf16() + begin, values() + begin, end - begin);
 }
 
 const ParamSpec* ParamRegistry::find(const std::string& name) const {
@@ -104,6 +117,7 @@ void ParamRegistry::init(uint64_t seed) {
       }
     }
   }
+  refresh_bf16();
 }
 
 void ParamRegistry::zero_grad() {

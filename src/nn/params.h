@@ -62,9 +62,12 @@ void for_each_run(const ParamSpec& s, const std::function<void(size_t, size_t, s
 void copy_from_whole(const ParamSpec& s, const float* whole, float* local);
 void copy_to_whole(const ParamSpec& s, const float* local, float* whole);
 
+// value16: the bf16 working copy of value that bf16 GEMMs read (null in an
+// f32 model); refreshed from value, never written by the model.
 struct Param {
   float* value = nullptr;
   float* grad = nullptr;
+  bf16* value16 = nullptr;
 };
 
 class ParamRegistry {
@@ -75,8 +78,10 @@ class ParamRegistry {
   size_t add(std::string name, Shape whole, const Shard& shard, bool decay, Init init,
              float init_std = 0.0f);
   void mark_replica(size_t index) { specs_.at(index).replica = true; }
-  // Allocates the flat buffers (pool-backed, zeroed). Call once, after all add().
-  void allocate();
+  // Allocates the flat buffers (pool-backed, zeroed). Call once, after all
+  // add(). bf16_copy: a third flat buffer, the parameters' bf16 working copy
+  // (train.precision = "bf16"; same layout, 2 bytes an element).
+  void allocate(bool bf16_copy = false);
 
   Param param(size_t index) const;
   const std::vector<ParamSpec>& specs() const { return specs_; }
@@ -84,6 +89,11 @@ class ParamRegistry {
   size_t numel() const { return total_; }
   float* values() const { return values_.f32(); }
   float* grads() const { return grads_.f32(); }
+  // The bf16 working copy (null without one). Whoever writes values()
+  // outside the optimizer's pass (which refreshes it as it goes: the kernel's
+  // p_bf16) refreshes it: loading weights, gathering ZeRO shards.
+  bf16* values_bf16() const;
+  void refresh_bf16(size_t begin = 0, size_t end = SIZE_MAX);
 
   // Each parameter draws from its own RNG stream keyed by (seed, name), so
   // initial weights do not depend on registration order or world layout; a
@@ -95,7 +105,7 @@ class ParamRegistry {
  private:
   std::vector<ParamSpec> specs_;
   size_t total_ = 0;
-  Tensor values_, grads_;
+  Tensor values_, grads_, values_bf16_;
 };
 
 }  // namespace crucible::nn

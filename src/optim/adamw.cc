@@ -77,8 +77,9 @@ StepInfo AdamW::step(float lr, const AllSum& all_sum) {
   }
   ++t_;
   float* p = params_.values();
+  bf16* p16 = params_.values_bf16();  // bf16 models: the working copy, refreshed in the same pass
   for (const Group& gr : groups_)
-    kernels::adamw(p + gr.begin, g + gr.begin, m() + gr.state, v() + gr.state, gr.end - gr.begin,
+    kernels::adamw(p + gr.begin, p16 ? p16 + gr.begin : nullptr, g + gr.begin, m() + gr.state, v() + gr.state, gr.end - gr.begin,
                    lr, cfg_.beta1, cfg_.beta2, cfg_.eps, gr.decay ? cfg_.weight_decay : 0.0f,
                    info.clip_scale, int(t_));
   return info;

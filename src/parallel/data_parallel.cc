@@ -132,6 +132,12 @@ Result<double> DataParallel::gather_parameters() {
     b.request = comm_.iallgather(p + b.offsets[r], p + b.begin, b.counts);
   }
   for (Bucket& b : buckets_) CRUCIBLE_RETURN_IF_ERROR(b.request.wait());
+  // bf16 models: the other ranks' pieces arrived in f32; their working copy
+  // is refreshed here (this rank's own pieces the optimizer pass refreshed).
+  if (params_.values_bf16())
+    for (const Bucket& b : buckets_)
+      for (size_t q = 0; q < b.counts.size(); ++q)
+        if (q != r) params_.refresh_bf16(b.offsets[q], b.offsets[q] + b.counts[q]);
   return sw.elapsed_s();
 }
 

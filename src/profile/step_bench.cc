@@ -32,6 +32,10 @@ Result<StepBenchResult> run_step_bench(const StepBenchOptions& opt) {
     return Status::invalid("[bench] unknown workload '" + opt.workload + "' (known: " + names + ")");
   }
   if (opt.steps < 1) return Status::invalid("[bench] --steps must be >= 1");
+  if (opt.precision != "fp32" && opt.precision != "bf16")
+    return Status::invalid("[bench] --precision '" + opt.precision + "' is not one of fp32, bf16");
+  if (opt.recompute != "none" && opt.recompute != "selective" && opt.recompute != "full")
+    return Status::invalid("[bench] --recompute '" + opt.recompute + "' is not one of none, selective, full");
   set_num_threads(opt.threads);
   StepBenchResult r;
   r.workload = wl->name;
@@ -41,8 +45,15 @@ Result<StepBenchResult> run_step_bench(const StepBenchOptions& opt) {
   r.batch = wl->batch;
   r.seq_len = wl->model.seq_len;
   r.peak = measure_cpu_peak(r.threads);
+  r.precision = opt.precision;
+  r.recompute = opt.recompute;
+  const bool bf = opt.precision == "bf16";
+  r.peak_gflops = r.peak.derived_gflops * (bf ? 2 : 1);
 
-  nn::GPT gpt(wl->model);
+  nn::GPTPart part = nn::GPTPart::whole(wl->model);
+  part.precision = bf ? DType::bf16 : DType::f32;
+  part.recompute = nn::recompute_policy(opt.recompute);
+  nn::GPT gpt(wl->model, part);
   gpt.init_weights(opt.seed);
   optim::AdamW adam(gpt.params(), optim::AdamWConfig{});
   Arena arena("bench.activations");
@@ -85,6 +96,7 @@ Result<StepBenchResult> run_step_bench(const StepBenchOptions& opt) {
   AllocatorStats after = Allocator::global().stats();
   r.steady_state_allocs = after.allocs - before.allocs;
   r.peak_bytes = after.peak;
+  r.activation_bytes = arena.high_water();
 
   r.ms_per_step = median(total);
   r.ms_min = *std::min_element(total.begin(), total.end());
@@ -96,8 +108,8 @@ Result<StepBenchResult> run_step_bench(const StepBenchOptions& opt) {
   r.tokens_per_s = tokens_per_step / (r.ms_per_step * 1e-3);
   r.gflop_per_step = wl->model.flops_per_token(T) * tokens_per_step * 1e-9;
   r.gflops = r.gflop_per_step / (r.ms_per_step * 1e-3);
-  r.mfu = r.gflops / r.peak.derived_gflops;
-  r.mfu_measured_peak = r.peak.measured_gflops > 0 ? r.gflops / r.peak.measured_gflops : 0;
+  r.mfu = r.gflops / r.peak_gflops;
+  r.mfu_measured_peak = r.peak.measured_gflops > 0 ? r.gflops / (r.peak.measured_gflops * (bf ? 2 : 1)) : 0;
   double accounted = 0;
   for (int c = 0; c < int(KernelClass::count); ++c) {
     const KernelClassStats& k = kernel_stats()[c];
@@ -122,6 +134,10 @@ nlohmann::json to_json(const StepBenchResult& r) {
     k[c.name] = {{"ms_per_step", c.ms_per_step}, {"fraction", c.fraction}, {"gflops", c.gflops}};
   return {{"workload", r.workload},
           {"isa", r.isa},
+          {"precision", r.precision},
+          {"recompute", r.recompute},
+          {"activation_bytes", r.activation_bytes},
+          {"peak_gflops", r.peak_gflops},
           {"threads", r.threads},
           {"steps", r.steps},
           {"batch", r.batch},
@@ -153,8 +169,8 @@ nlohmann::json to_json(const StepBenchResult& r) {
 
 std::string to_table(const StepBenchResult& r) {
   std::string s;
-  s += fmt::format("workload {}  (batch {} x seq {}, {} threads, kernels {})\n", r.workload, r.batch,
-                   r.seq_len, r.threads, r.isa);
+  s += fmt::format("workload {}  (batch {} x seq {}, {} threads, kernels {}, {}, recompute {})\n",
+                   r.workload, r.batch, r.seq_len, r.threads, r.isa, r.precision, r.recompute);
   s += fmt::format("peak     {:.0f} GFLOP/s fp32 = {} threads x {} FMA x {} lanes x 2 x {:.2f} GHz"
                    " (FMA loop measured {:.0f})\n",
                    r.peak.derived_gflops, r.threads, r.peak.fma_units, r.peak.lanes,
@@ -163,10 +179,12 @@ std::string to_table(const StepBenchResult& r) {
                    r.ms_per_step, r.ms_min, r.ms_max, r.steps);
   s += fmt::format("         forward {:.1f} ms, backward {:.1f} ms, optimizer {:.1f} ms\n",
                    r.forward_ms, r.backward_ms, r.optimizer_ms);
-  s += fmt::format("speed    {:.0f} tokens/s, {:.1f} GFLOP/step, {:.1f} GFLOP/s, MFU {:.1f}%\n",
-                   r.tokens_per_s, r.gflop_per_step, r.gflops, 100 * r.mfu);
-  s += fmt::format("memory   allocator peak {:.1f} MiB, {} allocations in measured steps\n",
-                   r.peak_bytes / 1048576.0, r.steady_state_allocs);
+  s += fmt::format("speed    {:.0f} tokens/s, {:.1f} GFLOP/step, {:.1f} GFLOP/s, MFU {:.1f}% of {:.0f}"
+                   " ({:.1f}% of the measured FMA loop{})\n",
+                   r.tokens_per_s, r.gflop_per_step, r.gflops, 100 * r.mfu, r.peak_gflops,
+                   100 * r.mfu_measured_peak, r.precision == "bf16" ? " x 2" : "");
+  s += fmt::format("memory   allocator peak {:.1f} MiB, activations {:.1f} MiB, {} allocations in measured steps\n",
+                   r.peak_bytes / 1048576.0, r.activation_bytes / 1048576.0, r.steady_state_allocs);
   s += "kernels  class            ms/step   share   GFLOP/s\n";
   for (auto& k : r.kernels)
     s += fmt::format("         {:<15} {:8.2f}  {:5.1f}%  {}\n", k.name, k.ms_per_step,

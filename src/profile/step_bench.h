@@ -18,6 +18,8 @@ struct StepBenchOptions {
   int steps = 10;   // measured steps
   int warmup = 2;   // steps before measuring (first touch, primitive creation)
   uint64_t seed = 1;
+  std::string precision = "fp32";  // "fp32" | "bf16" (train.precision)
+  std::string recompute = "none";  // "none" | "selective" | "full" (train.recompute)
   bool progress = false;  // live line on stderr
 };
 
@@ -29,12 +31,16 @@ struct KernelClassTime {
 };
 
 struct StepBenchResult {
-  std::string workload, isa;
+  std::string workload, isa, precision, recompute;
+  size_t activation_bytes = 0;  // the arena's high water over a step
   int threads = 0, steps = 0, batch = 0, seq_len = 0;
   double ms_per_step = 0, ms_min = 0, ms_max = 0;  // median, min, max
   double forward_ms = 0, backward_ms = 0, optimizer_ms = 0;  // medians
   double tokens_per_s = 0, gflop_per_step = 0, gflops = 0, mfu = 0;
   double mfu_measured_peak = 0;  // against the FMA loop's measured throughput
+  // The peak MFU counts against: the f32 FMA peak, or in bf16 twice it (the
+  // rate of AVX512_BF16's vdpbf16ps, which does two products per f32 lane).
+  double peak_gflops = 0;
   double loss_first = 0, loss_last = 0;
   size_t peak_bytes = 0;
   uint64_t steady_state_allocs = 0;  // allocator calls during measured steps

@@ -75,6 +75,8 @@ std::vector<Field> fields(Config& c) {
       {"train.eval_batches", &c.train.eval_batches},
       {"train.threads", &c.train.threads},
       {"train.memory_limit_gb", &c.train.memory_limit_gb},
+      {"train.precision", &c.train.precision},
+      {"train.recompute", &c.train.recompute},
       {"optim.lr", &c.optim.lr},
       {"optim.weight_decay", &c.optim.weight_decay},
       {"optim.warmup_steps", &c.optim.warmup_steps},
@@ -396,6 +398,12 @@ Status validate(const Config& c) {
   if (c.train.threads < 0) return bad("train.threads", "must be >= 0 (0: all cores)");
   if (!(c.train.memory_limit_gb >= 0 && std::isfinite(c.train.memory_limit_gb)))
     return bad("train.memory_limit_gb", "must be >= 0 (0: no limit but the machine's)");
+  if (c.train.precision != "fp32" && c.train.precision != "bf16")
+    return bad("train.precision", "'" + c.train.precision + "' is not one of fp32, bf16");
+  if (c.train.recompute != "none" && c.train.recompute != "selective" && c.train.recompute != "full")
+    return bad("train.recompute", "'" + c.train.recompute + "' is not one of none, selective, full");
+  if (c.train.precision == "bf16" && c.dist.sequence_parallel && c.dist.tp > 1)
+    return bad("train.precision", "bf16 with dist.sequence_parallel is not supported yet (its gathers move f32 rows)");
   if (!(c.optim.lr > 0 && std::isfinite(c.optim.lr))) return bad("optim.lr", "must be > 0");
   if (!(c.optim.weight_decay >= 0)) return bad("optim.weight_decay", "must be >= 0");
   if (c.optim.warmup_steps < 0) return bad("optim.warmup_steps", "must be >= 0");

@@ -43,6 +43,12 @@ struct TrainConfig {
   // What one rank may use, in GB (10^9 bytes) of the up-front estimate
   // (runtime/memory_estimate.h); 0: only the machine's memory limits it.
   double memory_limit_gb = 0;
+  // "fp32" | "bf16": bf16 GEMM operands and stored activations, f32 master
+  // weights, moments and accumulation (docs/training.md, "Precision").
+  std::string precision = "fp32";
+  // "none" | "selective" | "full": what backward recomputes instead of
+  // keeping from forward (docs/training.md, "Recomputation").
+  std::string recompute = "none";
 };
 
 struct OptimConfig {

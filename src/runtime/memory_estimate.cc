@@ -49,12 +49,12 @@ MemoryEstimate estimate_memory(const Config& cfg, int world, int rank) {
   // whole model, one context, when the layout is not valid: that is refused
   // on its own).
   auto layout = TrainStep::plan_layout(cfg, world);
-  nn::GPTPart part = nn::GPTPart::whole(cfg.model);
+  nn::GPTPart part = whole_part(cfg);
   int contexts = 1, dp = world, pp = 1, tp = 1;
   bool leader = true;
   if (layout) {
     const parallel::Coords c = layout->coords(rank);
-    part = stage_part(*layout, c, cfg.model);
+    part = stage_part(*layout, c, cfg);
     dp = layout->dp(), pp = layout->pp(), tp = layout->tp();
     leader = c.dp == 0;
     auto s = parallel::make_schedule(layout->schedule(), pp, layout->virtual_stages(), cfg.train.grad_accum);
@@ -62,7 +62,7 @@ MemoryEstimate estimate_memory(const Config& cfg, int world, int rank) {
   }
   const uint64_t P = nn::GPT::flat_params(cfg.model, part);
   const uint64_t B = uint64_t(cfg.train.batch_size), T = uint64_t(cfg.model.seq_len);
-  e.weights = rounded(P * 4);
+  e.weights = rounded(P * 4) + (part.precision == DType::bf16 ? rounded(P * 2) : 0);  // + the bf16 copy
   e.grads = rounded(P * 4);
   const bool sharded = cfg.dist.zero > 0 && dp > 1;
   const uint64_t shard = sharded ? (P + uint64_t(dp) - 1) / uint64_t(dp) + 16 : P;
@@ -73,6 +73,7 @@ MemoryEstimate estimate_memory(const Config& cfg, int world, int rank) {
                                                                   cfg.dist.pp_schedule == "zb-h1" && pp > 1));
   e.activations = uint64_t(contexts) * rounded(per_context);
   e.other = rounded(B * T * 4);  // the row of ones for bias gradients (nn/linear.cc)
+  if (part.precision == DType::bf16) e.other += rounded(B * T * 2);  // and its bf16 twin
   // Tensor parallel: the allreduce's staging (parallel/tensor_parallel.h),
   // tp activations of (B,T,C); sequence parallel, tp LayerNorm gradients of
   // (C) (its activations are gathered into the arena instead).

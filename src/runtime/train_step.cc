@@ -7,6 +7,20 @@
 
 namespace crucible::runtime {
 
+namespace {
+nn::GPTPart computing(nn::GPTPart part, const Config& cfg) {
+  part.precision = cfg.train.precision == "bf16" ? DType::bf16 : DType::f32;
+  part.recompute = nn::recompute_policy(cfg.train.recompute);
+  return part;
+}
+}  // namespace
+
+nn::GPTPart stage_part(const parallel::Layout& layout, const parallel::Coords& at, const Config& cfg) {
+  return computing(stage_part(layout, at, cfg.model), cfg);
+}
+
+nn::GPTPart whole_part(const Config& cfg) { return computing(nn::GPTPart::whole(cfg.model), cfg); }
+
 nn::GPTPart stage_part(const parallel::Layout& layout, const parallel::Coords& at, const nn::GPTConfig& model) {
   const int pp_index = at.pp;
   const int pp = layout.pp(), v = layout.virtual_stages();
@@ -71,7 +85,8 @@ Result<std::unique_ptr<TrainStep>> TrainStep::create(const Config& cfg, comm::Co
     t->tied_ = std::move(*tied);
   }
   if (L.tp() > 1) t->tp_ = std::make_unique<parallel::CommTensorParallel>(*t->groups_.tp);
-  t->model_ = std::make_unique<nn::GPT>(cfg.model, stage_part(L, t->coords_, cfg.model), t->tp_.get());
+  t->model_ = std::make_unique<nn::GPT>(cfg.model, stage_part(L, t->coords_, cfg),
+                                        t->tp_.get());
   // Each parameter draws from its own stream keyed by its name: every part's
   // initial weights are the whole model's (nn/params.h).
   t->model_->init_weights(cfg.train.seed);

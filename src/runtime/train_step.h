@@ -32,6 +32,10 @@ namespace crucible::runtime {
 // v chunks each): chunk c holds global stage c * pp + p, blocks
 // [stage * L/(pp v), ...), and its tensor-parallel shard of them.
 nn::GPTPart stage_part(const parallel::Layout& layout, const parallel::Coords& at, const nn::GPTConfig& model);
+// The same, computing as cfg.train says (precision, recompute).
+nn::GPTPart stage_part(const parallel::Layout& layout, const parallel::Coords& at, const Config& cfg);
+// The whole model's part, computing as cfg.train says.
+nn::GPTPart whole_part(const Config& cfg);
 
 class TrainStep {
  public:

@@ -29,8 +29,8 @@ TEST(AdamW, ThreeStepsMatchReference) {
         std::vector<Compare> cmp;
         for (int t = 1; t <= 3; ++t) {
           auto g = testing::random_vector(rng, n);
-          k.adamw(p.data(), g.data(), m.data(), v.data(), n, lr, beta1, beta2, eps, wd, clip, t);
-          kernels::ref::adamw(p_ref.data(), g.data(), m_ref.data(), v_ref.data(), n, lr, beta1,
+          k.adamw(p.data(), nullptr, g.data(), m.data(), v.data(), n, lr, beta1, beta2, eps, wd, clip, t);
+          kernels::ref::adamw(p_ref.data(), nullptr, g.data(), m_ref.data(), v_ref.data(), n, lr, beta1,
                               beta2, eps, wd, clip, t);
           std::string tag = "(t=" + std::to_string(t) + ")";
           // Updates are ~lr and moments ~0.1 / 0.01: tolerances of a few float

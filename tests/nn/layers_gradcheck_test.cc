@@ -53,7 +53,7 @@ TEST(GradCheck, Linear) {
   auto x = random_vector(rng, N * in), r = random_vector(rng, N * out);
   std::vector<float> y(N * out), dx(N * in);
   auto loss = [&] {
-    lin.forward(y.data(), x.data(), N);
+    lin.forward(y.data(), DType::f32, x.data(), N);
     return weighted_sum(y.data(), r);
   };
   loss();

@@ -76,11 +76,12 @@ double chunk_sum_squares(const float* x, int64_t n) {
   return s;
 }
 
-}  // namespace
-
-// p, g, m, v: (n). m, v are the first and second moments, updated in place.
-void adamw(float* p, const float* g, float* m, float* v, size_t n, float lr, float beta1,
-           float beta2, float eps, float weight_decay, float grad_scale, int t) {
+// p, g, m, v: (n). m, v are the first and second moments, updated in place;
+// M is their storage type (float, or bf16: widened, updated, rounded back).
+// p_bf16 (if set) gets the rounded new p in the same pass.
+template <typename M>
+void adamw_pass(float* p, bf16* p_bf16, const float* g, M* m, M* v, size_t n, float lr,
+                float beta1, float beta2, float eps, float weight_decay, float grad_scale, int t) {
   // Bias corrections once per call in double (beta^t for large t), used as float.
   const AdamW opt{.lr = lr,
                   .b1 = beta1,
@@ -94,17 +95,41 @@ void adamw(float* p, const float* g, float* m, float* v, size_t n, float lr, flo
 #pragma omp parallel for schedule(static) if (nn >= kParallelMin)
   for (int64_t i = 0; i < n_full; i += kW) {
     vf mv = load(m + i), vv = load(v + i);
-    store(p + i, opt.step(load(p + i), load(g + i), mv, vv));
+    const vf np = opt.step(load(p + i), load(g + i), mv, vv);
+    store(p + i, np);
+    if (p_bf16) store(p_bf16 + i, np);
     store(m + i, mv);
     store(v + i, vv);
   }
   if (int r = int(nn - n_full)) {
     int64_t i = n_full;
     vf mv = load_partial(m + i, r), vv = load_partial(v + i, r);
-    store_partial(p + i, opt.step(load_partial(p + i, r), load_partial(g + i, r), mv, vv), r);
+    const vf np = opt.step(load_partial(p + i, r), load_partial(g + i, r), mv, vv);
+    store_partial(p + i, np, r);
+    if (p_bf16) store_partial(p_bf16 + i, np, r);
     store_partial(m + i, mv, r);
     store_partial(v + i, vv, r);
   }
+}
+
+}  // namespace
+
+void adamw(float* p, bf16* p_bf16, const float* g, float* m, float* v, size_t n, float lr,
+           float beta1, float beta2, float eps, float weight_decay, float grad_scale, int t) {
+  adamw_pass(p, p_bf16, g, m, v, n, lr, beta1, beta2, eps, weight_decay, grad_scale, t);
+}
+void adamw_bf16_moments(float* p, bf16* p_bf16, const float* g, bf16* m, bf16* v, size_t n,
+                        float lr, float beta1, float beta2, float eps, float weight_decay,
+                        float grad_scale, int t) {
+  adamw_pass(p, p_bf16, g, m, v, n, lr, beta1, beta2, eps, weight_decay, grad_scale, t);
+}
+
+// out (n) = in rounded to bf16: a stream, parallel above kParallelMin.
+void convert_to_bf16(bf16* out, const float* in, size_t n) {
+  const int64_t nn = int64_t(n), n_full = nn - nn % kW;
+#pragma omp parallel for schedule(static) if (nn >= kParallelMin)
+  for (int64_t i = 0; i < n_full; i += kW) store(out + i, load(in + i));
+  if (int r = int(nn - n_full)) store_partial(out + n_full, load_partial(in + n_full, r), r);
 }
 
 // x: (n). Returns sum x^2 in double, independent of the thread count.

@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "core/check.h"
 #include "kernels/isa/isa.h"
@@ -74,8 +75,11 @@ struct Rows {
 // Rows [0, n) of src (row stride src_ld), padded with zero rows to n_pad. Read
 // in place when that is already safe (no padding rows or columns), else copied
 // into buf (n_pad, hsp): this keeps copies off the common hs % kW == 0 path.
-Rows rows_view(float* buf, const float* src, size_t src_ld, int n, int n_pad, int hs, int hsp) {
-  if (n == n_pad && hs == hsp) return {src, int(src_ld)};
+// bf16 rows are always copied (widened).
+template <typename E>
+Rows rows_view(float* buf, const E* src, size_t src_ld, int n, int n_pad, int hs, int hsp) {
+  if constexpr (sizeof(E) == 4)
+    if (n == n_pad && hs == hsp) return {src, int(src_ld)};
   for (int r = 0; r < n_pad; ++r)
     for (int d = 0; d < hsp; d += kW)
       store(buf + r * hsp + d, r >= n         ? vf{}
@@ -86,11 +90,12 @@ Rows rows_view(float* buf, const float* src, size_t src_ld, int n, int n_pad, in
 
 // dst (n,hs) row stride dst_ld (+)= s * src (n,hsp): the tail of a row goes
 // through store_partial so the neighbouring head is never touched.
-void store_rows(float* dst, size_t dst_ld, const float* src, int n, int hs, int hsp, float s,
+template <typename E>
+void store_rows(E* dst, size_t dst_ld, const float* src, int n, int hs, int hsp, float s,
                 bool accumulate) {
   for (int r = 0; r < n; ++r)
     for (int d = 0; d < hs; d += kW) {
-      float* o = dst + r * dst_ld + d;
+      E* o = dst + r * dst_ld + d;
       const int w = std::min(kW, hs - d);
       vf v = s * load(src + r * hsp + d);
       if (accumulate) v += w == kW ? load(o) : load_partial(o, w);
@@ -177,7 +182,8 @@ struct Dims {
 
 // One query tile [q0, q0+nq) of head h.
 //   qkv (T,3C) and out (T,C) point at the batch row; lse (T) at (b,h).
-void forward_tile(float* out, float* lse, const float* qkv, const Dims& d, int h, int qt) {
+template <typename E>
+void forward_tile(E* out, float* lse, const E* qkv, const Dims& d, int h, int qt) {
   const int hs = d.hs, hsp = d.hsp, C3 = 3 * d.C;
   const int q0 = qt * kBt, nq = std::min(kBt, d.T - q0), nq_pad = round_up(nq, kW);
   alignas(64) float Qt[kMaxHs * kBt];           // (hs, Bq) scale * q, transposed; zero past nq
@@ -187,8 +193,8 @@ void forward_tile(float* out, float* lse, const float* qkv, const Dims& d, int h
   alignas(64) float acc[kBt * kMaxHs];          // (Bq, hsp) unnormalised output
   alignas(64) float m[kBt], l[kBt], corr[kBt];  // (Bq) running max, sum, rescale
   for (int i = 0; i < nq_pad; ++i) {
-    const float* q = qkv + size_t(q0 + i) * C3 + h * hs;
-    for (int c = 0; c < hs; ++c) Qt[c * kBt + i] = i < nq ? d.scale * q[c] : 0.0f;
+    const E* q = qkv + size_t(q0 + i) * C3 + h * hs;
+    for (int c = 0; c < hs; ++c) Qt[c * kBt + i] = i < nq ? d.scale * elem(q[c]) : 0.0f;
   }
   std::fill(acc, acc + nq_pad * hsp, 0.0f);
   std::fill(m, m + kBt, -INFINITY);
@@ -197,7 +203,7 @@ void forward_tile(float* out, float* lse, const float* qkv, const Dims& d, int h
   for (int kt = 0; kt <= qt; ++kt) {
     const int k0 = kt * kBt, nk = std::min(kBt, d.T - k0), nk_pad = round_up(nk, kW);
     const bool diag = kt == qt;
-    const float* kv = qkv + size_t(k0) * C3 + d.C + h * hs;
+    const E* kv = qkv + size_t(k0) * C3 + d.C + h * hs;
     const Rows K = rows_view(Kbuf, kv, C3, nk, nk_pad, hs, hsp);
     const Rows V = rows_view(Vbuf, kv + d.C, C3, nk, nk_pad, hs, hsp);
     // S^T (Bk,Bq) = K (Bk,hs) Q^T (hs,Bq)
@@ -243,8 +249,10 @@ void forward_tile(float* out, float* lse, const float* qkv, const Dims& d, int h
 // All of head h: key tiles outer, query tiles inner. The score scale rides on
 // K^T for S and is applied to dK and dQ as they are stored.
 //   qkv, dqkv (T,3C); dout, out (T,C) point at the batch row; lse (T) at (b,h)
-void backward_head(float* dqkv, const float* dout, const float* qkv, const float* out,
-                   const float* lse, const Dims& d, int h) {
+//   dq_acc (T, hsp): bf16 only, dQ summed over key tiles in f32, rounded once
+template <typename E>
+void backward_head(E* dqkv, const float* dout, const E* qkv, const E* out, const float* lse,
+                   const Dims& d, int h, float* dq_acc) {
   const int hs = d.hs, hsp = d.hsp, C3 = 3 * d.C, nt = (d.T + kBt - 1) / kBt;
   alignas(64) float Kt[kMaxHs * kBt];     // (hs, Bk) scale * k, transposed
   alignas(64) float Vt[kMaxHs * kBt];     // (hs, Bk) v transposed
@@ -260,11 +268,11 @@ void backward_head(float* dqkv, const float* dout, const float* qkv, const float
   const vf lane = iota();
   for (int kt = 0; kt < nt; ++kt) {
     const int k0 = kt * kBt, nk = std::min(kBt, d.T - k0), nk_pad = round_up(nk, kW);
-    const float* kv = qkv + size_t(k0) * C3 + d.C + h * hs;
+    const E* kv = qkv + size_t(k0) * C3 + d.C + h * hs;
     for (int j = 0; j < nk_pad; ++j)
       for (int c = 0; c < hs; ++c) {
-        Kt[c * kBt + j] = j < nk ? d.scale * kv[size_t(j) * C3 + c] : 0.0f;
-        Vt[c * kBt + j] = j < nk ? kv[size_t(j) * C3 + d.C + c] : 0.0f;
+        Kt[c * kBt + j] = j < nk ? d.scale * elem(kv[size_t(j) * C3 + c]) : 0.0f;
+        Vt[c * kBt + j] = j < nk ? elem(kv[size_t(j) * C3 + d.C + c]) : 0.0f;
       }
     const Rows K = rows_view(Kbuf, kv, C3, nk, nk_pad, hs, hsp);
     std::fill(dK, dK + nk_pad * hsp, 0.0f);
@@ -276,7 +284,7 @@ void backward_head(float* dqkv, const float* dout, const float* qkv, const float
       const Rows dO = rows_view(dObuf, dout + size_t(q0) * d.C + h * hs, d.C, nq, nq_pad, hs, hsp);
       for (int i = 0; i < nq_pad; ++i) {
         // D_i = dO_i . O_i (= sum_j P_ij dP_ij); padded rows get P = exp(-inf) = 0.
-        const float* o = out + size_t(q0 + i) * d.C + h * hs;
+        const E* o = out + size_t(q0 + i) * d.C + h * hs;
         vf dot = {};
         for (int c = 0; i < nq && c < hs; c += kW)
           dot = fma(load(dO.p + i * dO.ld + c),
@@ -314,17 +322,21 @@ void backward_head(float* dqkv, const float* dout, const float* qkv, const float
       // key tile, "+=" after, always in key-tile order (deterministic).
       tile_gemm(nq_pad, hsp, nk_pad, dS, kBt, 1, K.p, K.ld, dQ, hsp, false,
                 diag ? Causal::kKUpToRow : Causal::kNone);
-      store_rows(dqkv + size_t(q0) * C3 + h * hs, C3, dQ, nq, hs, hsp, d.scale, kt > 0);
+      if constexpr (sizeof(E) == 4)
+        store_rows(dqkv + size_t(q0) * C3 + h * hs, C3, dQ, nq, hs, hsp, d.scale, kt > 0);
+      else
+        store_rows(dq_acc + size_t(q0) * hsp, hsp, dQ, nq, hsp, hsp, d.scale, kt > 0);
     }
-    float* dkv = dqkv + size_t(k0) * C3 + d.C + h * hs;
+    E* dkv = dqkv + size_t(k0) * C3 + d.C + h * hs;
     store_rows(dkv, C3, dK, nk, hs, hsp, d.scale, false);
     store_rows(dkv + d.C, C3, dV, nk, hs, hsp, 1.0f, false);
   }
+  if constexpr (sizeof(E) == 2)
+    store_rows(dqkv + h * hs, C3, dq_acc, d.T, hs, hsp, 1.0f, false);
 }
 
-}  // namespace
-
-void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH) {
+template <typename E>
+void forward(E* out, float* lse, const E* qkv, int B, int T, int C, int NH) {
   const Dims d(T, C, NH);
   const int nt = (T + kBt - 1) / kBt;
 #pragma omp parallel for collapse(3) schedule(dynamic, 1)
@@ -335,16 +347,43 @@ void attention_forward(float* out, float* lse, const float* qkv, int B, int T, i
                      qkv + size_t(b) * T * 3 * C, d, h, nt - 1 - t);
 }
 
-void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
-                        const float* lse, int B, int T, int C, int NH) {
+// bf16: each thread's dQ accumulator, (T, hsp) floats, grown once and reused
+// (the only heap memory of the kernels: too large for the stack at long T).
+float* dq_scratch(size_t n) {
+  static thread_local std::vector<float> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+
+template <typename E>
+void backward(E* dqkv, const float* dout, const E* qkv, const E* out, const float* lse, int B,
+              int T, int C, int NH) {
   const Dims d(T, C, NH);
 #pragma omp parallel for collapse(2) schedule(dynamic, 1)
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < NH; ++h) {
       const size_t bt = size_t(b) * T;
+      float* dq_acc = sizeof(E) == 2 ? dq_scratch(size_t(T) * d.hsp) : nullptr;
       backward_head(dqkv + bt * 3 * C, dout + bt * C, qkv + bt * 3 * C, out + bt * C,
-                    lse + (size_t(b) * NH + h) * T, d, h);
+                    lse + (size_t(b) * NH + h) * T, d, h, dq_acc);
     }
+}
+
+}  // namespace
+
+void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH) {
+  forward(out, lse, qkv, B, T, C, NH);
+}
+void attention_forward_bf16(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH) {
+  forward(out, lse, qkv, B, T, C, NH);
+}
+void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
+                        const float* lse, int B, int T, int C, int NH) {
+  backward(dqkv, dout, qkv, out, lse, B, T, C, NH);
+}
+void attention_backward_bf16(bf16* dqkv, const float* dout, const bf16* qkv, const bf16* out,
+                             const float* lse, int B, int T, int C, int NH) {
+  backward(dqkv, dout, qkv, out, lse, B, T, C, NH);
 }
 
 }  // namespace crucible::kernels::CRUCIBLE_ISA

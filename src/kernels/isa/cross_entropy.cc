@@ -39,8 +39,8 @@ struct Online {
 
   // One full chunk x[0..kChunkElems); with kWriteExp, x := exp(x - chunk max).
   // Returns the chunk's max (the running max after it).
-  template <bool kWriteExp>
-  float add_chunk(float* x) {
+  template <bool kWriteExp, typename L>
+  float add_chunk(L* x) {
     vf mv = splat(max);
     for (int j = 0; j < kChunk; ++j) mv = vmax(mv, load(x + j * kW));
     float new_max = hmax(mv);
@@ -62,8 +62,9 @@ struct LogSumExp {
 
 // Pass 1 over row (V): returns logsumexp(row). With kWriteExp, row[v] :=
 // exp(row[v] - chunk_max[v / kChunkElems]) and chunk_max is filled.
-template <bool kWriteExp>
-LogSumExp row_logsumexp(float* row, int V, float* chunk_max) {
+// L: float, or bf16 (read only: kWriteExp is f32's).
+template <bool kWriteExp, typename L>
+LogSumExp row_logsumexp(L* row, int V, float* chunk_max) {
   Online st;
   int v = 0, k = 0;
   for (; v + kChunkElems <= V; v += kChunkElems, ++k) {
@@ -72,11 +73,11 @@ LogSumExp row_logsumexp(float* row, int V, float* chunk_max) {
   }
   if (int left = V - v) {  // last partial chunk, padded with -inf (exp 0)
     float tail[kChunkElems];
-    std::fill(std::copy(row + v, row + V, tail), tail + kChunkElems, -INFINITY);
+    for (int i = 0; i < kChunkElems; ++i) tail[i] = i < left ? elem(row[v + i]) : -INFINITY;
     float cm = st.add_chunk<kWriteExp>(tail);
     if constexpr (kWriteExp) {
       chunk_max[k] = cm;
-      std::copy(tail, tail + left, row + v);
+      std::copy(tail, tail + left, row + v);  // L is float here
     }
   }
   return {st.max, std::log(hsum(st.sum))};
@@ -124,33 +125,73 @@ void softmax_cross_entropy(float* losses, float* logits, const int32_t* targets,
 // loss-only pass above; pass 2 cannot reuse pass 1's exponentials (the
 // exchange between them needs every rank's row statistics), so each logit
 // gets two exponentials instead of one.
-void logsumexp_rows(float* max, float* log_sum, const float* logits, int N, int V) {
+namespace {
+
+template <typename L>
+void rows_logsumexp(float* max, float* log_sum, const L* logits, int N, int V) {
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     // row_logsumexp<false> only reads the row (its tail copy is local).
-    LogSumExp lse = row_logsumexp<false>(const_cast<float*>(logits) + size_t(n) * V, V, nullptr);
+    LogSumExp lse = row_logsumexp<false>(const_cast<L*>(logits) + size_t(n) * V, V, nullptr);
     max[n] = lse.max;
     log_sum[n] = lse.log_sum;
   }
 }
 
-void softmax_xent_backward(float* logits, const float* max, const float* log_sum,
-                           const int32_t* targets, int offset, int N, int V, float dscale) {
+template <typename L>
+void xent_backward(L* logits, const float* max, const float* log_sum, const int32_t* targets,
+                   int offset, int N, int V, float dscale) {
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
-    float* row = logits + size_t(n) * V;
+    L* row = logits + size_t(n) * V;
     if (targets[n] < 0) {
-      std::fill(row, row + V, 0.0f);
+      std::fill(row, row + V, from_f32<L>(0.0f));
       continue;
     }
     const int t = targets[n] - offset;
-    const float x_target = t >= 0 && t < V ? row[t] : 0.0f;
+    const float x_target = t >= 0 && t < V ? elem(row[t]) : 0.0f;
     const vf shift = splat(max[n]), ls = splat(log_sum[n]), ds = splat(dscale);
     int v = 0;
     for (; v + kW <= V; v += kW) store(row + v, vexp((load(row + v) - shift) - ls) * ds);
     if (v < V) store_partial(row + v, vexp((load_partial(row + v, V - v) - shift) - ls) * ds, V - v);
     // p - 1 by expm1: exact where p ~ 1.
-    if (t >= 0 && t < V) row[t] = std::expm1((x_target - max[n]) - log_sum[n]) * dscale;
+    if (t >= 0 && t < V) row[t] = from_f32<L>(std::expm1((x_target - max[n]) - log_sum[n]) * dscale);
+  }
+}
+
+}  // namespace
+
+void logsumexp_rows(float* max, float* log_sum, const float* logits, int N, int V) {
+  rows_logsumexp(max, log_sum, logits, N, V);
+}
+void logsumexp_rows_bf16(float* max, float* log_sum, const bf16* logits, int N, int V) {
+  rows_logsumexp(max, log_sum, logits, N, V);
+}
+void softmax_xent_backward(float* logits, const float* max, const float* log_sum,
+                           const int32_t* targets, int offset, int N, int V, float dscale) {
+  xent_backward(logits, max, log_sum, targets, offset, N, V, dscale);
+}
+void softmax_xent_backward_bf16(bf16* logits, const float* max, const float* log_sum,
+                                const int32_t* targets, int offset, int N, int V, float dscale) {
+  xent_backward(logits, max, log_sum, targets, offset, N, V, dscale);
+}
+
+// bf16 logits: the loss from the row's statistics, then the gradient from
+// them in one rounding (an f32 exp(x - chunk max) parked in bf16 would be
+// rounded twice).
+void softmax_cross_entropy_bf16(float* losses, bf16* logits, const int32_t* targets, int N, int V,
+                                float dscale) {
+  float stats[2 * 4096];  // max, log_sum of up to 4096 rows per round on the stack
+  for (int n0 = 0; n0 < N; n0 += 4096) {
+    const int rows = std::min(4096, N - n0);
+    bf16* x = logits + size_t(n0) * V;
+    const int32_t* t = targets + n0;
+    rows_logsumexp(stats, stats + rows, x, rows, V);
+    for (int n = 0; n < rows; ++n) {
+      CRUCIBLE_CHECK(t[n] < V, "[softmax_cross_entropy] target id out of the vocabulary");
+      losses[n0 + n] = t[n] < 0 ? 0.0f : stats[rows + n] - (elem(x[size_t(n) * V + t[n]]) - stats[n]);
+    }
+    if (dscale != 0.0f) xent_backward(x, stats, stats + rows, t, 0, rows, V, dscale);
   }
 }
 

@@ -30,33 +30,42 @@ inline vf gelu_grad(vf x) {
   return 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du;
 }
 
-}  // namespace
-
-// pre (N,C) += bias (C) ; out (N,C) = gelu(pre)
-void bias_gelu_forward(float* out, float* pre, const float* bias, int N, int C) {
+// pre (N,C) += bias (C) ; out (N,C) = gelu(pre). E: float or bf16 (pre is
+// rounded before gelu reads it, so backward sees the forward's input); a
+// null bias leaves pre alone (the GEMM added it).
+template <typename E>
+void gelu_forward(E* out, E* pre, const float* bias, int N, int C) {
   int r = C % kW;
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
-    float* p = pre + size_t(n) * C;
-    float* o = out + size_t(n) * C;
+    E* p = pre + size_t(n) * C;
+    E* o = out + size_t(n) * C;
     int c = 0;
     for (; c + kW <= C; c += kW) {
-      vf x = load(p + c) + load(bias + c);
-      store(p + c, x);
+      vf x = load(p + c);
+      if (bias) {
+        x += load(bias + c);
+        store(p + c, x);
+        if constexpr (sizeof(E) == 2) x = load(p + c);
+      }
       store(o + c, gelu(x));
     }
     if (r) {
-      vf x = load_partial(p + c, r) + load_partial(bias + c, r);
-      store_partial(p + c, x, r);
+      vf x = load_partial(p + c, r);
+      if (bias) {
+        x += load_partial(bias + c, r);
+        store_partial(p + c, x, r);
+        if constexpr (sizeof(E) == 2) x = load_partial(p + c, r);
+      }
       store_partial(o + c, gelu(x), r);
     }
   }
 }
 
 // dpre (N,C) = dout (N,C) * gelu'(pre (N,C)) ; dbias (C) += column sums of dpre.
-// dpre may alias dout: each element is read before it is written.
-void bias_gelu_backward(float* dpre, float* dbias, const float* dout, const float* pre, int N,
-                        int C) {
+// dpre may alias dout (f32): each element is read before it is written.
+template <typename E>
+void gelu_backward(E* dpre, float* dbias, const float* dout, const E* pre, int N, int C) {
   CRUCIBLE_CHECK(C <= kMaxC, "[bias_gelu_backward] C exceeds the per-thread partial buffer");
   int r = C % kW, blocks = (N + kBlockRows - 1) / kBlockRows;
 #pragma omp parallel
@@ -71,7 +80,7 @@ void bias_gelu_backward(float* dpre, float* dbias, const float* dout, const floa
         int c = 0;
         for (; c + kW <= C; c += kW) {
           vf d = load(dout + off + c) * gelu_grad(load(pre + off + c));
-          store(dpre + off + c, d);
+          store(dpre + off + c, d);  // dbias sums the f32 values
           store(pb + c, load(pb + c) + d);
         }
         if (r) {
@@ -88,6 +97,23 @@ void bias_gelu_backward(float* dpre, float* dbias, const float* dout, const floa
       }
     }
   }
+}
+
+}  // namespace
+
+void bias_gelu_forward(float* out, float* pre, const float* bias, int N, int C) {
+  gelu_forward(out, pre, bias, N, C);
+}
+void bias_gelu_forward_bf16(bf16* out, bf16* pre, const float* bias, int N, int C) {
+  gelu_forward(out, pre, bias, N, C);
+}
+void bias_gelu_backward(float* dpre, float* dbias, const float* dout, const float* pre, int N,
+                        int C) {
+  gelu_backward(dpre, dbias, dout, pre, N, C);
+}
+void bias_gelu_backward_bf16(bf16* dpre, float* dbias, const float* dout, const bf16* pre, int N,
+                             int C) {
+  gelu_backward(dpre, dbias, dout, pre, N, C);
 }
 
 }  // namespace crucible::kernels::CRUCIBLE_ISA

@@ -59,20 +59,22 @@ void row_backward(float* dx, float* pw, float* pb, const float* d, const float* 
   }
 }
 
-}  // namespace
-
 // resid_out (N,C) = a + b (if non-null); out (N,C); mean, rstd (N); a, b (N,C); w, bias (C)
-void residual_layernorm_forward(float* resid_out, float* out, float* mean, float* rstd,
-                                const float* a, const float* b, const float* w, const float* bias,
-                                int N, int C) {
+// O: float, or bf16 (the bf16 variant: out rounded, all else f32).
+template <typename O>
+void layernorm_forward(float* resid_out, O* out, float* mean, float* rstd, const float* a,
+                       const float* b, const float* w, const float* bias, int N, int C) {
+  CRUCIBLE_CHECK(sizeof(O) == 4 || resid_out || C <= kMaxC, "[layernorm] C exceeds the row buffer");
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     const float* ra = a + size_t(n) * C;
     const float* rb = b ? b + size_t(n) * C : nullptr;
-    float* o = out + size_t(n) * C;
+    O* o = out + size_t(n) * C;
     // x = a + b is parked in resid_out if the caller wants it, else in the
-    // out row (overwritten in pass 3); either way it is re-read from L1.
-    float* x = resid_out ? resid_out + size_t(n) * C : o;
+    // out row (overwritten in pass 3; a stack row when out is bf16); either
+    // way it is re-read from L1.
+    float row[sizeof(O) == 4 ? 1 : kMaxC];
+    float* x = resid_out ? resid_out + size_t(n) * C : sizeof(O) == 4 ? reinterpret_cast<float*>(o) : row;
     int c = 0, r = C % kW;
 
     // Pass 1: x and its sum.
@@ -113,6 +115,20 @@ void residual_layernorm_forward(float* resid_out, float* out, float* mean, float
     mean[n] = m;
     rstd[n] = rs;
   }
+}
+
+}  // namespace
+
+void residual_layernorm_forward(float* resid_out, float* out, float* mean, float* rstd,
+                                const float* a, const float* b, const float* w, const float* bias,
+                                int N, int C) {
+  layernorm_forward(resid_out, out, mean, rstd, a, b, w, bias, N, C);
+}
+
+void residual_layernorm_forward_bf16(float* resid_out, bf16* out, float* mean, float* rstd,
+                                     const float* a, const float* b, const float* w,
+                                     const float* bias, int N, int C) {
+  layernorm_forward(resid_out, out, mean, rstd, a, b, w, bias, N, C);
 }
 
 // dx (N,C) +=, dw (C) +=, dbias (C) += ; dout, x (N,C) ; w (C) ; mean, rstd (N)

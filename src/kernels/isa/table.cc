@@ -17,7 +17,17 @@ const KernelTable table = {
     .logsumexp_rows = logsumexp_rows,
     .softmax_xent_backward = softmax_xent_backward,
     .adamw = adamw,
+    .adamw_bf16_moments = adamw_bf16_moments,
     .sum_squares = sum_squares,
+    .residual_layernorm_forward_bf16 = residual_layernorm_forward_bf16,
+    .bias_gelu_forward_bf16 = bias_gelu_forward_bf16,
+    .bias_gelu_backward_bf16 = bias_gelu_backward_bf16,
+    .attention_forward_bf16 = attention_forward_bf16,
+    .attention_backward_bf16 = attention_backward_bf16,
+    .softmax_cross_entropy_bf16 = softmax_cross_entropy_bf16,
+    .logsumexp_rows_bf16 = logsumexp_rows_bf16,
+    .softmax_xent_backward_bf16 = softmax_xent_backward_bf16,
+    .convert_to_bf16 = convert_to_bf16,
 };
 
 }  // namespace crucible::kernels::CRUCIBLE_ISA

@@ -3,9 +3,17 @@
 // 8 for AVX2, 16 for AVX-512), so one kernel source becomes three real
 // vector implementations. Loads and stores are unaligned-safe. Tails that are
 // not a multiple of kW go through load_partial/store_partial.
+//
+// bf16 tensors (core/dtype.h) load by widening (exact) and store rounded to
+// nearest even, so a kernel templated on its element types is the f32
+// kernel with bf16 memory: math and every sum stay f32.
 #pragma once
+#include <immintrin.h>
+
 #include <cstdint>
 #include <cstring>
+
+#include "core/dtype.h"
 
 #if defined(__AVX512F__)
 #define CRUCIBLE_VEC_BYTES 64
@@ -53,6 +61,61 @@ inline void add_into(float* dst, const float* src, int n) {
   for (; c + kW <= n; c += kW) store(dst + c, load(dst + c) + load(src + c));
   if (c < n)
     store_partial(dst + c, load_partial(dst + c, n - c) + load_partial(src + c, n - c), n - c);
+}
+
+// ---- bf16 memory ----
+typedef uint16_t vh __attribute__((vector_size(CRUCIBLE_VEC_BYTES / 2)));  // kW bf16
+typedef uint32_t vu __attribute__((vector_size(CRUCIBLE_VEC_BYTES)));
+
+inline vf widen(vh h) {
+  vu u = __builtin_convertvector(h, vu) << 16;
+  vf f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+// Round to nearest even; NaN stays a (quiet) NaN. AVX512_BF16 does it in one
+// instruction (which also flushes f32 denormals, below 1.2e-38, to zero).
+inline vh narrow(vf f) {
+  vh h;
+#if defined(__AVX512BF16__) && CRUCIBLE_VEC_BYTES == 64
+  __m256bh r = _mm512_cvtneps_pbh(__m512(f));
+  std::memcpy(&h, &r, sizeof h);
+#else
+  vu u;
+  std::memcpy(&u, &f, sizeof u);
+  vu rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  vu nan = (vu)((u & 0x7fffffffu) > 0x7f800000u);  // all ones where NaN
+  h = __builtin_convertvector((nan & ((u >> 16) | 0x40u)) | (~nan & rounded), vh);
+#endif
+  return h;
+}
+inline vf load(const bf16* p) {
+  vh h;
+  std::memcpy(&h, p, sizeof h);
+  return widen(h);
+}
+inline void store(bf16* p, vf v) {
+  vh h = narrow(v);
+  std::memcpy(p, &h, sizeof h);
+}
+inline vf load_partial(const bf16* p, int n, float fill = 0.0f) {
+  vf v = splat(fill);
+  for (int i = 0; i < n; ++i) v[i] = to_f32(p[i]);
+  return v;
+}
+inline void store_partial(bf16* p, vf v, int n) {
+  vh h = narrow(v);
+  for (int i = 0; i < n; ++i) p[i].bits = h[i];
+}
+// Scalar element access for either type.
+inline float elem(float x) { return x; }
+inline float elem(bf16 x) { return to_f32(x); }
+template <typename T>
+inline T from_f32(float x) {
+  if constexpr (sizeof(T) == 4)
+    return x;
+  else
+    return to_bf16(x);
 }
 
 inline vf vmax(vf a, vf b) { return a > b ? a : b; }

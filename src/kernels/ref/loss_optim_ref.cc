@@ -50,8 +50,8 @@ void softmax_cross_entropy(float* losses, float* logits, const int32_t* targets,
   }
 }
 
-void adamw(float* p, const float* g, float* m, float* v, size_t n, float lr, float beta1,
-           float beta2, float eps, float weight_decay, float grad_scale, int t) {
+void adamw(float* p, bf16* p_bf16, const float* g, float* m, float* v, size_t n, float lr,
+           float beta1, float beta2, float eps, float weight_decay, float grad_scale, int t) {
   double bc1 = 1.0 - std::pow(double(beta1), t), bc2 = 1.0 - std::pow(double(beta2), t);
   for (size_t i = 0; i < n; ++i) {
     double gi = double(g[i]) * grad_scale;
@@ -61,6 +61,7 @@ void adamw(float* p, const float* g, float* m, float* v, size_t n, float lr, flo
     v[i] = float(vi);
     double pi = double(p[i]) * (1.0 - double(lr) * weight_decay);
     p[i] = float(pi - lr * (mi / bc1) / (std::sqrt(vi / bc2) + eps));
+    if (p_bf16) p_bf16[i] = to_bf16(p[i]);
   }
 }
 
