@@ -9,11 +9,15 @@
 namespace crucible::ckpt {
 
 Status save_params(const nn::ParamRegistry& params, const std::string& path, bool grads,
-                   const std::map<std::string, std::string>& metadata) {
+                   const std::map<std::string, std::string>& metadata, DType dtype) {
   std::vector<TensorView> views;
   const float* base = grads ? params.grads() : params.values();
+  // BF16: every value rounded to nearest even, as the bf16 working copy is.
+  std::vector<bf16> rounded(dtype == DType::bf16 ? params.numel() : 0);
+  for (size_t i = 0; i < rounded.size(); ++i) rounded[i] = to_bf16(base[i]);
   for (const auto& s : params.specs()) {
-    TensorView v{s.name, "F32", {}, base + s.offset};
+    TensorView v{s.name, dtype == DType::bf16 ? "BF16" : "F32", {},
+                 dtype == DType::bf16 ? static_cast<const void*>(rounded.data() + s.offset) : base + s.offset};
     for (int i = 0; i < s.shape.ndim; ++i) v.shape.push_back(s.shape[i]);
     views.push_back(std::move(v));
   }

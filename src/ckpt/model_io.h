@@ -10,9 +10,10 @@
 
 namespace crucible::ckpt {
 
-// Writes every parameter (or, with grads=true, every gradient) of `params`.
+// Writes every parameter (or, with grads=true, every gradient) of `params`,
+// as F32 or (dtype bf16: `crucible export --dtype bf16`) rounded to BF16.
 Status save_params(const nn::ParamRegistry& params, const std::string& path, bool grads = false,
-                   const std::map<std::string, std::string>& metadata = {});
+                   const std::map<std::string, std::string>& metadata = {}, DType dtype = DType::f32);
 // Loads every parameter by name; a missing tensor, an extra tensor, or a shape
 // or dtype mismatch is an error naming the tensor. part: `params` is a part of
 // the model (a pipeline stage): the file's other tensors are not its.

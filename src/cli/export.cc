@@ -20,10 +20,13 @@ namespace {
 struct ExportOptions {
   std::string run_dir, output;
   int64_t step = -1;
+  std::string dtype = "f32";
 };
 
 void run_export(const ExportOptions& o) {
   auto fail = [](const Status& s) { throw ExitError(exit_code(s), s.message()); };
+  if (o.dtype != "f32" && o.dtype != "bf16")
+    fail(Status::invalid("[export] --dtype '" + o.dtype + "' is not one of f32, bf16"));
   auto cfg = runtime::load_config(o.run_dir + "/config.toml");
   if (!cfg) fail(cfg.status());
   std::string dir;
@@ -43,13 +46,16 @@ void run_export(const ExportOptions& o) {
   if (!state) fail(state.status());
   const std::string out =
       o.output.empty() ? o.run_dir + "/" + std::filesystem::path(dir).filename().string() + ".safetensors" : o.output;
-  Status s = ckpt::save_params(model.params(), out, false, {{"format", "pt"}});
+  // Checkpoints hold f32 master weights whatever train.precision was; bf16
+  // is a rounding of them on the way out.
+  Status s = ckpt::save_params(model.params(), out, false, {{"format", "pt"}},
+                               o.dtype == "bf16" ? DType::bf16 : DType::f32);
   if (!s) fail(s);
   std::string layout;
   for (const char* k : {"dp", "tp", "pp"})
     if (state->world.contains(k)) layout += std::string(layout.empty() ? "" : " ") + k + "=" + state->world[k].dump();
-  std::fprintf(stderr, "[export] %s (step %lld%s) -> %s (%.1f MB)\n", dir.c_str(), (long long)state->step,
-               layout.empty() ? "" : (", written at " + layout).c_str(), out.c_str(),
+  std::fprintf(stderr, "[export] %s (step %lld%s) -> %s (%s, %.1f MB)\n", dir.c_str(), (long long)state->step,
+               layout.empty() ? "" : (", written at " + layout).c_str(), out.c_str(), o.dtype.c_str(),
                double(std::filesystem::file_size(out)) / 1e6);
 }
 
@@ -62,6 +68,7 @@ void add_export_command(CLI::App& app) {
   cmd->add_option("-o,--output", o->output, "Output file (default: RUN/step_NNNNNNN.safetensors)");
   cmd->add_option("--step", o->step, "The checkpoint of this step (default: the newest valid one)")
       ->check(integer_in(0, INT64_MAX));
+  cmd->add_option("--dtype", o->dtype, "f32 | bf16 (rounded from the f32 master weights)")->capture_default_str();
   cmd->callback([o] { run_export(*o); });
 }
 

@@ -246,7 +246,7 @@ Result<std::string> compare_probes(const json& a, const json& b, const std::stri
   return out;
 }
 
-double probe_gemm_ceiling(const std::vector<std::string>& paths, int threads) {
+double probe_gemm_ceiling(const std::vector<std::string>& paths, int threads, const std::string& dtype) {
   for (const std::string& path : paths) {
     std::ifstream in(path);
     if (!in) continue;
@@ -254,7 +254,7 @@ double probe_gemm_ceiling(const std::vector<std::string>& paths, int threads) {
     if (p.is_discarded() || p.value("schema", "") != kProbeSchema || !p.contains("compute")) continue;
     double best = 0;
     for (const auto& g : p["compute"].value("gemm", json::array()))
-      if (g.value("dtype", "") == "f32" && g.value("threads", 0) == threads && g.value("valid", false))
+      if (g.value("dtype", "") == dtype && g.value("threads", 0) == threads && g.value("valid", false))
         best = std::max(best, g.value("gflops", 0.0));
     if (best > 0) return best;
   }

@@ -44,8 +44,9 @@ std::string probe_table(const nlohmann::json& probe);
 Result<std::string> compare_probes(const nlohmann::json& a, const nlohmann::json& b,
                                    const std::string& label_a, const std::string& label_b);
 
-// The best f32 GEMM GFLOP/s measured with `threads` threads in the first
-// readable probe document of `paths`; 0 when none has one.
-double probe_gemm_ceiling(const std::vector<std::string>& paths, int threads);
+// The best GEMM GFLOP/s of `dtype` ("f32", "bf16") measured with `threads`
+// threads in the first readable probe document of `paths`; 0 when none has one.
+double probe_gemm_ceiling(const std::vector<std::string>& paths, int threads,
+                          const std::string& dtype = "f32");
 
 }  // namespace crucible::profile

@@ -172,9 +172,9 @@ Result<std::string> summary_section(const std::string& run_dir, const std::vecto
     // The keys that decide what a step costs and how it learns.
     const std::vector<std::pair<const char*, std::vector<const char*>>> essentials = {
         {"model", {"n_layer", "n_head", "n_embd", "vocab_size", "seq_len"}},
-        {"train", {"steps", "batch_size", "grad_accum", "threads"}},
+        {"train", {"steps", "batch_size", "grad_accum", "threads", "precision", "recompute"}},
         {"optim", {"lr", "warmup_steps", "weight_decay"}},
-        {"dist", {"ranks", "zero", "reproducible"}}};
+        {"dist", {"ranks", "zero", "reproducible", "grad_dtype"}}};
     body += "<h3>Configuration</h3><table class=\"kv\">";
     for (const auto& [sec, keys] : essentials)
       for (const char* k : keys) {

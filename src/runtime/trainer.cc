@@ -309,10 +309,15 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   const double tokens_per_step = double(B) * T * accum * dp_size;
   const double flops_per_step = cfg.model.flops_per_token(T) * tokens_per_step;
   const profile::CpuPeak peak = profile::measure_cpu_peak(num_threads(), 0.2);
-  // The probe's best f32 GEMM at this thread count, when a probe.json is at
-  // hand (RUN/, else the working directory): the ceiling this machine showed.
+  // MFU's peak: the f32 FMA peak, twice it in bf16 (AVX512_BF16's vdpbf16ps
+  // does two products per f32 lane; profile/step_bench.h).
+  const bool bf16 = cfg.train.precision == "bf16";
+  const double peak_gflops = peak.derived_gflops * (bf16 ? 2 : 1);
+  // The probe's best GEMM of this precision at this thread count, when a
+  // probe.json is at hand (RUN/, else the working directory): the ceiling
+  // this machine showed.
   const double gemm_ceiling_gflops = profile::probe_gemm_ceiling(
-      {run + "/probe.json", "probe.json"}, num_threads());
+      {run + "/probe.json", "probe.json"}, num_threads(), bf16 ? "bf16" : "f32");
   // Validation: the same eval_batches micro-batches for any layout, dealt
   // out over the data-parallel ranks and forwarded through each pipeline;
   // the mean over all of them (the loss comes from the last stages).
@@ -440,7 +445,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
       agg.optimizer_ms = t[4], agg.comm_ms = t[5], agg.mem_peak = uint64_t(t[6]);
     }
     agg.tokens_per_s = tokens_per_step / (agg.step_ms * 1e-3);
-    agg.mfu = flops_per_step / (agg.step_ms * 1e-3) / (W * peak.derived_gflops * 1e9);
+    agg.mfu = flops_per_step / (agg.step_ms * 1e-3) / (W * peak_gflops * 1e9);
     if (gemm_ceiling_gflops > 0)
       agg.mfu_of_gemm = flops_per_step / (agg.step_ms * 1e-3) / (W * gemm_ceiling_gflops * 1e9);
     const bool kill_after = faults.kills_after_checkpoint(step);
