@@ -167,6 +167,15 @@ class SingleComm final : public Comm {
   Request iallgather(const float* send, float* recv, const std::vector<size_t>& counts) override {
     return Request::finished(allgather(send, recv, counts));
   }
+  Request ialltoall_pieces(const bf16* send, bf16* recv, const std::vector<size_t>& counts) override {
+    if (counts.size() != 1) return Request::finished(Status::invalid("[dist] ialltoall_pieces: counts for one rank"));
+    if (counts[0] > 0 && send != recv) std::memmove(recv, send, counts[0] * sizeof(bf16));
+    return Request();
+  }
+  Request iallgather_pieces(bf16*, const std::vector<size_t>& counts) override {
+    if (counts.size() != 1) return Request::finished(Status::invalid("[dist] iallgather_pieces: counts for one rank"));
+    return Request();
+  }
   Status allreduce(double* data, size_t n, ReduceOp) override {
     return detail::check_buffer("allreduce", data, n);
   }

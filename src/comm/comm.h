@@ -46,6 +46,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "core/status.h"
 
 namespace crucible::comm {
@@ -116,6 +117,17 @@ class Comm {
   // (offset of this rank's piece), on every rank (as for reduce_scatter).
   virtual Status allgather(const float* send, float* recv, const std::vector<size_t>& counts) = 0;
   virtual Request iallgather(const float* send, float* recv, const std::vector<size_t>& counts) = 0;
+
+  // ---- bf16 pieces (gradients on the wire: dist.grad_dtype = "bf16") ----
+  // MPI has no bf16 type and no bf16 sum, so these move bits only (as 16-bit
+  // integers) and the caller sums in f32 (parallel/data_parallel.cc).
+  // send: sum(counts) elements, rank q's piece at its prefix offset; rank q
+  // receives piece q of every rank: recv (size() * counts[rank()]) := those
+  // pieces in rank order (MPI_Ialltoallv).
+  virtual Request ialltoall_pieces(const bf16* send, bf16* recv, const std::vector<size_t>& counts) = 0;
+  // In place: recv (sum(counts)) holds this rank's piece at its offset; every
+  // rank's piece arrives at its own (MPI_Iallgatherv).
+  virtual Request iallgather_pieces(bf16* recv, const std::vector<size_t>& counts) = 0;
 
   // ---- small buffers (norms, timings, config agreement) ----
   virtual Status allreduce(double* data, size_t n, ReduceOp op = ReduceOp::kSum) = 0;

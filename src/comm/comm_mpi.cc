@@ -173,6 +173,8 @@ class MpiComm final : public Comm {
                           const std::vector<size_t>& counts) override;
   Status allgather(const float* send, float* recv, const std::vector<size_t>& counts) override;
   Request iallgather(const float* send, float* recv, const std::vector<size_t>& counts) override;
+  Request ialltoall_pieces(const bf16* send, bf16* recv, const std::vector<size_t>& counts) override;
+  Request iallgather_pieces(bf16* recv, const std::vector<size_t>& counts) override;
   Status broadcast(void* data, size_t bytes, int root) override;
   Status allgather_bytes(const void* send, size_t bytes, void* recv) override;
   Status send(const void* data, size_t bytes, int dest, int tag) override {
@@ -413,6 +415,56 @@ Request MpiComm::iallgather(const float* send, float* recv, const std::vector<si
                            recv, req->counts.data(), req->displs.data(), MPI_FLOAT, comm_, &r);
   if (rc != MPI_SUCCESS)
     return Request::finished(err_.check(rc, "iallgather", "MPI_Iallgatherv", __FILE__, __LINE__));
+  req->reqs.push_back(r);
+  return Request(std::move(req));
+}
+
+// The bf16 pieces travel as MPI_UINT16_T: bits, never arithmetic.
+Request MpiComm::ialltoall_pieces(const bf16* send, bf16* recv, const std::vector<size_t>& counts) {
+  const int W = size(), me = rank();
+  if (counts.size() != size_t(W))
+    return Request::finished(Status::invalid("[dist] ialltoall_pieces: " + std::to_string(counts.size()) +
+                                             " counts for a world of " + std::to_string(W) + " ranks"));
+  size_t total = 0;
+  for (size_t c : counts) total += c;
+  if (total > max_count_per_call() || counts[size_t(me)] * size_t(W) > max_count_per_call())
+    return Request::finished(Status::invalid("[dist] ialltoall_pieces: more elements than MPI's int counts hold"));
+  auto req = std::make_unique<MpiRequest>(err_, "ialltoall_pieces");
+  // counts/displs hold the send side, then the receive side (2W each).
+  req->counts.resize(2 * size_t(W));
+  req->displs.resize(2 * size_t(W));
+  for (int q = 0, at = 0; q < W; ++q) {
+    req->counts[size_t(q)] = int(counts[size_t(q)]);
+    req->displs[size_t(q)] = at;
+    at += int(counts[size_t(q)]);
+    req->counts[size_t(W + q)] = int(counts[size_t(me)]);
+    req->displs[size_t(W + q)] = q * int(counts[size_t(me)]);
+  }
+  MPI_Request r;
+  int rc = MPI_Ialltoallv(send, req->counts.data(), req->displs.data(), MPI_UINT16_T, recv, req->counts.data() + W,
+                          req->displs.data() + W, MPI_UINT16_T, comm_, &r);
+  if (rc != MPI_SUCCESS)
+    return Request::finished(err_.check(rc, "ialltoall_pieces", "MPI_Ialltoallv", __FILE__, __LINE__));
+  req->reqs.push_back(r);
+  return Request(std::move(req));
+}
+
+Request MpiComm::iallgather_pieces(bf16* recv, const std::vector<size_t>& counts) {
+  const int W = size();
+  if (counts.size() != size_t(W))
+    return Request::finished(Status::invalid("[dist] iallgather_pieces: " + std::to_string(counts.size()) +
+                                             " counts for a world of " + std::to_string(W) + " ranks"));
+  auto req = std::make_unique<MpiRequest>(err_, "iallgather_pieces");
+  req->counts.assign(counts.begin(), counts.end());
+  req->displs.assign(counts.size(), 0);
+  for (size_t q = 1; q < counts.size(); ++q) req->displs[q] = req->displs[q - 1] + req->counts[q - 1];
+  if (size_t(req->displs.back()) + counts.back() > max_count_per_call())
+    return Request::finished(Status::invalid("[dist] iallgather_pieces: more elements than MPI's int counts hold"));
+  MPI_Request r;
+  int rc = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, req->counts.data(), req->displs.data(),
+                           MPI_UINT16_T, comm_, &r);
+  if (rc != MPI_SUCCESS)
+    return Request::finished(err_.check(rc, "iallgather_pieces", "MPI_Iallgatherv", __FILE__, __LINE__));
   req->reqs.push_back(r);
   return Request(std::move(req));
 }

@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "core/clock.h"
+#include "kernels/kernels.h"
 
 namespace crucible::parallel {
 
@@ -43,9 +44,18 @@ DataParallel::DataParallel(comm::Comm& comm, nn::ParamRegistry& params, const Da
     scatter_off_.push_back(scatter_total);
     scatter_total += b.counts[size_t(comm.rank())];
   }
-  if (cfg.zero == 2)
+  if (cfg.zero == 2 && cfg.grad_dtype == DType::f32)
     scatter_ = Tensor::zeros(Shape{int64_t(std::max<size_t>(1, scatter_total))}, DType::f32,
                              "dist.scatter");
+  if (cfg.grad_dtype == DType::bf16) {
+    wire_ = Tensor::zeros(Shape{int64_t(params.numel())}, DType::bf16, "dist.grad_wire");
+    size_t at = 0;
+    for (Bucket& b : buckets_) {
+      b.recv_at = at;
+      at += size_t(W) * b.counts[size_t(comm.rank())];
+    }
+    recv_ = Tensor::zeros(Shape{int64_t(std::max<size_t>(1, at))}, DType::bf16, "dist.grad_recv");
+  }
 }
 
 std::vector<optim::Range> DataParallel::optimizer_shard() const {
@@ -80,9 +90,14 @@ void DataParallel::begin_reduction() {
 
 void DataParallel::start(Bucket& b) {
   float* g = params_.grads();
-  const double n = comm_.size(), bytes = double(b.end - b.begin) * sizeof(float);
+  const double n = comm_.size(), bytes = double(b.end - b.begin) * dtype_size(cfg_.grad_dtype);
   traffic_bytes_ += (cfg_.zero == 2 ? 1 : 2) * (n - 1) / n * bytes;
-  if (cfg_.zero == 2) {
+  if (cfg_.grad_dtype == DType::bf16) {
+    bf16* w = wire_.bf16_data();
+    kernels::convert_to_bf16(w + b.begin, g + b.begin, b.end - b.begin);
+    b.request = comm_.ialltoall_pieces(w + b.begin, recv_.bf16_data() + b.recv_at, b.counts);
+    b.phase = 1;
+  } else if (cfg_.zero == 2) {
     size_t i = size_t(&b - buckets_.data());
     b.request = comm_.ireduce_scatter(g + b.begin, scatter_.f32() + scatter_off_[i], b.counts);
   } else {
@@ -96,6 +111,7 @@ void DataParallel::on_grads_ready(size_t ready_from) {
   for (Bucket& b : buckets_) {
     if (b.started) {
       if (!b.request.done()) b.request.test();  // drives MPI progress
+      if (b.phase == 1 && b.request.done() && b.request.wait().is_ok()) reduce_pieces(b);
     } else if (b.begin >= ready_from) {
       start(b);
     }
@@ -103,14 +119,58 @@ void DataParallel::on_grads_ready(size_t ready_from) {
   held_ns_ += now_ns() - t0;
 }
 
+void DataParallel::reduce_pieces(Bucket& b) {
+  const int W = comm_.size();
+  const size_t r = size_t(comm_.rank()), count = b.counts[r];
+  const bf16* got = recv_.bf16_data() + b.recv_at;  // (W, count): every rank's copy of this piece
+  float* sum = params_.grads() + b.offsets[r];
+  bf16* w = wire_.bf16_data() + b.offsets[r];
+#pragma omp parallel for schedule(static) if (count >= 32768)
+  for (size_t i = 0; i < count; ++i) {
+    float s = 0.0f;
+    for (int q = 0; q < W; ++q) s += to_f32(got[size_t(q) * count + i]);  // rank order: the same bits anywhere
+    if (cfg_.zero == 2) {
+      sum[i] = s;  // only this rank reads its pieces: kept unrounded
+    } else {
+      w[i] = to_bf16(s);
+      sum[i] = to_f32(w[i]);  // what every other rank receives
+    }
+  }
+  if (cfg_.zero == 2) {
+    b.phase = 3;
+    return;
+  }
+  b.request = comm_.iallgather_pieces(wire_.bf16_data() + b.begin, b.counts);
+  b.phase = 2;
+}
+
+Status DataParallel::wait(Bucket& b) {
+  CRUCIBLE_RETURN_IF_ERROR(b.request.wait());
+  if (b.phase == 1) {
+    reduce_pieces(b);
+    CRUCIBLE_RETURN_IF_ERROR(b.request.wait());
+  }
+  if (b.phase == 2) {  // the other ranks' rounded sums, widened into the f32 buffer
+    const size_t r = size_t(comm_.rank());
+    for (size_t q = 0; q < b.counts.size(); ++q) {
+      if (q == r) continue;
+      const bf16* w = wire_.bf16_data() + b.offsets[q];
+      float* g = params_.grads() + b.offsets[q];
+      for (size_t i = 0; i < b.counts[q]; ++i) g[i] = to_f32(w[i]);
+    }
+  }
+  b.phase = 0;
+  return Status::ok();
+}
+
 Result<double> DataParallel::finish_reduction() {
   Stopwatch sw;
   for (Bucket& b : buckets_)
     if (!b.started) start(b);
-  for (Bucket& b : buckets_) CRUCIBLE_RETURN_IF_ERROR(b.request.wait());
+  for (Bucket& b : buckets_) CRUCIBLE_RETURN_IF_ERROR(wait(b));
   double waited = sw.elapsed_s() + held_ns_ * 1e-9;
   held_ns_ = 0;
-  if (cfg_.zero == 2) {
+  if (cfg_.zero == 2 && cfg_.grad_dtype == DType::f32) {
     const size_t r = size_t(comm_.rank());
     for (size_t i = 0; i < buckets_.size(); ++i) {
       const Bucket& b = buckets_[i];

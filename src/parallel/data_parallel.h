@@ -19,6 +19,16 @@
 // summed gradients: half the traffic), then update and all-gather as in 1.
 // The gradient buffer itself stays whole: it accumulates micro-batches.
 //
+// bf16 on the wire (grad_dtype bf16, dist.grad_dtype): half the bytes. MPI
+// has no bf16 sum, so a bucket goes in two phases of bits: its gradients
+// are rounded to bf16 and each rank sends piece q to rank q (alltoall);
+// rank q sums the W copies of its piece in f32, in rank order, rounds the
+// sum once, and (zero < 2) the rounded pieces are all-gathered and widened
+// back into the f32 buffer. Every rank ends with the same bits; the
+// accumulation is f32 with one rounding of each operand and of the sum
+// (a ring of bf16 partial sums would round W-1 times). zero = 2 keeps its
+// pieces' f32 sums unrounded.
+//
 // Buffers are allocated once. Not thread-safe: the training thread owns it.
 #pragma once
 #include <utility>
@@ -36,6 +46,7 @@ namespace crucible::parallel {
 struct DataParallelConfig {
   double bucket_mb = 25;
   int zero = 0;
+  DType grad_dtype = DType::f32;  // on the wire
 };
 
 class DataParallel {
@@ -89,9 +100,15 @@ class DataParallel {
     std::vector<size_t> counts;   // piece sizes per rank
     std::vector<size_t> offsets;  // piece offsets (absolute) per rank
     bool started = false;
+    int phase = 0;       // bf16: 1 pieces exchanged, 2 sums gathered
+    size_t recv_at = 0;  // bf16: this bucket's W received pieces in recv_
     comm::Request request;
   };
   void start(Bucket& b);
+  // bf16: after the exchange, sums this rank's piece and starts the gather.
+  void reduce_pieces(Bucket& b);
+  // Drives b to completion (bf16: both phases).
+  Status wait(Bucket& b);
 
   comm::Comm& comm_;
   nn::ParamRegistry& params_;
@@ -100,6 +117,7 @@ class DataParallel {
   Tensor scatter_;                   // zero 2: receive buffer for this rank's pieces
   int64_t held_ns_ = 0;              // time inside communication calls this step
   std::vector<size_t> scatter_off_;  // per bucket, offset into scatter_
+  Tensor wire_, recv_;               // bf16: the rounded gradients; the pieces received
   double traffic_bytes_ = 0;         // see take_traffic_bytes()
   Status error_;
 };

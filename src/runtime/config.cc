@@ -103,6 +103,7 @@ std::vector<Field> fields(Config& c) {
       {"dist.pp_schedule", &c.dist.pp_schedule},
       {"dist.sequence_parallel", &c.dist.sequence_parallel},
       {"dist.pp_split", &c.dist.pp_split},
+      {"dist.grad_dtype", &c.dist.grad_dtype},
       {"fault.hang_timeout_s", &c.fault.hang_timeout_s},
       {"fault.setup_timeout_s", &c.fault.setup_timeout_s},
       {"fault.max_restarts", &c.fault.max_restarts},
@@ -420,6 +421,10 @@ Status validate(const Config& c) {
   if (!(c.dist.bucket_mb > 0 && c.dist.bucket_mb <= 4096))
     return bad("dist.bucket_mb", "must be in (0, 4096]");
   if (c.dist.zero < 0 || c.dist.zero > 2) return bad("dist.zero", "must be 0, 1 or 2");
+  if (c.dist.grad_dtype != "f32" && c.dist.grad_dtype != "bf16")
+    return bad("dist.grad_dtype", "'" + c.dist.grad_dtype + "' is not one of f32, bf16");
+  if (c.dist.grad_dtype == "bf16" && c.dist.reproducible)
+    return bad("dist.grad_dtype", "bf16 needs dist.reproducible = false (the reproducible reduction is an f32 tree)");
   if (c.dist.reproducible && c.dist.zero != 0)
     return bad("dist.reproducible",
                "needs dist.zero = 0 (the reproducible reduction is a tree over whole gradients)");

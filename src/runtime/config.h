@@ -90,6 +90,9 @@ struct DistConfig {
   // With tp > 1: the LayerNorm regions sharded along the sequence
   // (nn/tensor_parallel.h); nothing at tp = 1.
   bool sequence_parallel = false;
+  // "f32" | "bf16": the data-parallel gradients on the wire (bf16: half the
+  // bytes, summed in f32; parallel/data_parallel.h).
+  std::string grad_dtype = "f32";
 };
 
 // Supervision by `crucible launch` (docs/fault_tolerance.md).

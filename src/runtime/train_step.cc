@@ -94,7 +94,8 @@ Result<std::unique_ptr<TrainStep>> TrainStep::create(const Config& cfg, comm::Co
     t->tree_ = std::make_unique<parallel::TreeReducer>(*t->groups_.dp, t->model_->params(), accum);
   else if (L.dp() > 1)
     t->dp_ = std::make_unique<parallel::DataParallel>(*t->groups_.dp, t->model_->params(),
-                                                  parallel::DataParallelConfig{cfg.dist.bucket_mb, cfg.dist.zero});
+                                                  parallel::DataParallelConfig{cfg.dist.bucket_mb, cfg.dist.zero,
+                                                                               cfg.dist.grad_dtype == "bf16" ? DType::bf16 : DType::f32});
   optim::AdamWConfig acfg{float(cfg.optim.lr),    float(cfg.optim.beta1),        float(cfg.optim.beta2),
                           float(cfg.optim.eps),   float(cfg.optim.weight_decay), float(cfg.optim.grad_clip)};
   t->adam_ = std::make_unique<optim::AdamW>(t->model_->params(), acfg,
