@@ -11,6 +11,11 @@
 // as nccl-tests report it). Times come from profile::time_collective_calls,
 // the timing `crucible probe` uses for its collectives (which also sweeps sizes
 // for allgather and reduce_scatter).
+//
+// Then the data-parallel gradient reduction itself (parallel/data_parallel.h)
+// on a flat buffer of the same size in 25 MB buckets, gradients on the wire
+// as f32 (allreduce) and as bf16 (dist.grad_dtype: alltoall of bf16 pieces,
+// f32 sums, all-gather of the rounded sums), side by side.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +25,8 @@
 
 #include "comm/comm.h"
 #include "comm/mpi_peer.h"
+#include "nn/params.h"
+#include "parallel/data_parallel.h"
 #include "profile/probe_interconnect.h"
 
 namespace {
@@ -81,6 +88,29 @@ int main(int argc, char** argv) {
       std::printf("%7.1f %9.2f %11.2f %11.2f %12.2f %9.2f %9.2f %12.0f %11.0f\n", m,
                   t_comm.seconds * 1e3, bus_comm, bus_mpi, cpy, bus_comm / bus_mpi, bus_comm / cpy,
                   t_comm.faults_per_call, t_mpi.faults_per_call);
+  }
+  if (comm->rank() == 0)
+    std::printf("\ngradient reduction (DataParallel, 25 MB buckets), %d ranks\n%7s %12s %12s %10s\n", n, "MiB",
+                "f32 ms", "bf16 ms", "f32/bf16");
+  for (double m : mib) {
+    const size_t count = static_cast<size_t>(m * (1 << 20)) / sizeof(float);
+    crucible::nn::ParamRegistry params;
+    params.add("g", {int64_t(count)}, false, crucible::nn::Init::zeros);
+    params.allocate();
+    std::fill_n(params.grads(), params.numel(), 1e-3f);
+    const int iters = std::clamp(static_cast<int>(1e9 / std::max(m * (1 << 20), 1.0)), 3, 100);
+    double ms[2];
+    for (int k = 0; k < 2; ++k) {
+      const crucible::DType t = k == 0 ? crucible::DType::f32 : crucible::DType::bf16;
+      crucible::parallel::DataParallel dp(*comm, params, {25, 0, t});
+      CallTiming c = time_or_die(comm, iters, [&] {
+        dp.begin_reduction();
+        auto r = dp.finish_reduction();
+        return r ? Status::ok() : r.status();
+      });
+      ms[k] = c.seconds * 1e3;
+    }
+    if (comm->rank() == 0) std::printf("%7.1f %12.2f %12.2f %10.2f\n", m, ms[0], ms[1], ms[0] / ms[1]);
   }
   return 0;
 }

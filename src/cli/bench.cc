@@ -174,6 +174,7 @@ void add_bench_command(CLI::App& app) {
   step->add_option("--precision", opt->precision, "fp32 | bf16 (as train.precision)")->capture_default_str();
   step->add_option("--recompute", opt->recompute, "none | selective | full (as train.recompute)")
       ->capture_default_str();
+  step->add_option("--moments", opt->moments, "f32 | bf16 (as optim.moments)")->capture_default_str();
   step->add_flag("--json", *json, "Print one JSON object instead of a table");
   step->callback([opt, json] {
     opt->progress = !*json;

@@ -27,8 +27,8 @@ AdamW::AdamW(nn::ParamRegistry& params, const AdamWConfig& cfg, std::vector<Rang
     CRUCIBLE_CHECK(r.begin <= r.end && r.end <= params.numel(), "[optim] shard range in bounds");
     shard_numel_ += r.end - r.begin;
   }
-  m_ = Tensor::zeros(Shape{int64_t(shard_numel_)}, DType::f32, "optim.adam_m");
-  v_ = Tensor::zeros(Shape{int64_t(shard_numel_)}, DType::f32, "optim.adam_v");
+  m_ = Tensor::zeros(Shape{int64_t(shard_numel_)}, cfg.moments, "optim.adam_m");
+  v_ = Tensor::zeros(Shape{int64_t(shard_numel_)}, cfg.moments, "optim.adam_v");
   // Decay runs of the full layout: maximal runs of equal decay flag. The
   // padding between parameters is zero in every buffer and stays zero, so a
   // run may span it.
@@ -78,28 +78,49 @@ StepInfo AdamW::step(float lr, const AllSum& all_sum) {
   ++t_;
   float* p = params_.values();
   bf16* p16 = params_.values_bf16();  // bf16 models: the working copy, refreshed in the same pass
-  for (const Group& gr : groups_)
-    kernels::adamw(p + gr.begin, p16 ? p16 + gr.begin : nullptr, g + gr.begin, m() + gr.state, v() + gr.state, gr.end - gr.begin,
-                   lr, cfg_.beta1, cfg_.beta2, cfg_.eps, gr.decay ? cfg_.weight_decay : 0.0f,
-                   info.clip_scale, int(t_));
+  for (const Group& gr : groups_) {
+    bf16* p16g = p16 ? p16 + gr.begin : nullptr;
+    const float wd = gr.decay ? cfg_.weight_decay : 0.0f;
+    if (cfg_.moments == DType::bf16)
+      kernels::adamw_bf16_moments(p + gr.begin, p16g, g + gr.begin, m_.bf16_data() + gr.state,
+                                  v_.bf16_data() + gr.state, gr.end - gr.begin, lr, cfg_.beta1, cfg_.beta2,
+                                  cfg_.eps, wd, info.clip_scale, int(t_));
+    else
+      kernels::adamw(p + gr.begin, p16g, g + gr.begin, m() + gr.state, v() + gr.state, gr.end - gr.begin, lr,
+                     cfg_.beta1, cfg_.beta2, cfg_.eps, wd, info.clip_scale, int(t_));
+  }
   return info;
 }
 
 void AdamW::export_moments(float* m_full, float* v_full) const {
   size_t state = 0;
   for (const Range& r : shard_) {
-    std::memcpy(m_full + r.begin, m() + state, (r.end - r.begin) * sizeof(float));
-    std::memcpy(v_full + r.begin, v() + state, (r.end - r.begin) * sizeof(float));
-    state += r.end - r.begin;
+    const size_t n = r.end - r.begin;
+    if (cfg_.moments == DType::bf16) {
+      for (size_t i = 0; i < n; ++i) {
+        m_full[r.begin + i] = to_f32(m_.bf16_data()[state + i]);
+        v_full[r.begin + i] = to_f32(v_.bf16_data()[state + i]);
+      }
+    } else {
+      std::memcpy(m_full + r.begin, m() + state, n * sizeof(float));
+      std::memcpy(v_full + r.begin, v() + state, n * sizeof(float));
+    }
+    state += n;
   }
 }
 
 void AdamW::import_moments(const float* m_full, const float* v_full) {
   size_t state = 0;
   for (const Range& r : shard_) {
-    std::memcpy(m() + state, m_full + r.begin, (r.end - r.begin) * sizeof(float));
-    std::memcpy(v() + state, v_full + r.begin, (r.end - r.begin) * sizeof(float));
-    state += r.end - r.begin;
+    const size_t n = r.end - r.begin;
+    if (cfg_.moments == DType::bf16) {
+      kernels::convert_to_bf16(m_.bf16_data() + state, m_full + r.begin, n);
+      kernels::convert_to_bf16(v_.bf16_data() + state, v_full + r.begin, n);
+    } else {
+      std::memcpy(m() + state, m_full + r.begin, n * sizeof(float));
+      std::memcpy(v() + state, v_full + r.begin, n * sizeof(float));
+    }
+    state += n;
   }
 }
 

@@ -25,6 +25,9 @@ struct AdamWConfig {
   float eps = 1e-8f;
   float weight_decay = 0.1f;
   float grad_clip = 1.0f;  // max global L2 norm; <= 0 disables clipping
+  // The moments' storage (optim.moments): f32, or bf16 (widened, updated in
+  // f32 and rounded back in the same pass: 8 bytes a parameter less traffic).
+  DType moments = DType::f32;
 };
 
 // Linear warmup over warmup_steps, then cosine decay to min_ratio * base_lr at
@@ -58,13 +61,15 @@ class AdamW {
   StepInfo step(float lr, const AllSum& all_sum = nullptr);
   int64_t steps_taken() const { return t_; }
   void set_steps_taken(int64_t t) { t_ = t; }
-  // The shard's moments, concatenated in range order (unsharded: full layout).
+  // The shard's moments, concatenated in range order (unsharded: full layout);
+  // f32 moments only (checkpoints go through export/import_moments).
   float* m() const { return m_.f32(); }
   float* v() const { return v_.f32(); }
   const std::vector<Range>& shard() const { return shard_; }
   size_t shard_numel() const { return shard_numel_; }
   // Writes the shard's moments into full-layout buffers (numel() floats each;
-  // other ranges untouched) / reads them back from full-layout buffers.
+  // other ranges untouched) / reads them back from full-layout buffers (bf16
+  // moments: widened exactly, and rounded back, so a round trip is exact).
   void export_moments(float* m_full, float* v_full) const;
   void import_moments(const float* m_full, const float* v_full);
   const AdamWConfig& config() const { return cfg_; }

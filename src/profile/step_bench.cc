@@ -34,6 +34,8 @@ Result<StepBenchResult> run_step_bench(const StepBenchOptions& opt) {
   if (opt.steps < 1) return Status::invalid("[bench] --steps must be >= 1");
   if (opt.precision != "fp32" && opt.precision != "bf16")
     return Status::invalid("[bench] --precision '" + opt.precision + "' is not one of fp32, bf16");
+  if (opt.moments != "f32" && opt.moments != "bf16")
+    return Status::invalid("[bench] --moments '" + opt.moments + "' is not one of f32, bf16");
   if (opt.recompute != "none" && opt.recompute != "selective" && opt.recompute != "full")
     return Status::invalid("[bench] --recompute '" + opt.recompute + "' is not one of none, selective, full");
   set_num_threads(opt.threads);
@@ -55,7 +57,9 @@ Result<StepBenchResult> run_step_bench(const StepBenchOptions& opt) {
   part.recompute = nn::recompute_policy(opt.recompute);
   nn::GPT gpt(wl->model, part);
   gpt.init_weights(opt.seed);
-  optim::AdamW adam(gpt.params(), optim::AdamWConfig{});
+  optim::AdamWConfig acfg;
+  acfg.moments = opt.moments == "bf16" ? DType::bf16 : DType::f32;
+  optim::AdamW adam(gpt.params(), acfg);
   Arena arena("bench.activations");
   const int B = wl->batch, T = wl->model.seq_len, V = wl->model.vocab_size;
   std::vector<int32_t> tokens(size_t(B) * T), targets(size_t(B) * T);

@@ -20,6 +20,7 @@ struct StepBenchOptions {
   uint64_t seed = 1;
   std::string precision = "fp32";  // "fp32" | "bf16" (train.precision)
   std::string recompute = "none";  // "none" | "selective" | "full" (train.recompute)
+  std::string moments = "f32";     // "f32" | "bf16" (optim.moments)
   bool progress = false;  // live line on stderr
 };
 

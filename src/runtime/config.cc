@@ -85,6 +85,7 @@ std::vector<Field> fields(Config& c) {
       {"optim.beta2", &c.optim.beta2},
       {"optim.eps", &c.optim.eps},
       {"optim.min_lr_ratio", &c.optim.min_lr_ratio},
+      {"optim.moments", &c.optim.moments},
       {"ckpt.every", &c.ckpt.every},
       {"ckpt.keep", &c.ckpt.keep},
       {"run.dir", &c.run.dir},
@@ -405,6 +406,8 @@ Status validate(const Config& c) {
     return bad("train.recompute", "'" + c.train.recompute + "' is not one of none, selective, full");
   if (c.train.precision == "bf16" && c.dist.sequence_parallel && c.dist.tp > 1)
     return bad("train.precision", "bf16 with dist.sequence_parallel is not supported yet (its gathers move f32 rows)");
+  if (c.optim.moments != "f32" && c.optim.moments != "bf16")
+    return bad("optim.moments", "'" + c.optim.moments + "' is not one of f32, bf16");
   if (!(c.optim.lr > 0 && std::isfinite(c.optim.lr))) return bad("optim.lr", "must be > 0");
   if (!(c.optim.weight_decay >= 0)) return bad("optim.weight_decay", "must be >= 0");
   if (c.optim.warmup_steps < 0) return bad("optim.warmup_steps", "must be >= 0");

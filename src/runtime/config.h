@@ -58,6 +58,7 @@ struct OptimConfig {
   double grad_clip = 1.0;
   double beta1 = 0.9, beta2 = 0.95, eps = 1e-8;
   double min_lr_ratio = 0.1;  // cosine decay floor, as a fraction of lr
+  std::string moments = "f32";  // "f32" | "bf16": AdamW's moments' storage (optim/adamw.h)
 };
 
 struct CkptConfig {

@@ -66,7 +66,7 @@ MemoryEstimate estimate_memory(const Config& cfg, int world, int rank) {
   e.grads = rounded(P * 4);
   const bool sharded = cfg.dist.zero > 0 && dp > 1;
   const uint64_t shard = sharded ? (P + uint64_t(dp) - 1) / uint64_t(dp) + 16 : P;
-  e.optimizer = 2 * rounded(shard * 4);
+  e.optimizer = 2 * rounded(shard * (cfg.optim.moments == "bf16" ? 2 : 4));
   size_t per_context = 0;
   for (int c = 0; c < part.num_chunks(); ++c)
     per_context = std::max(per_context, nn::GPT::activation_bytes(cfg.model, part, c, int(B), int(T),

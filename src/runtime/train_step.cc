@@ -97,7 +97,8 @@ Result<std::unique_ptr<TrainStep>> TrainStep::create(const Config& cfg, comm::Co
                                                   parallel::DataParallelConfig{cfg.dist.bucket_mb, cfg.dist.zero,
                                                                                cfg.dist.grad_dtype == "bf16" ? DType::bf16 : DType::f32});
   optim::AdamWConfig acfg{float(cfg.optim.lr),    float(cfg.optim.beta1),        float(cfg.optim.beta2),
-                          float(cfg.optim.eps),   float(cfg.optim.weight_decay), float(cfg.optim.grad_clip)};
+                          float(cfg.optim.eps),   float(cfg.optim.weight_decay), float(cfg.optim.grad_clip),
+                          cfg.optim.moments == "bf16" ? DType::bf16 : DType::f32};
   t->adam_ = std::make_unique<optim::AdamW>(t->model_->params(), acfg,
                                            t->dp_ ? t->dp_->optimizer_shard() : std::vector<optim::Range>{});
   t->stage_ = std::make_unique<parallel::PipelineStage>(*t->model_, *t->groups_.pp, std::move(*schedule),
