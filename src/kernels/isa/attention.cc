@@ -29,7 +29,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
 #include "core/check.h"
 #include "kernels/isa/isa.h"
@@ -347,14 +346,6 @@ void forward(E* out, float* lse, const E* qkv, int B, int T, int C, int NH) {
                      qkv + size_t(b) * T * 3 * C, d, h, nt - 1 - t);
 }
 
-// bf16: each thread's dQ accumulator, (T, hsp) floats, grown once and reused
-// (the only heap memory of the kernels: too large for the stack at long T).
-float* dq_scratch(size_t n) {
-  static thread_local std::vector<float> buf;
-  if (buf.size() < n) buf.resize(n);
-  return buf.data();
-}
-
 template <typename E>
 void backward(E* dqkv, const float* dout, const E* qkv, const E* out, const float* lse, int B,
               int T, int C, int NH) {
@@ -363,7 +354,8 @@ void backward(E* dqkv, const float* dout, const E* qkv, const E* out, const floa
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < NH; ++h) {
       const size_t bt = size_t(b) * T;
-      float* dq_acc = sizeof(E) == 2 ? dq_scratch(size_t(T) * d.hsp) : nullptr;
+      // bf16: the dQ accumulator, (T, hsp) floats (too large for the stack at long T)
+      float* dq_acc = sizeof(E) == 2 ? thread_scratch<0>(size_t(T) * d.hsp) : nullptr;
       backward_head(dqkv + bt * 3 * C, dout + bt * C, qkv + bt * 3 * C, out + bt * C,
                     lse + (size_t(b) * NH + h) * T, d, h, dq_acc);
     }

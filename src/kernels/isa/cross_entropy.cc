@@ -83,42 +83,74 @@ LogSumExp row_logsumexp(L* row, int V, float* chunk_max) {
   return {st.max, std::log(hsum(st.sum))};
 }
 
+// One row with a target (>= 0) and dscale != 0: returns the loss; row (V)
+// := its gradient (softmax - onehot) * dscale, one exponential per logit.
+float row_xent(float* row, int target, int V, float dscale) {
+  const float x_target = row[target];  // read before pass 1 overwrites it
+  float chunk_max[kMaxChunks];
+  LogSumExp lse = row_logsumexp<true>(row, V, chunk_max);
+  // Pass 2: row holds exp(x - chunk max); scale each chunk to softmax * dscale.
+  for (int v = 0, k = 0; v < V; v += kChunkElems, ++k) {
+    vf scale = vexp(splat((chunk_max[k] - lse.max) - lse.log_sum)) * dscale;
+    int end = std::min(V, v + kChunkElems), i = v;
+    for (; i + kW <= end; i += kW) store(row + i, load(row + i) * scale);
+    if (i < end) store_partial(row + i, load_partial(row + i, end - i) * scale, end - i);
+  }
+  // p - 1 by expm1: exact where p ~ 1, where exp(.) - 1 would cancel to 0.
+  row[target] = std::expm1((x_target - lse.max) - lse.log_sum) * dscale;
+  return lse.log_sum - (x_target - lse.max);
+}
+
+// dst[0..V) := src[0..V), either type to either.
+template <typename D, typename S>
+void copy_row(D* dst, const S* src, int V) {
+  int i = 0;
+  for (; i + kW <= V; i += kW) store(dst + i, load(src + i));
+  if (i < V) store_partial(dst + i, load_partial(src + i, V - i), V - i);
+}
+
+// L: float (the gradient in place) or bf16 (the row widened into a
+// per-thread f32 copy, the f32 row computed there and rounded back once).
+template <typename L>
+void xent(float* losses, L* logits, const int32_t* targets, int N, int V, float dscale) {
+  CRUCIBLE_CHECK(V <= kMaxV, "[softmax_cross_entropy] V exceeds the chunk-max buffer");
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    L* row = logits + size_t(n) * V;
+    int target = targets[n];
+    CRUCIBLE_CHECK(target < V, "[softmax_cross_entropy] target id out of the vocabulary");
+    if (target < 0) {  // ignored position (padding)
+      losses[n] = 0.0f;
+      if (dscale != 0.0f) std::fill(row, row + V, from_f32<L>(0.0f));
+      continue;
+    }
+    if (dscale == 0.0f) {  // loss only: the logits stay untouched
+      LogSumExp lse = row_logsumexp<false>(row, V, nullptr);
+      losses[n] = lse.log_sum - (elem(row[target]) - lse.max);
+      continue;
+    }
+    if constexpr (sizeof(L) == 4) {
+      losses[n] = row_xent(row, target, V, dscale);
+    } else {
+      float* f = thread_scratch<1>(size_t(V));
+      copy_row(f, row, V);
+      losses[n] = row_xent(f, target, V, dscale);
+      copy_row(row, f, V);
+    }
+  }
+}
+
 }  // namespace
 
 // losses (N) ; logits (N,V), overwritten by the gradient if dscale != 0 ; targets (N)
 void softmax_cross_entropy(float* losses, float* logits, const int32_t* targets, int N, int V,
                            float dscale) {
-  CRUCIBLE_CHECK(V <= kMaxV, "[softmax_cross_entropy] V exceeds the chunk-max buffer");
-#pragma omp parallel for schedule(static)
-  for (int n = 0; n < N; ++n) {
-    float* row = logits + size_t(n) * V;
-    int target = targets[n];
-    CRUCIBLE_CHECK(target < V, "[softmax_cross_entropy] target id out of the vocabulary");
-    if (target < 0) {  // ignored position (padding)
-      losses[n] = 0.0f;
-      if (dscale != 0.0f) std::fill(row, row + V, 0.0f);
-      continue;
-    }
-    float x_target = row[target];  // read before pass 1 overwrites it
-    if (dscale == 0.0f) {          // loss only: the logits stay untouched
-      LogSumExp lse = row_logsumexp<false>(row, V, nullptr);
-      losses[n] = lse.log_sum - (x_target - lse.max);
-      continue;
-    }
-    float chunk_max[kMaxChunks];
-    LogSumExp lse = row_logsumexp<true>(row, V, chunk_max);
-    losses[n] = lse.log_sum - (x_target - lse.max);
+  xent(losses, logits, targets, N, V, dscale);
+}
 
-    // Pass 2: row holds exp(x - chunk max); scale each chunk to softmax * dscale.
-    for (int v = 0, k = 0; v < V; v += kChunkElems, ++k) {
-      vf scale = vexp(splat((chunk_max[k] - lse.max) - lse.log_sum)) * dscale;
-      int end = std::min(V, v + kChunkElems), i = v;
-      for (; i + kW <= end; i += kW) store(row + i, load(row + i) * scale);
-      if (i < end) store_partial(row + i, load_partial(row + i, end - i) * scale, end - i);
-    }
-    // p - 1 by expm1: exact where p ~ 1, where exp(.) - 1 would cancel to 0.
-    row[target] = std::expm1((x_target - lse.max) - lse.log_sum) * dscale;
-  }
+void softmax_cross_entropy_bf16(float* losses, bf16* logits, const int32_t* targets, int N, int V,
+                                float dscale) {
+  xent(losses, logits, targets, N, V, dscale);
 }
 
 // The vocabulary-parallel halves (contract in signatures.inc). Pass 1 is the
@@ -174,25 +206,6 @@ void softmax_xent_backward(float* logits, const float* max, const float* log_sum
 void softmax_xent_backward_bf16(bf16* logits, const float* max, const float* log_sum,
                                 const int32_t* targets, int offset, int N, int V, float dscale) {
   xent_backward(logits, max, log_sum, targets, offset, N, V, dscale);
-}
-
-// bf16 logits: the loss from the row's statistics, then the gradient from
-// them in one rounding (an f32 exp(x - chunk max) parked in bf16 would be
-// rounded twice).
-void softmax_cross_entropy_bf16(float* losses, bf16* logits, const int32_t* targets, int N, int V,
-                                float dscale) {
-  float stats[2 * 4096];  // max, log_sum of up to 4096 rows per round on the stack
-  for (int n0 = 0; n0 < N; n0 += 4096) {
-    const int rows = std::min(4096, N - n0);
-    bf16* x = logits + size_t(n0) * V;
-    const int32_t* t = targets + n0;
-    rows_logsumexp(stats, stats + rows, x, rows, V);
-    for (int n = 0; n < rows; ++n) {
-      CRUCIBLE_CHECK(t[n] < V, "[softmax_cross_entropy] target id out of the vocabulary");
-      losses[n0 + n] = t[n] < 0 ? 0.0f : stats[rows + n] - (elem(x[size_t(n) * V + t[n]]) - stats[n]);
-    }
-    if (dscale != 0.0f) xent_backward(x, stats, stats + rows, t, 0, rows, V, dscale);
-  }
 }
 
 }  // namespace crucible::kernels::CRUCIBLE_ISA

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "core/dtype.h"
 
@@ -61,6 +62,16 @@ inline void add_into(float* dst, const float* src, int n) {
   for (; c + kW <= n; c += kW) store(dst + c, load(dst + c) + load(src + c));
   if (c < n)
     store_partial(dst + c, load_partial(dst + c, n - c) + load_partial(src + c, n - c), n - c);
+}
+
+// A per-thread f32 scratch of at least n floats, grown once and reused: for
+// f32 copies of bf16 rows too large for the stack (the only heap memory of
+// the kernels). kSlot keeps the kernels that use one apart.
+template <int kSlot>
+inline float* thread_scratch(size_t n) {
+  static thread_local std::vector<float> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
 }
 
 // ---- bf16 memory ----
