@@ -23,12 +23,16 @@ struct GenerateOptions {
   float temperature = 0.8f;
   int top_k = 40;
   uint64_t seed = 0;
+  std::string precision;  // "" = the run's train.precision
 };
 
 void run_generate(const GenerateOptions& o) {
   auto fail = [](const Status& s) { throw ExitError(exit_code(s), s.message()); };
+  if (!o.precision.empty() && o.precision != "fp32" && o.precision != "bf16")
+    fail(Status::invalid("[generate] --precision '" + o.precision + "' is not one of fp32, bf16"));
   auto cfg = runtime::load_config(o.run_dir + "/config.toml");
   if (!cfg) fail(cfg.status());
+  const std::string precision = o.precision.empty() ? cfg->train.precision : o.precision;
   auto tok = data::Tokenizer::load(o.run_dir + "/tokenizer.model");
   if (!tok) fail(tok.status());
   auto found = ckpt::find_latest_valid(o.run_dir + "/ckpt");
@@ -43,11 +47,14 @@ void run_generate(const GenerateOptions& o) {
     Status s = runtime::check_tokenizer_pin(*pin, tok->fingerprint(), o.run_dir + "/tokenizer.model", name);
     if (!s) fail(s);
   }
-  nn::GPT model(cfg->model);
+  // Checkpoints hold f32 master weights: either precision runs from any run.
+  nn::GPTPart part = nn::GPTPart::whole(cfg->model);
+  part.precision = precision == "bf16" ? DType::bf16 : DType::f32;
+  nn::GPT model(cfg->model, part);
   auto state = ckpt::load_checkpoint(found->dir, model.params(), nullptr);
   if (!state) fail(state.status());
-  std::fprintf(stderr, "[generate] %s (step %lld), temperature %g, top-k %d, seed %llu\n",
-               found->dir.c_str(), (long long)found->step, o.temperature, o.top_k,
+  std::fprintf(stderr, "[generate] %s (step %lld), %s, temperature %g, top-k %d, seed %llu\n",
+               found->dir.c_str(), (long long)found->step, precision.c_str(), o.temperature, o.top_k,
                (unsigned long long)o.seed);
 
   std::vector<int32_t> prompt = tok->encode(o.prompt);
@@ -96,6 +103,7 @@ void add_generate_command(CLI::App& app) {
       ->capture_default_str()
       ->check(non_negative());
   cmd->add_option("--seed", o->seed, "Sampling seed")->capture_default_str()->check(integer_in(0, INT64_MAX));
+  cmd->add_option("--precision", o->precision, "fp32 | bf16 (default: the run's train.precision)");
   cmd->callback([o] { run_generate(*o); });
 }
 

@@ -13,19 +13,29 @@
 namespace crucible::nn {
 namespace {
 
-const float* weight(const GPT& model, const std::string& name) {
+const ParamSpec& spec_of(const GPT& model, const std::string& name) {
   const ParamSpec* spec = model.params().find(name);
   CRUCIBLE_CHECK(spec != nullptr, "[nn] Generator: model lacks a GPT-2 parameter");
-  return model.params().values() + spec->offset;
+  return *spec;
+}
+const float* weight(const GPT& model, const std::string& name) {
+  return model.params().values() + spec_of(model, name).offset;
+}
+// The bf16 copy (null in an f32 model).
+const bf16* weight16(const GPT& model, const std::string& name) {
+  const bf16* base = model.params().values_bf16();
+  return base ? base + spec_of(model, name).offset : nullptr;
 }
 
 }  // namespace
 
-Generator::Generator(const GPT& model) : cfg_(model.config()) {
+Generator::Generator(const GPT& model)
+    : cfg_(model.config()), bf16_(model.part().precision == DType::bf16) {
   const int L = cfg_.n_layer, C = cfg_.n_embd, T = cfg_.seq_len, V = cfg_.vocab_size;
   CRUCIBLE_CHECK(C % cfg_.n_head == 0 && C / cfg_.n_head <= 256,
                  "[nn] Generator: head size must divide n_embd and be <= 256");
   wte_ = weight(model, "transformer.wte.weight");
+  wte16_ = weight16(model, "transformer.wte.weight");
   wpe_ = weight(model, "transformer.wpe.weight");
   lnfw_ = weight(model, "transformer.ln_f.weight");
   lnfb_ = weight(model, "transformer.ln_f.bias");
@@ -38,7 +48,13 @@ Generator::Generator(const GPT& model) : cfg_(model.config()) {
                      w("attn.c_attn.bias"), w("attn.c_proj.weight"), w("attn.c_proj.bias"),
                      w("ln_2.weight"),      w("ln_2.bias"),          w("mlp.c_fc.weight"),
                      w("mlp.c_fc.bias"),    w("mlp.c_proj.weight"),  w("mlp.c_proj.bias")};
+    auto w16 = [&](const char* name) { return weight16(model, p + name); };
+    layers_[l].attw16 = w16("attn.c_attn.weight");
+    layers_[l].prjw16 = w16("attn.c_proj.weight");
+    layers_[l].fcw16 = w16("mlp.c_fc.weight");
+    layers_[l].mpw16 = w16("mlp.c_proj.weight");
   }
+  if (bf16_) x16_ = Tensor::empty({T, 4 * C}, DType::bf16, "nn.generator.scratch");
   k_cache_ = Tensor::empty({L, T, C}, DType::f32, "nn.generator.kv_cache");
   v_cache_ = Tensor::empty({L, T, C}, DType::f32, "nn.generator.kv_cache");
   resid_a_ = Tensor::empty({T, C}, DType::f32, "nn.generator.scratch");
@@ -55,6 +71,18 @@ Generator::Generator(const GPT& model) : cfg_(model.config()) {
 }
 
 void Generator::reset() { pos_ = 0; }
+
+void Generator::matmul(float* y, const float* x, const float* w, const bf16* w16, int n, int N, int K,
+                       const float* bias, bool trans) {
+  const int ldb = trans ? K : N;
+  if (!bf16_) {
+    kernels::gemm(false, trans, n, N, K, x, K, w, ldb, y, N, false, bias);
+    return;
+  }
+  bf16* x16 = x16_.bf16_data();
+  kernels::convert_to_bf16(x16, x, size_t(n) * K);
+  kernels::gemm(DType::bf16, DType::f32, false, trans, n, N, K, x16, K, w16, ldb, y, N, false, bias);
+}
 
 // tokens (n) at positions pos_ .. pos_+n-1 -> logits (V) of the last one.
 // Same sequence of fused kernels as GPT::forward: block l's ln_1 forms
@@ -88,14 +116,14 @@ const float* Generator::append(const int32_t* tokens, int n) {
     } else {
       kernels::residual_layernorm_forward(nullptr, h, mean, rstd, x, nullptr, w.ln1w, w.ln1b, n, C);
     }
-    kernels::gemm(false, false, n, 3 * C, C, h, C, w.attw, 3 * C, qkv, 3 * C, false, w.attb);
+    matmul(qkv, h, w.attw, w.attw16, n, 3 * C, C, w.attb);
     attend(att, qkv, l, n);
-    kernels::gemm(false, false, n, C, C, att, C, w.prjw, C, branch, C, false, w.prjb);
+    matmul(branch, att, w.prjw, w.prjw16, n, C, C, w.prjb);
     kernels::residual_layernorm_forward(x_next, h, mean, rstd, x, branch, w.ln2w, w.ln2b, n, C);
     std::swap(x, x_next);
-    kernels::gemm(false, false, n, 4 * C, C, h, C, w.fcw, 4 * C, pre, 4 * C, false);
+    matmul(pre, h, w.fcw, w.fcw16, n, 4 * C, C, nullptr);
     kernels::bias_gelu_forward(act, pre, w.fcb, n, 4 * C);
-    kernels::gemm(false, false, n, C, 4 * C, act, 4 * C, w.mpw, C, branch, C, false, w.mpb);
+    matmul(branch, act, w.mpw, w.mpw16, n, C, 4 * C, w.mpb);
     pending = true;
   }
   // Only the last row's logits are returned: ln_f and the tied LM head on it.
@@ -103,7 +131,7 @@ const float* Generator::append(const int32_t* tokens, int n) {
   kernels::residual_layernorm_forward(nullptr, h, mean, rstd, x + last, branch + last, lnfw_, lnfb_,
                                       1, C);
   float* logits = logits_.f32();
-  kernels::gemm(false, true, 1, V, C, h, C, wte_, C, logits, V, false);
+  matmul(logits, h, wte_, wte16_, 1, V, C, nullptr, /*trans=*/true);
   pos_ += n;
   return logits;
 }

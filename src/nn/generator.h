@@ -9,6 +9,10 @@
 // GPT::forward (same fused LayerNorm+residual and bias+GELU kernels, same GEMM
 // layout), so its logits match the training forward's to float rounding.
 //
+// In the model's precision: a bf16 model's generator runs every GEMM on bf16
+// operands (the weights' bf16 copy, each GEMM input rounded) with f32
+// accumulation, as its training forward does; the rest stays f32.
+//
 // Reads the weights of a GPT it does not own (which must outlive it and not
 // be resized; updated weights are picked up by the next append, but tokens
 // already in the cache keep the old keys and values: reset() after a weight
@@ -44,13 +48,19 @@ class Generator {
   struct LayerWeights {
     const float *ln1w, *ln1b, *attw, *attb, *prjw, *prjb;
     const float *ln2w, *ln2b, *fcw, *fcb, *mpw, *mpb;
+    const bf16 *attw16 = nullptr, *prjw16 = nullptr, *fcw16 = nullptr, *mpw16 = nullptr;  // bf16 models
   };
+  // y (n,N) = x (n,K) @ W (K,N) (trans: W^T of (N,K)) + bias, in the model's precision.
+  void matmul(float* y, const float* x, const float* w, const bf16* w16, int n, int N, int K,
+              const float* bias, bool trans = false);
   // y (n,C) = causal attention of the n query rows in qkv (n,3C) at positions
   // pos_ .. pos_+n-1 over the cached keys/values (0 .. pos_+n-1) of layer l.
   void attend(float* y, const float* qkv, int l, int n);
 
   GPTConfig cfg_;
+  bool bf16_ = false;
   const float* wte_ = nullptr;  // (V,C)
+  const bf16* wte16_ = nullptr;
   const float* wpe_ = nullptr;  // (seq_len,C)
   const float *lnfw_ = nullptr, *lnfb_ = nullptr;
   std::vector<LayerWeights> layers_;
@@ -65,6 +75,7 @@ class Generator {
   Tensor fc_pre_, fc_act_;    // (T,4C)
   Tensor mean_, rstd_;        // (T)
   Tensor logits_;             // (V)
+  Tensor x16_;                // (T,4C) bf16: a GEMM's input, rounded (bf16 models)
 };
 
 // Generates n_new tokens after `prompt` (if empty, starts from bos_token),

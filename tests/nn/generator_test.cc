@@ -88,6 +88,31 @@ TEST_F(GeneratorTest, OneTokenAtATimeMatchesFullForward) {
   }
 }
 
+// A bf16 model's generator runs its GEMMs in bf16: its logits follow the
+// bf16 training forward (which also rounds qkv, the pre-activation and the
+// GELU output: a few bf16 roundings apart, ~1% of the logits' scale), and
+// they are not the f32 generator's bit for bit.
+TEST_F(GeneratorTest, Bf16ModelGeneratesInBf16) {
+  nn::GPTPart part = nn::GPTPart::whole(kCfg);
+  part.precision = DType::bf16;
+  nn::GPT bf(kCfg, part);
+  std::memcpy(bf.params().values(), gpt_.params().values(), gpt_.params().numel() * sizeof(float));
+  bf.params().refresh_bf16();
+  Arena arena("test.generator");
+  const int T = kCfg.seq_len, V = kCfg.vocab_size;
+  bf.forward(arena, tokens_.data(), nullptr, 1, T);
+  const std::vector<float> ref(bf.logits(), bf.logits() + size_t(T) * V);
+  const float scale = scale_of(ref);
+  nn::Generator gen(bf), gen32(gpt_);
+  const float* l = gen.append(tokens_.data(), T);
+  float err = 0;
+  for (int v = 0; v < V; ++v) err = std::max(err, std::abs(ref[size_t(T - 1) * V + v] - l[v]));
+  EXPECT_LT(err, 0.02f * scale);
+  const std::vector<float> mine(l, l + V);
+  const float* f = gen32.append(tokens_.data(), T);
+  EXPECT_NE(std::memcmp(mine.data(), f, size_t(V) * sizeof(float)), 0) << "the bf16 generator ran f32 GEMMs";
+}
+
 TEST_F(GeneratorTest, BatchedPromptThenSingleTokensMatchesFullForward) {
   std::vector<float> ref = forward_logits(tokens_);
   const float scale = scale_of(ref);

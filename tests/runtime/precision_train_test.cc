@@ -95,6 +95,16 @@ TEST(PrecisionTrain, Bf16TracksFp32OverFiveHundredStepsOfTheDefault) {
   EXPECT_EQ(bad.code, 2) << bad.output;
   EXPECT_NE(bad.output.find("--dtype 'fp16' is not one of f32, bf16"), std::string::npos) << bad.output;
   EXPECT_FALSE(std::filesystem::exists(dir / "w.safetensors"));
+
+  // generate runs in the checkpoint's precision, or the one asked for.
+  auto g16 = run_crucible({"generate", "runs/bf16", "--tokens", "8", "--seed", "1"}, dir.path());
+  ASSERT_EQ(g16.code, 0) << g16.output;
+  EXPECT_NE(g16.output.find("), bf16, temperature"), std::string::npos) << g16.output;
+  auto g32 = run_crucible({"generate", "runs/bf16", "--tokens", "8", "--seed", "1", "--precision", "fp32"}, dir.path());
+  ASSERT_EQ(g32.code, 0) << g32.output;
+  EXPECT_NE(g32.output.find("), fp32, temperature"), std::string::npos) << g32.output;
+  auto gbad = run_crucible({"generate", "runs/bf16", "--precision", "fp16"}, dir.path());
+  EXPECT_EQ(gbad.code, 2) << gbad.output;
 }
 
 }  // namespace
