@@ -278,8 +278,35 @@ std::string throughput_section(const std::vector<json>& m) {
   return section("throughput", "Throughput and MFU", svg::render(t) + svg::render(u));
 }
 
-std::string memory_section(const std::vector<json>& m) {
+// m: the metrics rows; est: RUN/memory.json (null when absent), rank 0's
+// up-front estimate by kind (runtime/memory_estimate.h).
+std::string memory_section(const std::vector<json>& m, const json& est) {
   const double mib = 1.0 / (1 << 20);
+  std::string table;
+  if (est.is_object()) {
+    table = "<table class=\"kv\">";
+    double total = 0;
+    const bool bf16 = est.value("precision", std::string()) == "bf16";
+    const std::vector<std::pair<const char*, const char*>> kinds = {
+        {"weights", bf16 ? "weights (f32 and the bf16 copy)" : "weights"},
+        {"gradients", "gradients"},
+        {"optimizer", "optimizer"},
+        {"activations", "activations"},
+        {"other", "other"},
+        {"checkpoint_copy", "checkpoint copy"}};
+    for (const auto& [key, label] : kinds) {
+      const double b = est.value(key, 0.0);
+      total += b;
+      table += row(std::string("estimated ") + label, fmt_fixed(b * mib, 1, " MiB"));
+    }
+    double peak = 0;
+    for (const json& r : m) peak = std::max(peak, num(r, "mem_peak"));
+    table += row("estimated total", fmt_fixed(total * mib, 1, " MiB"));
+    table += row("measured allocator peak", fmt_fixed(peak * mib, 1, " MiB"));
+    table += row("precision, recompute",
+                 est.value("precision", std::string("?")) + ", " + est.value("recompute", std::string("?")));
+    table += "</table>";
+  }
   svg::Chart c{.title = "Allocator memory", .x_label = "step", .y_label = "MiB"};
   c.series.push_back(
       {.name = "mem_in_use", .x = column(m, "step"), .y = column(m, "mem_in_use", mib)});
@@ -287,7 +314,7 @@ std::string memory_section(const std::vector<json>& m) {
                       .x = column(m, "step"),
                       .y = column(m, "mem_peak", mib),
                       .dashed = true});
-  return section("memory", "Memory", svg::render(c));
+  return section("memory", "Memory", table + svg::render(c));
 }
 
 Result<std::string> ranks_section(const std::string& run_dir) {
@@ -552,7 +579,9 @@ Result<std::string> render_report(const std::string& run_dir) {
   html += lr_section(m);
   html += step_time_section(m);
   html += throughput_section(m);
-  html += memory_section(m);
+  auto mem_est = read_optional_json(run_dir + "/memory.json");
+  if (!mem_est) return mem_est.status();
+  html += memory_section(m, *mem_est);
   auto ranks = ranks_section(run_dir);
   if (!ranks) return ranks.status();
   html += *ranks;

@@ -527,6 +527,15 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
                            {"seconds", table[size_t(c)].ns * 1e-9}});
     Status k = write_file_atomic(run + "/kernels.json", kernels.dump(1) + "\n");
     if (!k) log("[report] warning: " + k.message());
+    // The up-front memory estimate of this rank, by kind, for the report's
+    // memory section beside what the allocator measured.
+    const MemoryEstimate est = estimate_memory(cfg, W, rank);
+    const nlohmann::json mem = {{"precision", cfg.train.precision},  {"recompute", cfg.train.recompute},
+                                {"weights", est.weights},            {"gradients", est.grads},
+                                {"optimizer", est.optimizer},        {"activations", est.activations},
+                                {"other", est.other},                {"checkpoint_copy", est.snapshot}};
+    Status me = write_file_atomic(run + "/memory.json", mem.dump(1) + "\n");
+    if (!me) log("[report] warning: " + me.message());
     Status s = profile::write_report(run);
     log(s ? "[report] " + run + "/report.html" : "[report] warning: " + s.message());
   };

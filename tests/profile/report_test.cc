@@ -54,6 +54,9 @@ void write_run(const TempDir& d) {
   write_file(
       d / "kernels.json",
       R"([{"class":"matmul","flops":2e9,"bytes":1e7,"seconds":0.02},{"class":"layernorm","flops":1e6,"bytes":8e6,"seconds":0.001}])");
+  write_file(d / "memory.json",
+             R"({"precision":"bf16","recompute":"full","weights":37748736,"gradients":25165824,"optimizer":50331648,
+                 "activations":100663296,"other":4206592,"checkpoint_copy":63866880})");
   write_file(
       d / "scaling.json",
       R"({"points":[{"ranks":1,"speedup":1},{"ranks":2,"speedup":1.8},{"ranks":4,"speedup":3.1}],"serial_fraction":0.08})");
@@ -86,6 +89,12 @@ TEST(Report, RendersEverySectionAndSeries) {
   EXPECT_EQ(html->find("<x>"), std::string::npos);
   EXPECT_NE(html->find("failure at step 5"), std::string::npos);
   EXPECT_NE(html->find("checkpoint stall 12.5 ms"), std::string::npos);
+  // The memory estimate by kind beside the measured peak (memory.json).
+  EXPECT_NE(html->find("estimated weights (f32 and the bf16 copy)</th><td>36.0 MiB"), std::string::npos);
+  EXPECT_NE(html->find("estimated activations</th><td>96.0 MiB"), std::string::npos);
+  EXPECT_NE(html->find("estimated total</th><td>268.9 MiB"), std::string::npos);
+  EXPECT_NE(html->find("measured allocator peak</th><td>150.0 MiB"), std::string::npos);
+  EXPECT_NE(html->find("bf16, full"), std::string::npos);
 }
 
 TEST(Report, SelfContainedAndFinite) {
