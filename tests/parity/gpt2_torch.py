@@ -54,6 +54,7 @@ The 3 steps all use the same batch.  Step s (s = 0, 1, 2):
 """
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -330,6 +331,14 @@ def load_tokens(path, batch, seq_len, vocab_size):
     return tok[:, :seq_len].contiguous(), tok[:, 1:].contiguous()
 
 
+def forward_context(cfg):
+    """config "autocast": "bf16" runs forward + loss under CPU bf16 autocast
+    (mixed precision as PyTorch users train); absent: fp32."""
+    if cfg.get("autocast", "") == "bf16":
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
 def run_parity(cfg, weights_path, tokens_path, out_path):
     """The parity computation; writes REF and returns its tensors (numpy)."""
     setup_torch()
@@ -342,8 +351,9 @@ def run_parity(cfg, weights_path, tokens_path, out_path):
 
     # First forward/backward: logits, loss, grads before any step.
     model.zero_grad(set_to_none=True)
-    logits = model(inputs)
-    loss = lm_loss(logits, targets)
+    with forward_context(cfg):
+        logits = model(inputs)
+        loss = lm_loss(logits, targets)
     loss.backward()
     out = {"logits": logits.detach().clone(), "loss": loss.detach().reshape(1).clone()}
     grads = {f"grad.{n}": p.grad.detach().clone() for n, p in zip(names, params)}
@@ -355,7 +365,9 @@ def run_parity(cfg, weights_path, tokens_path, out_path):
     for step in range(3):
         if step > 0:  # step 0 uses the grads of the first backward, as they are
             opt.zero_grad(set_to_none=False)
-            lm_loss(model(inputs), targets).backward()
+            with forward_context(cfg):
+                step_loss = lm_loss(model(inputs), targets)
+            step_loss.backward()
         norm = torch.nn.utils.clip_grad_norm_(params, cfg["grad_clip"])
         norms.append(float(norm))
         for group in opt.param_groups:
