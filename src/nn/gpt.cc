@@ -194,7 +194,7 @@ size_t GPT::activation_bytes(const GPTConfig& cfg, const GPTPart& part, int chun
     refwd = std::max(refwd, full ? internal(l) : 0);
   }
   if (last) {  // targets, r_final, lnf_out (and its gathered rows); ln_f; logits, losses
-    fwd += a(N) + a(NlC) + x(NlC) + (sp ? a(NC) : 0) + layernorm() + x(N * Vl) + a(N);
+    fwd += a(N) + a(NlC) + x(NlC) + (sp ? x(NC) : 0) + layernorm() + x(N * Vl) + a(N);
     if (tp > 1) fwd += a(3 * N) + a(3 * N * tp);  // the loss's exchange (nn/cross_entropy.cc)
   } else {
     fwd += a(NlC);  // the output residual
@@ -209,15 +209,17 @@ size_t GPT::activation_bytes(const GPTConfig& cfg, const GPTPart& part, int chun
   // the output gradient's bf16 copy, and the MLP the bf16 dpre beside dact.
   size_t bwd = last ? 2 * a(NlC) : 0;  // dr and dh (elsewhere dr is the received gradient)
   const size_t sel_mlp = selective ? x(NF) : 0, sel_attn = selective ? x(NCh) : 0;
-  const size_t mlp = (bf || split_backward ? x(NC) : 0) + a(NF) + (bf ? x(NF) : 0) + sel_mlp;
-  const size_t attn = (bf || split_backward ? x(NC) : 0) + a(NCh) + x(3 * NCh) + sel_attn;
+  // The output gradient as c_proj's backward reads it: gathered (f32) under
+  // sequence parallelism, then its bf16 copy; else the bf16 copy, or the
+  // copy a kInput pass keeps, or dout itself.
+  const size_t dcopy = sp ? a(NC) + (bf ? x(NC) : 0) : (bf || split_backward ? x(NC) : 0);
+  const size_t mlp = dcopy + a(NF) + (bf ? x(NF) : 0) + sel_mlp;
+  const size_t attn = dcopy + a(NCh) + x(3 * NCh) + sel_attn;
   if (split_backward) {
     for (int l = r.first; l < r.last; ++l) bwd += (full ? internal(l) : 0) + a(NlC) + mlp + attn;
-    bwd += sp ? a(NC) : 0;
-  } else if (sp) {
-    bwd += refwd + a(NlC) + std::max(3 * a(NC) + a(NF) + sel_mlp, 3 * a(NC) + a(NCh) + a(3 * NCh) + sel_attn);
-  } else {
-    bwd += refwd + a(NC) + std::max(mlp, attn);
+    bwd += sp ? a(NC) : 0;  // the larger of the partial input gradient and the input gathered again
+  } else {  // sequence parallel: the input gathered again and the partial input gradient on top
+    bwd += refwd + a(NlC) + std::max(mlp, attn) + (sp ? x(NC) + a(NC) : 0);
   }
   return fwd + bwd;
 }
@@ -227,8 +229,6 @@ GPT::GPT(const GPTConfig& cfg, const GPTPart& part, TensorParallel* tp)
   CRUCIBLE_CHECK(part.tp == 1 || (tp && tp->size() == part.tp && tp->rank() == part.tp_rank),
                  "[nn] a tensor-parallel part needs its group's collectives");
   const int C = cfg.n_embd;
-  CRUCIBLE_CHECK(part.precision == DType::f32 || !sequence_,
-                 "[nn] sequence parallelism runs in f32 (train.precision = \"bf16\" is refused with it)");
   const DType act = part.precision;
   auto& P = params_;
   PartIdx idx = register_params(cfg, part, P);
@@ -348,8 +348,8 @@ float GPT::forward(Activations& a, const int32_t* tokens, const int32_t* targets
   float* r_final = arena.allocate_array<float>(NC);
   a.lnf_out_ = arena_act(arena, NC, act);
   a.ln_f_.forward(arena, a.lnf_out_, r_final, ra, rb, rows);
-  if (sequence_)  // the head reads every row (f32: sequence parallelism is)
-    a.lnf_out_ = gather_rows(arena, *tp_, static_cast<const float*>(a.lnf_out_), NC);
+  if (sequence_)  // the head reads every row
+    a.lnf_out_ = const_cast<void*>(gather_rows(arena, *tp_, a.lnf_out_, NC, act));
   // Tied LM head: logits (N,V) = lnf_out (N,C) @ wte^T (V: this rank's
   // vocabulary rows). bf16 keeps the logits of a training forward in bf16
   // (their gradient replaces them, for the backward GEMMs); logits asked

@@ -55,6 +55,8 @@ const void* arena_copy(Arena& arena, const float* x, size_t n, DType t = DType::
 // Sequence parallelism's gather: the (rows*size, C) tensor of every rank's
 // (rows, C), in the arena.
 float* gather_rows(Arena& arena, TensorParallel& tp, const float* rows, size_t n);
+// The same for n elements of type t.
+const void* gather_rows(Arena& arena, TensorParallel& tp, const void* rows, size_t n, DType t);
 
 // out (B,T,C) = wte[tokens] + wpe[t]. Vocab-parallel (tp set): wte holds
 // rows [vocab.lo, vocab.hi) only; each rank looks up the tokens it holds
@@ -110,7 +112,7 @@ struct Linear {
 // attention and the MLP. tp null: plain linears, nothing exchanged. N rows
 // of the (B,T) tokens; under sequence parallelism the pair's input and
 // output are this rank's N/tp rows of C.
-// x, y and dy are of the linears' act_type (sequence parallel: f32 only).
+// x, y and dy are of the linears' act_type.
 struct TensorParallelPair {
   TensorParallel* tp = nullptr;
   bool sequence = false;

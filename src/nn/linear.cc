@@ -50,6 +50,13 @@ float* gather_rows(Arena& arena, TensorParallel& tp, const float* rows, size_t n
   return all;
 }
 
+const void* gather_rows(Arena& arena, TensorParallel& tp, const void* rows, size_t n, DType t) {
+  if (t == DType::f32) return gather_rows(arena, tp, static_cast<const float*>(rows), n);
+  bf16* all = arena.allocate_array<bf16>(n * size_t(tp.size()));
+  tp.allgather_bf16(all, static_cast<const bf16*>(rows), n);
+  return all;
+}
+
 const void* gemm_weights(const Param& p, DType t) {
   if (t == DType::f32) return p.value;
   CRUCIBLE_CHECK(p.value16, "[nn] a bf16 layer without the weights' bf16 copy");
@@ -89,11 +96,10 @@ void TensorParallelPair::first_forward(Arena& arena, Linear& first, void* y, con
     first.forward(y, first.act_type, x, N, with_bias);
     return;
   }
-  CRUCIBLE_CHECK(first.act_type == DType::f32, "[nn] sequence parallelism runs in f32");
   x_rows = x;
   Arena::Mark m = arena.mark();
-  first.forward(y, first.act_type, gather_rows(arena, *tp, static_cast<const float*>(x), size_t(N / tp->size()) * C),
-                N, with_bias);
+  first.forward(y, first.act_type, gather_rows(arena, *tp, x, size_t(N / tp->size()) * C, first.act_type), N,
+                with_bias);
   arena.rewind(m);
   first.x = nullptr;  // gathered again by backward
 }
@@ -115,7 +121,10 @@ void TensorParallelPair::last_forward(Arena& arena, Linear& last, float* out, co
 
 const void* TensorParallelPair::output_grad(Arena& arena, const Linear& last, const float* dout, int N,
                                             bool keep) {
-  if (sequence) return gather_rows(arena, *tp, dout, size_t(N / tp->size()) * C);  // a copy already
+  if (sequence) {  // a copy already (bf16: then rounded)
+    const float* all = gather_rows(arena, *tp, dout, size_t(N / tp->size()) * C);
+    return last.act_type == DType::bf16 ? arena_copy(arena, all, size_t(N) * C, DType::bf16) : all;
+  }
   if (last.act_type == DType::bf16) return arena_copy(arena, dout, size_t(N) * C, DType::bf16);
   return keep ? arena_copy(arena, dout, size_t(N) * C) : dout;
 }
@@ -125,7 +134,7 @@ void TensorParallelPair::first_backward(Arena& arena, Linear& first, float* dx, 
   const size_t NC = size_t(N) * C, rows = sequence ? NC / size_t(tp->size()) : NC;
   Arena::Mark m = arena.mark();
   if (sequence && pass != BackwardPass::kInput)
-    first.x = gather_rows(arena, *tp, static_cast<const float*>(x_rows), rows);
+    first.x = gather_rows(arena, *tp, x_rows, rows, first.act_type);
   if (pass == BackwardPass::kWeight) {
     first.backward(nullptr, nullptr, N, with_bias, pass);
   } else if (sequence) {  // column-parallel: each rank's dx is its share, summed onto the rows

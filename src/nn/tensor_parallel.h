@@ -35,6 +35,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/dtype.h"
 #include "core/status.h"
 
 namespace crucible::nn {
@@ -49,6 +50,8 @@ class TensorParallel {
   virtual void allreduce(float* x, size_t n) = 0;
   // out (size() * n) := every rank's in (n), in rank order.
   virtual void allgather(float* out, const float* in, size_t n) = 0;
+  // The same for bf16 rows (sequence parallelism's gathers in bf16 models).
+  virtual void allgather_bf16(bf16* out, const bf16* in, size_t n) = 0;
   // out (n) := the sum over the group of every rank's in[rank() * n, +n)
   // (in: size() * n); sequence parallelism's row-parallel output.
   virtual void reduce_scatter(float* out, const float* in, size_t n) = 0;

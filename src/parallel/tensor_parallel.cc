@@ -13,6 +13,14 @@ void CommTensorParallel::allgather(float* out, const float* in, size_t n) {
   seconds_ += (now_ns() - t0) * 1e-9;
 }
 
+// Bits only: the pieces are equal-sized, so a byte allgather moves them.
+void CommTensorParallel::allgather_bf16(bf16* out, const bf16* in, size_t n) {
+  if (!error_) return;
+  const int64_t t0 = now_ns();
+  if (Status s = group_.allgather_bytes(in, n * sizeof(bf16), out); !s) error_ = s;
+  seconds_ += (now_ns() - t0) * 1e-9;
+}
+
 // Each piece is summed on the one rank that keeps it, so no two ranks need to
 // agree on its bits: MPI's own reduce-scatter does.
 void CommTensorParallel::reduce_scatter(float* out, const float* in, size_t n) {

@@ -22,6 +22,7 @@ class CommTensorParallel final : public nn::TensorParallel {
   int rank() const override { return group_.rank(); }
   void allreduce(float* x, size_t n) override;
   void allgather(float* out, const float* in, size_t n) override;
+  void allgather_bf16(bf16* out, const bf16* in, size_t n) override;
   void reduce_scatter(float* out, const float* in, size_t n) override;
   const Status& error() const override { return error_; }
   // Seconds spent in the group's collectives since the last take (the

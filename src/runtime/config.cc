@@ -404,8 +404,6 @@ Status validate(const Config& c) {
     return bad("train.precision", "'" + c.train.precision + "' is not one of fp32, bf16");
   if (c.train.recompute != "none" && c.train.recompute != "selective" && c.train.recompute != "full")
     return bad("train.recompute", "'" + c.train.recompute + "' is not one of none, selective, full");
-  if (c.train.precision == "bf16" && c.dist.sequence_parallel && c.dist.tp > 1)
-    return bad("train.precision", "bf16 with dist.sequence_parallel is not supported yet (its gathers move f32 rows)");
   if (c.optim.moments != "f32" && c.optim.moments != "bf16")
     return bad("optim.moments", "'" + c.optim.moments + "' is not one of f32, bf16");
   if (!(c.optim.lr > 0 && std::isfinite(c.optim.lr))) return bad("optim.lr", "must be > 0");

@@ -89,11 +89,14 @@ void randomize(nn::GPT& whole, std::vector<nn::GPT*> shards) {
   std::normal_distribution<float> normal(0.0f, 0.2f);
   float* v = whole.params().values();
   for (size_t i = 0; i < whole.params().numel(); ++i) v[i] = normal(rng);
-  for (nn::GPT* s : shards)
+  whole.params().refresh_bf16();  // bf16 models: their working copies
+  for (nn::GPT* s : shards) {
     for (const nn::ParamSpec& spec : s->params().specs()) {
       auto slice = slice_of(whole, spec, false);
       std::copy(slice.begin(), slice.end(), s->params().values() + spec.offset);
     }
+    s->params().refresh_bf16();
+  }
 }
 
 // With and without sequence parallelism: the losses and every gradient as
@@ -101,14 +104,25 @@ void randomize(nn::GPT& whole, std::vector<nn::GPT*> shards) {
 // ZB-H1 runs them); the tensors every rank holds whole end with the same
 // bits everywhere; each arena's high-water mark is what activation_bytes
 // said it would be.
+//
+// bf16 (train.precision): the shard against the whole bf16 model. The
+// row-parallel layers' partial sums add in another order than the whole
+// GEMM's, so a downstream bf16 rounding can land an ulp (2^-8) apart; that
+// touches few elements (measured: worst gradient 4.3e-4 relative L2 at
+// tp = 2, 1.6e-7 at tp = 4): loss within 1e-4, gradients within 5e-3
+// instead of f32's 1e-5.
 TEST(TensorParallel, LossesAndGradientsMatchTheWholeModel) {
+  for (DType precision : {DType::f32, DType::bf16})
   for (bool sequence : {false, true}) {
-    SCOPED_TRACE(sequence ? "sequence parallel" : "tensor parallel");
+    SCOPED_TRACE(std::string(sequence ? "sequence parallel" : "tensor parallel") + ", " +
+                 std::string(dtype_name(precision)));
+    const bool bf = precision == DType::bf16;
     Fixture f;
     CommTensorParallel tp(*comm());
-    nn::GPTPart part = f.part();
+    nn::GPTPart part = f.part(), whole_part = nn::GPTPart::whole(f.cfg);
     part.sequence_parallel = sequence;
-    nn::GPT whole(f.cfg), shard(f.cfg, part, &tp), split(f.cfg, part, &tp);
+    part.precision = whole_part.precision = precision;
+    nn::GPT whole(f.cfg, whole_part), shard(f.cfg, part, &tp), split(f.cfg, part, &tp);
     randomize(whole, {&shard, &split});
     const float scale = 0.5f;
     Arena a1("test.whole"), a2("test.shard"), a3("test.split");
@@ -123,13 +137,18 @@ TEST(TensorParallel, LossesAndGradientsMatchTheWholeModel) {
     split.backward(two, nullptr, nn::BackwardPass::kInput);
     split.backward(two, nullptr, nn::BackwardPass::kWeight, nullptr, /*finalises=*/true);
     ASSERT_TRUE(tp.error()) << tp.error().message();
-    EXPECT_NEAR(ls, lw, 1e-5 * lw);
+    EXPECT_NEAR(ls, lw, (bf ? 1e-4 : 1e-5) * lw);
+    double worst = 0;
     for (const nn::ParamSpec& s : shard.params().specs()) {
       auto want = slice_of(whole, s, true);
       const float* got = shard.params().grads() + s.offset;
-      EXPECT_LE(rel_l2(got, want.data(), s.numel), 1e-5) << s.name;
+      worst = std::max(worst, rel_l2(got, want.data(), s.numel));
+      EXPECT_LE(rel_l2(got, want.data(), s.numel), bf ? 5e-3 : 1e-5) << s.name;
       EXPECT_LE(rel_l2(split.params().grads() + s.offset, got, s.numel), 1e-6) << s.name << " (split backward)";
     }
+    if (comm()->rank() == 0)
+      std::printf("[tp %s%s] loss %.6f vs %.6f, worst gradient %.2e\n", dtype_name(precision).data(),
+                  sequence ? " sp" : "", ls, lw, worst);
     for (bool split_pass : {false, true}) {
       const size_t est = nn::GPT::activation_bytes(f.cfg, part, 0, f.B, f.T, split_pass);
       const size_t hw = (split_pass ? a3 : a2).high_water();

@@ -223,6 +223,21 @@ TEST(Config, ImpossibleValuesAreNamed) {
   EXPECT_NE(error_of("", {"data.vocab_size=9000"}).find("data.vocab_size"), std::string::npos);
   EXPECT_NE(error_of("", {"ckpt.keep=0"}).find("ckpt.keep: must be >= 1"), std::string::npos);
   EXPECT_NE(error_of("", {"train.steps"}).find("expected key=value"), std::string::npos);
+  // Precision, recomputation, moments and gradient types (issue 17).
+  EXPECT_NE(error_of("", {"train.precision=fp16"}).find("train.precision: 'fp16' is not one of fp32, bf16"),
+            std::string::npos);
+  EXPECT_NE(error_of("", {"train.recompute=some"}).find("train.recompute: 'some' is not one of none, selective, full"),
+            std::string::npos);
+  EXPECT_NE(error_of("", {"optim.moments=f16"}).find("optim.moments: 'f16' is not one of f32, bf16"),
+            std::string::npos);
+  EXPECT_NE(error_of("", {"dist.grad_dtype=fp8"}).find("dist.grad_dtype: 'fp8' is not one of f32, bf16"),
+            std::string::npos);
+  EXPECT_NE(error_of("", {"dist.grad_dtype=bf16", "dist.reproducible=true"})
+                .find("dist.grad_dtype: bf16 needs dist.reproducible = false"),
+            std::string::npos);
+  EXPECT_EQ(error_of("", {"train.precision=bf16", "train.recompute=full", "optim.moments=bf16", "dist.grad_dtype=bf16",
+                          "dist.tp=2", "dist.sequence_parallel=true"}),
+            "");
 }
 
 TEST(Config, SyntaxErrorsNameTheLine) {
