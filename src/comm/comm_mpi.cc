@@ -17,12 +17,9 @@
 #include <string>
 #include <vector>
 
-#if defined(__GLIBC__)  // defined by the libc headers above
-#include <malloc.h>
-#endif
-
 #include "core/trace.h"
 #include "comm/comm.h"
+#include "comm/mpi_malloc.h"
 
 namespace crucible::comm {
 namespace {
@@ -126,30 +123,6 @@ class MpiRequest final : public Request::Impl {
 // bucket is one), whose temporaries the heap reuses.
 constexpr size_t kAllreduceSegmentBytes = size_t{24} << 20;
 
-// glibc serves allocations above M_MMAP_THRESHOLD with fresh mmaps and returns
-// them on free; Open MPI allocates its collective temporaries per call, so
-// every large allreduce would page-fault its temporaries anew (~14 us per 4 KiB
-// page on these VMs: 0.26 GB/s instead of ~4.7 GB/s at 128 MiB). Serve up to
-// 32 MiB (mallopt's maximum) from the heap and keep freed heap memory.
-void tune_malloc_for_mpi(int rank) {
-#if defined(__GLIBC__)
-  const char* env = std::getenv("CRUCIBLE_MPI_MALLOPT");
-  if (env && std::strcmp(env, "0") == 0) return;
-  constexpr int kMmapThreshold = 32 << 20;
-  constexpr int kTrimThreshold = 256 << 20;
-  if (mallopt(M_MMAP_THRESHOLD, kMmapThreshold) != 1)
-    std::fprintf(stderr,
-                 "[dist] warning (rank %d): mallopt(M_MMAP_THRESHOLD, 32 MiB) failed; large "
-                 "MPI collectives will page-fault their temporaries on every call\n",
-                 rank);
-  if (mallopt(M_TRIM_THRESHOLD, kTrimThreshold) != 1)
-    std::fprintf(stderr, "[dist] warning (rank %d): mallopt(M_TRIM_THRESHOLD, 256 MiB) failed\n",
-                 rank);
-#else
-  (void)rank;
-#endif
-}
-
 class MpiComm final : public Comm {
  public:
   static Result<std::unique_ptr<Comm>> create();
@@ -175,6 +148,8 @@ class MpiComm final : public Comm {
   Request iallgather(const float* send, float* recv, const std::vector<size_t>& counts) override;
   Request ialltoall_pieces(const bf16* send, bf16* recv, const std::vector<size_t>& counts) override;
   Request iallgather_pieces(bf16* recv, const std::vector<size_t>& counts) override;
+  Request pieces(const char* op, const std::vector<size_t>& counts,
+                 const std::function<int(MpiRequest&, MPI_Request*)>& start);
   Status broadcast(void* data, size_t bytes, int root) override;
   Status allgather_bytes(const void* send, size_t bytes, void* recv) override;
   Status send(const void* data, size_t bytes, int dest, int tag) override {
@@ -419,52 +394,38 @@ Request MpiComm::iallgather(const float* send, float* recv, const std::vector<si
   return Request(std::move(req));
 }
 
-// The bf16 pieces travel as MPI_UINT16_T: bits, never arithmetic.
+// The bf16 pieces travel as MPI_UINT16_T: bits, never arithmetic. pieces()
+// checks counts (one per rank, within int), puts them and their prefix
+// offsets in the request and posts what `start` starts; the alltoall appends
+// its receive side (every rank's copy of this rank's piece, in rank order).
 Request MpiComm::ialltoall_pieces(const bf16* send, bf16* recv, const std::vector<size_t>& counts) {
-  const int W = size(), me = rank();
-  if (counts.size() != size_t(W))
-    return Request::finished(Status::invalid("[dist] ialltoall_pieces: " + std::to_string(counts.size()) +
-                                             " counts for a world of " + std::to_string(W) + " ranks"));
-  size_t total = 0;
-  for (size_t c : counts) total += c;
-  if (total > max_count_per_call() || counts[size_t(me)] * size_t(W) > max_count_per_call())
-    return Request::finished(Status::invalid("[dist] ialltoall_pieces: more elements than MPI's int counts hold"));
-  auto req = std::make_unique<MpiRequest>(err_, "ialltoall_pieces");
-  // counts/displs hold the send side, then the receive side (2W each).
-  req->counts.resize(2 * size_t(W));
-  req->displs.resize(2 * size_t(W));
-  for (int q = 0, at = 0; q < W; ++q) {
-    req->counts[size_t(q)] = int(counts[size_t(q)]);
-    req->displs[size_t(q)] = at;
-    at += int(counts[size_t(q)]);
-    req->counts[size_t(W + q)] = int(counts[size_t(me)]);
-    req->displs[size_t(W + q)] = q * int(counts[size_t(me)]);
-  }
-  MPI_Request r;
-  int rc = MPI_Ialltoallv(send, req->counts.data(), req->displs.data(), MPI_UINT16_T, recv, req->counts.data() + W,
-                          req->displs.data() + W, MPI_UINT16_T, comm_, &r);
-  if (rc != MPI_SUCCESS)
-    return Request::finished(err_.check(rc, "ialltoall_pieces", "MPI_Ialltoallv", __FILE__, __LINE__));
-  req->reqs.push_back(r);
-  return Request(std::move(req));
+  return pieces("ialltoall_pieces", counts, [&](MpiRequest& q, MPI_Request* r) {
+    const int W = size(), mine = q.counts[size_t(rank())];
+    for (int p = 0; p < W; ++p) q.counts.push_back(mine), q.displs.push_back(p * mine);
+    return MPI_Ialltoallv(send, q.counts.data(), q.displs.data(), MPI_UINT16_T, recv, q.counts.data() + W,
+                          q.displs.data() + W, MPI_UINT16_T, comm_, r);
+  });
 }
 
 Request MpiComm::iallgather_pieces(bf16* recv, const std::vector<size_t>& counts) {
-  const int W = size();
-  if (counts.size() != size_t(W))
-    return Request::finished(Status::invalid("[dist] iallgather_pieces: " + std::to_string(counts.size()) +
-                                             " counts for a world of " + std::to_string(W) + " ranks"));
-  auto req = std::make_unique<MpiRequest>(err_, "iallgather_pieces");
-  req->counts.assign(counts.begin(), counts.end());
-  req->displs.assign(counts.size(), 0);
-  for (size_t q = 1; q < counts.size(); ++q) req->displs[q] = req->displs[q - 1] + req->counts[q - 1];
-  if (size_t(req->displs.back()) + counts.back() > max_count_per_call())
-    return Request::finished(Status::invalid("[dist] iallgather_pieces: more elements than MPI's int counts hold"));
+  return pieces("iallgather_pieces", counts, [&](MpiRequest& q, MPI_Request* r) {
+    return MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, q.counts.data(), q.displs.data(),
+                           MPI_UINT16_T, comm_, r);
+  });
+}
+
+Request MpiComm::pieces(const char* op, const std::vector<size_t>& counts,
+                        const std::function<int(MpiRequest&, MPI_Request*)>& start) {
+  if (counts.size() != size_t(size()))
+    return Request::finished(Status::invalid(std::string("[dist] ") + op + ": " + std::to_string(counts.size()) +
+                                             " counts for a world of " + std::to_string(size()) + " ranks"));
+  auto req = std::make_unique<MpiRequest>(err_, op);
+  size_t at = 0;
+  for (size_t c : counts) req->counts.push_back(int(c)), req->displs.push_back(int(at)), at += c;
+  if (at > max_count_per_call() || counts[size_t(rank())] * counts.size() > max_count_per_call())
+    return Request::finished(Status::invalid(std::string("[dist] ") + op + ": more elements than MPI's int counts hold"));
   MPI_Request r;
-  int rc = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, req->counts.data(), req->displs.data(),
-                           MPI_UINT16_T, comm_, &r);
-  if (rc != MPI_SUCCESS)
-    return Request::finished(err_.check(rc, "iallgather_pieces", "MPI_Iallgatherv", __FILE__, __LINE__));
+  if (int rc = start(*req, &r); rc != MPI_SUCCESS) return Request::finished(err_.check(rc, op, op, __FILE__, __LINE__));
   req->reqs.push_back(r);
   return Request(std::move(req));
 }

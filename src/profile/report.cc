@@ -125,37 +125,27 @@ std::string section(const std::string& id, const std::string& title, const std::
   return "<section id=\"" + id + "\"><h2>" + escape(title) + "</h2>\n" + body + "\n</section>\n";
 }
 
-std::string row(const std::string& k, const std::string& v) {
-  return "<tr><th>" + escape(k) + "</th><td>" + escape(v) + "</td></tr>";
-}
-
-std::string fmt_fixed(double v, int digits, const std::string& unit = "") {
-  if (!std::isfinite(v)) return "-";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf + unit;
-}
 
 // ---- sections --------------------------------------------------------------
 
 Result<std::string> summary_section(const std::string& run_dir, const std::vector<json>& m) {
   std::string body = "<table class=\"kv\">";
-  body += row("run directory", run_dir);
-  body += row("steps", fmt_fixed(num(m.back(), "step"), 0));
-  body += row("final train loss", fmt_fixed(num(m.back(), "loss"), 4));
+  body += kv_row("run directory", run_dir);
+  body += kv_row("steps", fmt_fixed(num(m.back(), "step"), 0));
+  body += kv_row("final train loss", fmt_fixed(num(m.back(), "loss"), 4));
   double val = kNaN;
   for (const json& r : m)
     if (num(r, "val_loss") >= 0) val = num(r, "val_loss");
-  body += row("final validation loss", fmt_fixed(val, 4));
+  body += kv_row("final validation loss", fmt_fixed(val, 4));
   // The first step pays one-off costs (first touch, JIT): the median ignores it.
-  body += row("tokens/s (median)", format_number(median(column(m, "tokens_per_s"))));
-  body += row("MFU (median)", fmt_fixed(median(column(m, "mfu")) * 100, 1, " %"));
+  body += kv_row("tokens/s (median)", format_number(median(column(m, "tokens_per_s"))));
+  body += kv_row("MFU (median)", fmt_fixed(median(column(m, "mfu")) * 100, 1, " %"));
   double total_ms = 0;
   for (const json& r : m)
     for (const char* k : {"step_ms", "eval_ms", "ckpt_stall_ms", "ckpt_flush_ms"})
       if (std::isfinite(num(r, k))) total_ms += num(r, k);
-  body += row("run time (steps + evals + checkpoint stalls)", fmt_fixed(total_ms / 1000, 1, " s"));
-  body += row("step time (median)", fmt_fixed(median(column(m, "step_ms")), 1, " ms"));
+  body += kv_row("run time (steps + evals + checkpoint stalls)", fmt_fixed(total_ms / 1000, 1, " s"));
+  body += kv_row("step time (median)", fmt_fixed(median(column(m, "step_ms")), 1, " ms"));
   body += "</table>";
 
   const std::string cfg_path = run_dir + "/config.toml";
@@ -187,7 +177,7 @@ Result<std::string> summary_section(const std::string& run_dir, const std::vecto
           else
             v << x;
         });
-        body += row(std::string(sec) + "." + k, v.str());
+        body += kv_row(std::string(sec) + "." + k, v.str());
       }
     body +=
         "</table><details><summary>config.toml</summary><pre>" + escape(*text) + "</pre></details>";
@@ -278,35 +268,12 @@ std::string throughput_section(const std::vector<json>& m) {
   return section("throughput", "Throughput and MFU", svg::render(t) + svg::render(u));
 }
 
-// m: the metrics rows; est: RUN/memory.json (null when absent), rank 0's
-// up-front estimate by kind (runtime/memory_estimate.h).
+// m: the metrics rows; est: RUN/memory.json (null when absent).
 std::string memory_section(const std::vector<json>& m, const json& est) {
   const double mib = 1.0 / (1 << 20);
-  std::string table;
-  if (est.is_object()) {
-    table = "<table class=\"kv\">";
-    double total = 0;
-    const bool bf16 = est.value("precision", std::string()) == "bf16";
-    const std::vector<std::pair<const char*, const char*>> kinds = {
-        {"weights", bf16 ? "weights (f32 and the bf16 copy)" : "weights"},
-        {"gradients", "gradients"},
-        {"optimizer", "optimizer"},
-        {"activations", "activations"},
-        {"other", "other"},
-        {"checkpoint_copy", "checkpoint copy"}};
-    for (const auto& [key, label] : kinds) {
-      const double b = est.value(key, 0.0);
-      total += b;
-      table += row(std::string("estimated ") + label, fmt_fixed(b * mib, 1, " MiB"));
-    }
-    double peak = 0;
-    for (const json& r : m) peak = std::max(peak, num(r, "mem_peak"));
-    table += row("estimated total", fmt_fixed(total * mib, 1, " MiB"));
-    table += row("measured allocator peak", fmt_fixed(peak * mib, 1, " MiB"));
-    table += row("precision, recompute",
-                 est.value("precision", std::string("?")) + ", " + est.value("recompute", std::string("?")));
-    table += "</table>";
-  }
+  double peak = 0;
+  for (const json& r : m) peak = std::max(peak, num(r, "mem_peak"));
+  const std::string table = memory_estimate_table(est, peak);
   svg::Chart c{.title = "Allocator memory", .x_label = "step", .y_label = "MiB"};
   c.series.push_back(
       {.name = "mem_in_use", .x = column(m, "step"), .y = column(m, "mem_in_use", mib)});
@@ -402,17 +369,17 @@ double triad_gbs(const json& probe) {
 std::string probe_section(const json& probe, const std::string& origin) {
   std::string body = "<p class=\"note\">From " + escape(origin) + "</p><table class=\"kv\">";
   if (probe.contains("host") && probe["host"].is_string())
-    body += row("host", probe["host"].get<std::string>());
+    body += kv_row("host", probe["host"].get<std::string>());
   body +=
-      row("FMA peak (all threads)",
+      kv_row("FMA peak (all threads)",
           format_number(at_path(probe, {"compute", "peak", "derived_gflops_all"})) + " GFLOP/s");
   std::string what;
   const double gemm = compute_ceiling(probe, &what);
-  body += row("best GEMM", format_number(gemm) + " GFLOP/s (" + what + ")");
-  body += row("STREAM triad (all threads)", format_number(triad_gbs(probe)) + " GB/s");
+  body += kv_row("best GEMM", format_number(gemm) + " GFLOP/s (" + what + ")");
+  body += kv_row("STREAM triad (all threads)", format_number(triad_gbs(probe)) + " GB/s");
   if (probe.contains("storage") && probe["storage"].is_array())
     for (const json& s : probe["storage"])
-      body += row("storage " + s.value("dir", std::string("?")) + " (" +
+      body += kv_row("storage " + s.value("dir", std::string("?")) + " (" +
                       s.value("filesystem", std::string("?")) + ")",
                   "write " + format_number(num(s, "seq_write_gbs")) + " GB/s, read " +
                       format_number(num(s, "seq_read_gbs")) + " GB/s, 4 KiB p50 " +
@@ -425,12 +392,12 @@ std::string probe_section(const json& probe, const std::string& origin) {
         if (obj.contains("comm") && obj["comm"].is_array())
           for (const json& p : obj["comm"])
             if (!(num(p, "busbw_gbs") <= best)) best = num(p, "busbw_gbs");
-        body += row(
+        body += kv_row(
             "interconnect " + coll + " busbw (best, " + format_number(num(ic, "ranks")) + " ranks)",
             format_number(best) + " GB/s");
       }
     } else if (ic.contains("skipped") && ic["skipped"].is_string()) {
-      body += row("interconnect", ic["skipped"].get<std::string>());
+      body += kv_row("interconnect", ic["skipped"].get<std::string>());
     }
   }
   return section("probe", "Machine probe", body + "</table>");

@@ -14,6 +14,19 @@ inline std::string html_section(const std::string& id, const std::string& title,
   return "<section id=\"" + id + "\"><h2>" + svg::escape(title) + "</h2>\n" + body + "\n</section>\n";
 }
 
+// A key/value row of the report's tables (both escaped).
+inline std::string kv_row(const std::string& k, const std::string& v) {
+  return "<tr><th>" + svg::escape(k) + "</th><td>" + svg::escape(v) + "</td></tr>";
+}
+
+// v with `digits` decimals and a unit; "-" when not finite.
+std::string fmt_fixed(double v, int digits, const std::string& unit = "");
+
+// The memory estimate by kind (RUN/memory.json: rank 0's up-front estimate,
+// runtime/memory_estimate.h) beside the allocator's measured peak (bytes);
+// "" when est is not an object.
+std::string memory_estimate_table(const nlohmann::json& est, double measured_peak);
+
 // The "curation" section from a report.json of `crucible curate`
 // (schema crucible-curate/1): per-stage documents and bytes in and out, the
 // removals by rule as bars, and examples of what each rule removed.
