@@ -49,7 +49,7 @@ void run_export(const ExportOptions& o) {
   // Checkpoints hold f32 master weights whatever train.precision was; bf16
   // is a rounding of them on the way out.
   Status s = ckpt::save_params(model.params(), out, false, {{"format", "pt"}},
-                               o.dtype == "bf16" ? DType::bf16 : DType::f32);
+                               dtype_named(o.dtype));
   if (!s) fail(s);
   std::string layout;
   for (const char* k : {"dp", "tp", "pp"})

@@ -49,7 +49,7 @@ void run_generate(const GenerateOptions& o) {
   }
   // Checkpoints hold f32 master weights: either precision runs from any run.
   nn::GPTPart part = nn::GPTPart::whole(cfg->model);
-  part.precision = precision == "bf16" ? DType::bf16 : DType::f32;
+  part.precision = dtype_named(precision);
   nn::GPT model(cfg->model, part);
   auto state = ckpt::load_checkpoint(found->dir, model.params(), nullptr);
   if (!state) fail(state.status());

@@ -148,7 +148,7 @@ class MpiComm final : public Comm {
   Request iallgather(const float* send, float* recv, const std::vector<size_t>& counts) override;
   Request ialltoall_pieces(const bf16* send, bf16* recv, const std::vector<size_t>& counts) override;
   Request iallgather_pieces(bf16* recv, const std::vector<size_t>& counts) override;
-  Request pieces(const char* op, const std::vector<size_t>& counts,
+  Request pieces(const char* op, const char* call, const std::vector<size_t>& counts,
                  const std::function<int(MpiRequest&, MPI_Request*)>& start);
   Status broadcast(void* data, size_t bytes, int root) override;
   Status allgather_bytes(const void* send, size_t bytes, void* recv) override;
@@ -399,7 +399,7 @@ Request MpiComm::iallgather(const float* send, float* recv, const std::vector<si
 // offsets in the request and posts what `start` starts; the alltoall appends
 // its receive side (every rank's copy of this rank's piece, in rank order).
 Request MpiComm::ialltoall_pieces(const bf16* send, bf16* recv, const std::vector<size_t>& counts) {
-  return pieces("ialltoall_pieces", counts, [&](MpiRequest& q, MPI_Request* r) {
+  return pieces("ialltoall_pieces", "MPI_Ialltoallv", counts, [&](MpiRequest& q, MPI_Request* r) {
     const int W = size(), mine = q.counts[size_t(rank())];
     for (int p = 0; p < W; ++p) q.counts.push_back(mine), q.displs.push_back(p * mine);
     return MPI_Ialltoallv(send, q.counts.data(), q.displs.data(), MPI_UINT16_T, recv, q.counts.data() + W,
@@ -408,13 +408,13 @@ Request MpiComm::ialltoall_pieces(const bf16* send, bf16* recv, const std::vecto
 }
 
 Request MpiComm::iallgather_pieces(bf16* recv, const std::vector<size_t>& counts) {
-  return pieces("iallgather_pieces", counts, [&](MpiRequest& q, MPI_Request* r) {
+  return pieces("iallgather_pieces", "MPI_Iallgatherv", counts, [&](MpiRequest& q, MPI_Request* r) {
     return MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, q.counts.data(), q.displs.data(),
                            MPI_UINT16_T, comm_, r);
   });
 }
 
-Request MpiComm::pieces(const char* op, const std::vector<size_t>& counts,
+Request MpiComm::pieces(const char* op, const char* call, const std::vector<size_t>& counts,
                         const std::function<int(MpiRequest&, MPI_Request*)>& start) {
   if (counts.size() != size_t(size()))
     return Request::finished(Status::invalid(std::string("[dist] ") + op + ": " + std::to_string(counts.size()) +
@@ -425,7 +425,7 @@ Request MpiComm::pieces(const char* op, const std::vector<size_t>& counts,
   if (at > max_count_per_call() || counts[size_t(rank())] * counts.size() > max_count_per_call())
     return Request::finished(Status::invalid(std::string("[dist] ") + op + ": more elements than MPI's int counts hold"));
   MPI_Request r;
-  if (int rc = start(*req, &r); rc != MPI_SUCCESS) return Request::finished(err_.check(rc, op, op, __FILE__, __LINE__));
+  if (int rc = start(*req, &r); rc != MPI_SUCCESS) return Request::finished(err_.check(rc, op, call, __FILE__, __LINE__));
   req->reqs.push_back(r);
   return Request(std::move(req));
 }

@@ -12,6 +12,9 @@ enum class DType : uint8_t { f32, bf16 };
 
 constexpr size_t dtype_size(DType t) { return t == DType::f32 ? 4 : 2; }
 constexpr std::string_view dtype_name(DType t) { return t == DType::f32 ? "f32" : "bf16"; }
+// The element type a validated precision name stands for: "bf16", or f32
+// ("f32", "fp32": config keys and flags spell both).
+constexpr DType dtype_named(std::string_view name) { return name == "bf16" ? DType::bf16 : DType::f32; }
 
 struct bf16 {
   uint16_t bits;

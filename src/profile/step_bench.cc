@@ -53,12 +53,12 @@ Result<StepBenchResult> run_step_bench(const StepBenchOptions& opt) {
   r.peak_gflops = r.peak.derived_gflops * (bf ? 2 : 1);
 
   nn::GPTPart part = nn::GPTPart::whole(wl->model);
-  part.precision = bf ? DType::bf16 : DType::f32;
+  part.precision = dtype_named(opt.precision);
   part.recompute = nn::recompute_policy(opt.recompute);
   nn::GPT gpt(wl->model, part);
   gpt.init_weights(opt.seed);
   optim::AdamWConfig acfg;
-  acfg.moments = opt.moments == "bf16" ? DType::bf16 : DType::f32;
+  acfg.moments = dtype_named(opt.moments);
   optim::AdamW adam(gpt.params(), acfg);
   Arena arena("bench.activations");
   const int B = wl->batch, T = wl->model.seq_len, V = wl->model.vocab_size;

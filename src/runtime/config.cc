@@ -7,6 +7,7 @@
 #include "parallel/layout.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -185,6 +186,16 @@ Status bad(const std::string& key, const std::string& why) {
   return Status::invalid("[config] " + key + ": " + why);
 }
 
+// Ok when value is one of `allowed`; else bad(key, "'v' is not one of a, b").
+Status one_of(const std::string& key, const std::string& value, std::initializer_list<const char*> allowed) {
+  std::string names;
+  for (const char* a : allowed) {
+    if (value == a) return Status::ok();
+    names += (names.empty() ? "" : ", ") + std::string(a);
+  }
+  return bad(key, "'" + value + "' is not one of " + names);
+}
+
 // Stores a TOML value into the field, checking its type and range.
 Status assign(const Field& f, const toml::node& node) {
   const std::string key = f.key;
@@ -346,9 +357,7 @@ namespace {
 // Curation thresholds must be in range; a rule is switched off by its own
 // section's switch (curate.*) or, for a single rule, by a negative max / zero min.
 Status validate_curate(const Config& c) {
-  const std::string& p = c.curate.profile;
-  if (p != "auto" && p != "web" && p != "short")
-    return bad("curate.profile", "'" + p + "' is not one of auto, web, short");
+  CRUCIBLE_RETURN_IF_ERROR(one_of("curate.profile", c.curate.profile, {"auto", "web", "short"}));
   if (!(c.curate.chunk_mb >= 0.001 && c.curate.chunk_mb <= 4096))
     return bad("curate.chunk_mb", "must be in [0.001, 4096]");
   if (!(c.curate.memory_mb >= 16)) return bad("curate.memory_mb", "must be >= 16");
@@ -382,9 +391,7 @@ Status validate(const Config& c) {
   if (c.model.vocab_size > 65536 * 16) return bad("model.vocab_size", "must be <= 1048576");
   if (c.data.dataset.empty() && c.data.source.empty())
     return bad("data.source", "must name at least one file or directory (or set data.dataset)");
-  const std::string& fmt = c.data.format;
-  if (fmt != "auto" && fmt != "fortunes" && fmt != "text" && fmt != "jsonl")
-    return bad("data.format", "'" + fmt + "' is not one of auto, fortunes, text, jsonl");
+  CRUCIBLE_RETURN_IF_ERROR(one_of("data.format", c.data.format, {"auto", "fortunes", "text", "jsonl"}));
   if (!(c.data.val_fraction > 0 && c.data.val_fraction <= 0.5))
     return bad("data.val_fraction", "must be in (0, 0.5]");
   if (c.data.vocab_size < 0 || c.data.vocab_size > c.model.vocab_size)
@@ -400,12 +407,9 @@ Status validate(const Config& c) {
   if (c.train.threads < 0) return bad("train.threads", "must be >= 0 (0: all cores)");
   if (!(c.train.memory_limit_gb >= 0 && std::isfinite(c.train.memory_limit_gb)))
     return bad("train.memory_limit_gb", "must be >= 0 (0: no limit but the machine's)");
-  if (c.train.precision != "fp32" && c.train.precision != "bf16")
-    return bad("train.precision", "'" + c.train.precision + "' is not one of fp32, bf16");
-  if (c.train.recompute != "none" && c.train.recompute != "selective" && c.train.recompute != "full")
-    return bad("train.recompute", "'" + c.train.recompute + "' is not one of none, selective, full");
-  if (c.optim.moments != "f32" && c.optim.moments != "bf16")
-    return bad("optim.moments", "'" + c.optim.moments + "' is not one of f32, bf16");
+  CRUCIBLE_RETURN_IF_ERROR(one_of("train.precision", c.train.precision, {"fp32", "bf16"}));
+  CRUCIBLE_RETURN_IF_ERROR(one_of("train.recompute", c.train.recompute, {"none", "selective", "full"}));
+  CRUCIBLE_RETURN_IF_ERROR(one_of("optim.moments", c.optim.moments, {"f32", "bf16"}));
   if (!(c.optim.lr > 0 && std::isfinite(c.optim.lr))) return bad("optim.lr", "must be > 0");
   if (!(c.optim.weight_decay >= 0)) return bad("optim.weight_decay", "must be >= 0");
   if (c.optim.warmup_steps < 0) return bad("optim.warmup_steps", "must be >= 0");
@@ -422,8 +426,7 @@ Status validate(const Config& c) {
   if (!(c.dist.bucket_mb > 0 && c.dist.bucket_mb <= 4096))
     return bad("dist.bucket_mb", "must be in (0, 4096]");
   if (c.dist.zero < 0 || c.dist.zero > 2) return bad("dist.zero", "must be 0, 1 or 2");
-  if (c.dist.grad_dtype != "f32" && c.dist.grad_dtype != "bf16")
-    return bad("dist.grad_dtype", "'" + c.dist.grad_dtype + "' is not one of f32, bf16");
+  CRUCIBLE_RETURN_IF_ERROR(one_of("dist.grad_dtype", c.dist.grad_dtype, {"f32", "bf16"}));
   if (c.dist.grad_dtype == "bf16" && c.dist.reproducible)
     return bad("dist.grad_dtype", "bf16 needs dist.reproducible = false (the reproducible reduction is an f32 tree)");
   if (c.dist.reproducible && c.dist.zero != 0)

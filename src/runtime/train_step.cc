@@ -9,7 +9,7 @@ namespace crucible::runtime {
 
 namespace {
 nn::GPTPart computing(nn::GPTPart part, const Config& cfg) {
-  part.precision = cfg.train.precision == "bf16" ? DType::bf16 : DType::f32;
+  part.precision = dtype_named(cfg.train.precision);
   part.recompute = nn::recompute_policy(cfg.train.recompute);
   return part;
 }
@@ -93,12 +93,12 @@ Result<std::unique_ptr<TrainStep>> TrainStep::create(const Config& cfg, comm::Co
   if (cfg.dist.reproducible)
     t->tree_ = std::make_unique<parallel::TreeReducer>(*t->groups_.dp, t->model_->params(), accum);
   else if (L.dp() > 1)
-    t->dp_ = std::make_unique<parallel::DataParallel>(*t->groups_.dp, t->model_->params(),
-                                                  parallel::DataParallelConfig{cfg.dist.bucket_mb, cfg.dist.zero,
-                                                                               cfg.dist.grad_dtype == "bf16" ? DType::bf16 : DType::f32});
+    t->dp_ = std::make_unique<parallel::DataParallel>(
+        *t->groups_.dp, t->model_->params(),
+        parallel::DataParallelConfig{cfg.dist.bucket_mb, cfg.dist.zero, dtype_named(cfg.dist.grad_dtype)});
   optim::AdamWConfig acfg{float(cfg.optim.lr),    float(cfg.optim.beta1),        float(cfg.optim.beta2),
                           float(cfg.optim.eps),   float(cfg.optim.weight_decay), float(cfg.optim.grad_clip),
-                          cfg.optim.moments == "bf16" ? DType::bf16 : DType::f32};
+                          dtype_named(cfg.optim.moments)};
   t->adam_ = std::make_unique<optim::AdamW>(t->model_->params(), acfg,
                                            t->dp_ ? t->dp_->optimizer_shard() : std::vector<optim::Range>{});
   t->stage_ = std::make_unique<parallel::PipelineStage>(*t->model_, *t->groups_.pp, std::move(*schedule),
