@@ -156,7 +156,9 @@ Status DataParallel::wait(Bucket& b) {
       if (q == r) continue;
       const bf16* w = wire_.bf16_data() + b.offsets[q];
       float* g = params_.grads() + b.offsets[q];
-      for (size_t i = 0; i < b.counts[q]; ++i) g[i] = to_f32(w[i]);
+      const size_t count = b.counts[q];
+#pragma omp parallel for schedule(static) if (count >= 32768)
+      for (size_t i = 0; i < count; ++i) g[i] = to_f32(w[i]);
     }
   }
   b.phase = 0;
