@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <omp.h>
 #include <unordered_map>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -14,7 +15,11 @@
 namespace crucible::kernels {
 namespace {
 
-using Key = std::tuple<bool, bool, int, int, int, int, int, int, bool, bool, DType, DType>;
+// The thread count is part of the key: oneDNN fixes a primitive's parallel
+// decomposition when it is created (from omp_get_max_threads), so a primitive
+// made under 1 thread runs on 1 thread forever after (the probe measured its
+// "all threads" GEMMs at the 1-thread rate before this).
+using Key = std::tuple<bool, bool, int, int, int, int, int, int, bool, bool, DType, DType, int>;
 
 struct Entry {
   dnnl::matmul prim;
@@ -104,7 +109,7 @@ float* widen_buffer(Gemm& g, size_t n) {
 // Called with g.mu held.
 void execute(Gemm& g, bool ta, bool tb, int M, int N, int K, const void* A, int lda, const void* B,
              int ldb, void* C, int ldc, bool acc, const float* bias, DType in, DType out) {
-  Key key{ta, tb, M, N, K, lda, ldb, ldc, acc, bias != nullptr, in, out};
+  Key key{ta, tb, M, N, K, lda, ldb, ldc, acc, bias != nullptr, in, out, omp_get_max_threads()};
   auto it = g.cache.find(key);
   if (it == g.cache.end())
     it = g.cache.emplace(key, make_entry(g, ta, tb, M, N, K, lda, ldb, ldc, acc, bias != nullptr, in, out))

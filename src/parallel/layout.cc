@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "parallel/schedule.h"
+
 namespace crucible::parallel {
 
 namespace {
@@ -55,6 +57,18 @@ Result<Layout> Layout::make(const LayoutSpec& s, int world, const nn::GPTConfig&
   l.sp_ = s.sequence_parallel && s.tp > 1;
   l.split_ = s.split;
   return l;
+}
+
+nn::GPTPart stage_part(const Layout& layout, const Coords& at, const nn::GPTConfig& model) {
+  const int pp = layout.pp(), v = layout.virtual_stages();
+  nn::GPTPart part;
+  for (int c = 0; c < v; ++c) part.chunks.push_back(layout.stage_blocks(model, stage_of(pp, at.pp, c)));
+  part.embedding = at.pp == 0;
+  part.head = at.pp == pp - 1;
+  part.tp = layout.tp();
+  part.tp_rank = at.tp;
+  part.sequence_parallel = layout.sequence_parallel();
+  return part;
 }
 
 std::vector<int> cost_balanced_blocks(const nn::GPTConfig& m, int stages) {

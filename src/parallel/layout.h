@@ -83,6 +83,11 @@ class Layout {
   std::string split_ = "even";
 };
 
+// The part of the model the rank at `at` holds under `layout` (pp index p,
+// v chunks each): chunk c holds global stage c * pp + p (the split's blocks
+// of it), and its tensor-parallel shard of them; fp32, no recomputation.
+nn::GPTPart stage_part(const Layout& layout, const Coords& at, const nn::GPTConfig& model);
+
 // This rank's three groups as sub-communicators of `world` (collective over
 // it: every rank calls it with the same layout).
 struct Groups {

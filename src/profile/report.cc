@@ -549,6 +549,9 @@ Result<std::string> render_report(const std::string& run_dir) {
   auto mem_est = read_optional_json(run_dir + "/memory.json");
   if (!mem_est) return mem_est.status();
   html += memory_section(m, *mem_est);
+  auto plan = read_optional_json(run_dir + "/plan.json");
+  if (!plan) return plan.status();
+  html += prediction_section(*plan, m);
   auto ranks = ranks_section(run_dir);
   if (!ranks) return ranks.status();
   html += *ranks;

@@ -27,6 +27,11 @@ std::string fmt_fixed(double v, int digits, const std::string& unit = "");
 // "" when est is not an object.
 std::string memory_estimate_table(const nlohmann::json& est, double measured_peak);
 
+// The "prediction" section: RUN/plan.json's predicted step time by phase
+// and peak memory beside the medians the metrics rows measured, with the
+// error and a bar chart ("" when plan is not an object).
+std::string prediction_section(const nlohmann::json& plan, const std::vector<nlohmann::json>& m);
+
 // The "curation" section from a report.json of `crucible curate`
 // (schema crucible-curate/1): per-stage documents and bytes in and out, the
 // removals by rule as bars, and examples of what each rule removed.

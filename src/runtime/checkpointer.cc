@@ -34,7 +34,7 @@ Checkpointer::Checkpointer(comm::Comm& world, TrainStep& step, const Config& cfg
     writer_->buffer().part = world.rank();
     if (world.rank() == 0)
       for (int k = 0; k < L.pp() * L.tp(); ++k)
-        writer_->buffer().parts.push_back(nn::GPT::param_specs(cfg.model, stage_part(L, L.coords(k), cfg.model)));
+        writer_->buffer().parts.push_back(nn::GPT::param_specs(cfg.model, parallel::stage_part(L, L.coords(k), cfg.model)));
   }
 }
 

@@ -1,33 +1,21 @@
 // The memory a training run needs, computed from its config before anything
 // large is allocated, and the check that refuses a run that cannot fit
 // (DESIGN.md: bad input is one line and exit 2, never an abort mid-run).
-//
-// Per rank, of its part of the model under the job's layout (a pipeline
-// stage's chunks): weights and gradients (the flat buffers), AdamW's two
-// moments (1/dp of them under ZeRO), one arena per micro-batch context the
-// schedule holds at once (nn::GPT::activation_bytes, reserved up front), the
-// GEMM's ones row, and, outside crucible's allocator, the checkpoint snapshot
-// (rank 0's of the whole model; each stage's and ZeRO's parts) and the
-// generator's KV cache after training. Each allocator buffer is counted as
-// the allocator rounds it (Allocator::size_class). Pure functions but for
+// The model is the planner's (plan/memory_model.h) for the run's own layout
+// (runtime/plan_run.h), plus what only a training run holds: after training,
+// rank 0's generator KV cache for the samples. Pure functions but for
 // available_memory().
 #pragma once
 #include <cstdint>
 #include <string>
 
 #include "core/status.h"
+#include "plan/memory_model.h"
 #include "runtime/config.h"
 
 namespace crucible::runtime {
 
-struct MemoryEstimate {
-  uint64_t weights = 0, grads = 0, optimizer = 0, activations = 0, other = 0;  // crucible's allocator
-  uint64_t snapshot = 0;  // host copy for checkpoints (std::vector)
-  uint64_t allocator_bytes() const { return weights + grads + optimizer + activations + other; }
-  uint64_t total() const { return allocator_bytes() + snapshot; }
-  // "weights 21.3 MB, gradients 21.3 MB, optimizer 42.6 MB, activations 243 MB, checkpoint copy 64 MB"
-  std::string describe() const;
-};
+using plan::MemoryEstimate;
 
 MemoryEstimate estimate_memory(const Config& cfg, int world, int rank);
 

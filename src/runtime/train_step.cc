@@ -1,9 +1,12 @@
 #include "runtime/train_step.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/check.h"
 #include "core/clock.h"
+#include "plan/candidate.h"
+#include "runtime/plan_run.h"
 
 namespace crucible::runtime {
 
@@ -16,36 +19,23 @@ nn::GPTPart computing(nn::GPTPart part, const Config& cfg) {
 }  // namespace
 
 nn::GPTPart stage_part(const parallel::Layout& layout, const parallel::Coords& at, const Config& cfg) {
-  return computing(stage_part(layout, at, cfg.model), cfg);
+  return computing(parallel::stage_part(layout, at, cfg.model), cfg);
 }
 
 nn::GPTPart whole_part(const Config& cfg) { return computing(nn::GPTPart::whole(cfg.model), cfg); }
-
-nn::GPTPart stage_part(const parallel::Layout& layout, const parallel::Coords& at, const nn::GPTConfig& model) {
-  const int pp_index = at.pp;
-  const int pp = layout.pp(), v = layout.virtual_stages();
-  nn::GPTPart part;
-  for (int c = 0; c < v; ++c) part.chunks.push_back(layout.stage_blocks(model, parallel::stage_of(pp, pp_index, c)));
-  part.embedding = pp_index == 0;
-  part.head = pp_index == pp - 1;
-  part.tp = layout.tp();
-  part.tp_rank = at.tp;
-  part.sequence_parallel = layout.sequence_parallel();
-  return part;
-}
 
 TrainStep::~TrainStep() = default;
 
 Result<parallel::Layout> TrainStep::plan_layout(const Config& cfg, int world) {
   const int accum = cfg.train.grad_accum;
-  auto layout = parallel::Layout::make(layout_spec(cfg), world, cfg.model, accum);
+  // A world the grid does not divide: Layout::make's message names it.
+  if (world % std::max(1, cfg.dist.tp * cfg.dist.pp) != 0) {
+    auto grid = parallel::Layout::make(layout_spec(cfg), world, cfg.model, accum);
+    if (!grid) return grid.status();
+  }
+  auto layout = plan::check(cfg.model, candidate_of(cfg, world));
   if (!layout) return layout.status();
   const parallel::Layout& L = *layout;
-  const int64_t tokens = int64_t(cfg.train.batch_size) * cfg.model.seq_len;
-  if (L.sequence_parallel() && tokens % L.tp() != 0)
-    return Status::invalid("[layout] dist.sequence_parallel: a micro-batch's " + std::to_string(tokens) +
-                           " tokens (train.batch_size x model.seq_len) do not split over tp = " +
-                           std::to_string(L.tp()) + " ranks");
   auto schedule = parallel::make_schedule(L.schedule(), L.pp(), L.virtual_stages(), accum);
   if (!schedule) return schedule.status();
   CRUCIBLE_RETURN_IF_ERROR(parallel::check_schedule(*schedule));

@@ -28,11 +28,7 @@
 
 namespace crucible::runtime {
 
-// The part of the model the rank at `at` holds under `layout` (pp index p,
-// v chunks each): chunk c holds global stage c * pp + p, blocks
-// [stage * L/(pp v), ...), and its tensor-parallel shard of them.
-nn::GPTPart stage_part(const parallel::Layout& layout, const parallel::Coords& at, const nn::GPTConfig& model);
-// The same, computing as cfg.train says (precision, recompute).
+// parallel::stage_part, computing as cfg.train says (precision, recompute).
 nn::GPTPart stage_part(const parallel::Layout& layout, const parallel::Coords& at, const Config& cfg);
 // The whole model's part, computing as cfg.train says.
 nn::GPTPart whole_part(const Config& cfg);

@@ -39,6 +39,7 @@
 #include "runtime/heartbeat.h"
 #include "runtime/memory_estimate.h"
 #include "runtime/metrics.h"
+#include "runtime/plan_run.h"
 #include "runtime/metrics_server.h"
 #include "runtime/resume_check.h"
 #include "runtime/run_health.h"
@@ -202,6 +203,12 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   log("[run] " + run + (plan.resume ? " (resuming)" : "") + ", " + std::to_string(W) +
       (W > 1 ? " ranks (" + comm.backend() + ") x " : " process x ") +
       std::to_string(num_threads()) + " threads");
+  if (rank == 0) {  // the planner's prediction for this layout, before the first step (docs/plan.md)
+    const nlohmann::json prediction = run_prediction(cfg, W, local_cluster(run));
+    Status ps = write_file_atomic(run + "/plan.json", prediction.dump(1) + "\n");
+    if (!ps) log("[plan] warning: " + ps.message());
+    log(describe_prediction(prediction));
+  }
   const data::Tokenizer& tok = *setup.tok;
 
   const int B = cfg.train.batch_size, T = cfg.model.seq_len, accum = cfg.train.grad_accum;

@@ -47,7 +47,7 @@ Holder hold(const Layout& L) {
   EXPECT_TRUE(tp) << tp.status().message();
   h.tp_comm = std::move(*tp);
   h.tp = std::make_unique<CommTensorParallel>(*h.tp_comm);
-  h.model = std::make_unique<nn::GPT>(kModel, runtime::stage_part(L, L.coords(comm()->rank()), kModel), h.tp.get());
+  h.model = std::make_unique<nn::GPT>(kModel, parallel::stage_part(L, L.coords(comm()->rank()), kModel), h.tp.get());
   h.adam = std::make_unique<optim::AdamW>(h.model->params(), optim::AdamWConfig{});
   return h;
 }
@@ -93,7 +93,7 @@ void write_sharded(const Layout& L, const Whole& whole, const std::string& ckpt_
   snap.part = comm()->rank();
   if (comm()->rank() == 0) {
     for (int k = 0; k < L.world(); ++k)
-      snap.parts.push_back(nn::GPT::param_specs(kModel, runtime::stage_part(L, L.coords(k), kModel)));
+      snap.parts.push_back(nn::GPT::param_specs(kModel, parallel::stage_part(L, L.coords(k), kModel)));
     ASSERT_TRUE(ckpt::begin_sharded_checkpoint(ckpt_dir, step));
   }
   ASSERT_TRUE(comm()->barrier());

@@ -1,0 +1,181 @@
+// `crucible plan`: the predicted memory and step time of parallel layouts,
+// before anything is launched (docs/plan.md).
+//   crucible plan [CONFIG] --cluster FILE --devices N --global-batch B [--top K] [--json]
+//   crucible plan [CONFIG] ... --layout "dp=8,tp=8,pp=8,v=2,mb=1,..."   one layout, evaluated
+//   crucible plan --cluster-from-probe probe.json [-o cluster.toml]    this machine's file
+//   crucible plan --calibrate RUN... [--cluster FILE] [-o FILE]         refit from finished runs
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "cli/commands.h"
+#include "core/file_io.h"
+#include "core/json_io.h"
+#include "plan/calibrate.h"
+#include "plan/search.h"
+#include "runtime/config.h"
+#include "runtime/plan_run.h"
+
+namespace crucible::cli {
+
+namespace {
+
+struct PlanOptions {
+  std::string config, cluster, layout, from_probe, output;
+  std::vector<std::string> overrides, calibrate;
+  int devices = 0, top = 5;
+  int64_t global_batch = 0;
+  bool json = false;
+};
+
+[[noreturn]] void fail(const Status& s) { throw ExitError(exit_code(s), s.message()); }
+
+std::string ms(double s) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f", s * 1e3);
+  return b;
+}
+
+// One line of the table: what matters to choose, then where the time goes.
+std::string row(const plan::Prediction& p) {
+  const plan::Breakdown& b = p.breakdown;
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "%-78s %9s ms %11.0f tok/s  MFU %5.1f%%  %9s/device  (fwd %s, bwd %s, tp %s, bubble %s, dp %s, "
+                "opt %s)",
+                p.layout.describe().c_str(), ms(p.step_time_s).c_str(), p.tokens_per_s, 100 * p.mfu,
+                plan::format_bytes(p.memory.allocator_bytes()).c_str(), ms(b.forward).c_str(),
+                ms(b.backward).c_str(), ms(b.tp_comm).c_str(), ms(b.bubble + b.pp_comm).c_str(),
+                ms(b.dp_comm).c_str(), ms(b.optimizer).c_str());
+  return buf;
+}
+
+plan::Cluster cluster_for(const PlanOptions& o) {
+  auto c = o.cluster.empty() ? runtime::local_cluster(".") : plan::load_cluster(o.cluster);
+  if (!c) fail(c.status().code() == Code::kNotFound ? Status::invalid(c.status().message() + " (or pass --cluster FILE)")
+                                                     : c.status());
+  return *c;
+}
+
+void write_out(const std::string& path, const std::string& text, const std::string& what) {
+  Status s = write_file_atomic(path, text);
+  if (!s) fail(s);
+  std::fprintf(stderr, "[plan] %s -> %s\n", what.c_str(), path.c_str());
+}
+
+void run_plan(const PlanOptions& o) {
+  if (!o.from_probe.empty()) {
+    auto doc = read_json(o.from_probe);
+    if (!doc) fail(Status::invalid(doc.status().message()));
+    auto c = plan::cluster_from_probe(*doc, o.from_probe);
+    if (!c) fail(c.status());
+    write_out(o.output.empty() ? "cluster.toml" : o.output,
+              plan::cluster_toml(*c, "# This machine, from crucible probe (" + o.from_probe +
+                                         "); crucible plan --calibrate RUN... refits it. Schema: docs/plan.md\n"),
+              "cluster description of " + c->name);
+    return;
+  }
+  if (!o.calibrate.empty()) {
+    const std::string path = o.cluster.empty() ? "cluster.toml" : o.cluster;
+    auto c = o.cluster.empty() && !std::filesystem::exists(path) ? runtime::local_cluster(".") : plan::load_cluster(path);
+    if (!c) fail(c.status());
+    std::vector<plan::Observation> runs;
+    for (const std::string& dir : o.calibrate) {
+      auto obs = runtime::observe_run(dir);
+      if (!obs) fail(obs.status());
+      runs.push_back(*obs);
+    }
+    auto fit = plan::calibrate(*c, runs);
+    if (!fit) fail(fit.status());
+    std::printf("%s", fit->report.c_str());
+    write_out(o.output.empty() ? path : o.output,
+              plan::cluster_toml(fit->cluster, "# Calibrated by crucible plan --calibrate from " +
+                                                   std::to_string(o.calibrate.size()) + " run(s). Schema: docs/plan.md\n"),
+              "calibrated cluster description");
+    return;
+  }
+  auto cfg = runtime::load_config(o.config, o.overrides);
+  if (!cfg) fail(cfg.status());
+  const plan::Cluster cluster = cluster_for(o);
+  const plan::Candidate from_config = runtime::candidate_of(*cfg, cfg->dist.tp * cfg->dist.pp);
+  if (!o.layout.empty()) {
+    auto parsed = plan::parse_layout(o.layout, from_config);
+    if (!parsed) fail(parsed.status());
+    plan::Candidate c = parsed->c;
+    const int devices = o.devices > 0 ? o.devices : (parsed->has_dp ? c.world() : c.tp * c.pp);
+    if (!parsed->has_dp) {
+      if (devices % (c.tp * c.pp))
+        fail(Status::invalid("[plan] --layout: tp x pp = " + std::to_string(c.tp * c.pp) +
+                             " does not divide --devices " + std::to_string(devices)));
+      c.dp = devices / (c.tp * c.pp);
+    } else if (o.devices > 0 && c.world() != o.devices) {
+      fail(Status::invalid("[plan] --layout: dp x tp x pp = " + std::to_string(c.world()) + " is not --devices " +
+                           std::to_string(o.devices)));
+    }
+    if (!parsed->has_m && o.global_batch > 0) {
+      if (o.global_batch % (int64_t(c.dp) * c.mb))
+        fail(Status::invalid("[plan] --layout: --global-batch " + std::to_string(o.global_batch) +
+                             " does not divide by dp x mb = " + std::to_string(c.dp * c.mb)));
+      c.m = int(o.global_batch / (int64_t(c.dp) * c.mb));
+    } else if (o.global_batch > 0 && c.global_batch() != o.global_batch) {
+      fail(Status::invalid("[plan] --layout: dp x mb x m = " + std::to_string(c.global_batch()) +
+                           " is not --global-batch " + std::to_string(o.global_batch)));
+    }
+    const plan::Prediction p = plan::predict(cfg->model, c, cluster);
+    if (!p.divides) fail(Status::invalid("[plan] " + c.describe() + " cannot run: " + p.why_not));
+    // One that does not fit is still predicted: what it would take with more memory.
+    if (o.json) std::printf("%s\n", plan::to_json(p).dump(1).c_str());
+    else std::printf("%s on %s\n%s\n", cfg->run.name.c_str(), cluster.name.c_str(), row(p).c_str());
+    if (!p.fits) std::fprintf(stderr, "[plan] warning: %s %s\n", c.describe().c_str(), p.why_not.c_str());
+    return;
+  }
+  plan::SearchOptions so;
+  so.devices = o.devices > 0 ? o.devices : cluster.devices();
+  so.global_batch = o.global_batch > 0 ? o.global_batch : from_config.global_batch();
+  so.top = o.top;
+  auto r = plan::search(cfg->model, cluster, so);
+  if (!r) fail(r.status());
+  if (o.json) {
+    nlohmann::json j = {{"devices", so.devices}, {"global_batch", so.global_batch}, {"evaluated", r->evaluated},
+                        {"rejected", r->rejected}, {"cluster", cluster.name}};
+    j["best"] = nlohmann::json::array();
+    for (const auto& p : r->best) j["best"].push_back(plan::to_json(p));
+    std::printf("%s\n", j.dump(1).c_str());
+  } else {
+    std::printf("%s on %d devices of %s, global batch %lld sequences of %d tokens: %lld layouts evaluated\n",
+                cfg->run.name.c_str(), so.devices, cluster.name.c_str(), (long long)so.global_batch,
+                cfg->model.seq_len, (long long)r->evaluated);
+    for (size_t i = 0; i < r->best.size(); ++i) std::printf("%2zu. %s\n", i + 1, row(r->best[i]).c_str());
+    for (const auto& [why, n] : r->rejected) std::printf("    rejected %lld: %s\n", (long long)n, why.c_str());
+  }
+  if (r->best.empty())
+    fail(Status::invalid("[plan] no layout of " + cfg->run.name + " runs on " + std::to_string(so.devices) +
+                         " devices of " + cluster.name + " with a global batch of " + std::to_string(so.global_batch)));
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& app) {
+  auto o = std::make_shared<PlanOptions>();
+  auto* cmd = app.add_subcommand("plan", "Predict memory and step time of parallel layouts; pick the best");
+  cmd->add_option("config", o->config, "Run configuration (default: the embedded default)");
+  cmd->add_option("--set", o->overrides, "Override a config key: section.key=value (repeatable)");
+  cmd->add_option("--cluster", o->cluster,
+                  "Cluster description (configs/clusters/*.toml; default: ./cluster.toml, else ./probe.json)");
+  cmd->add_option("--devices", o->devices, "Devices to plan for (default: the whole cluster)")
+      ->check(integer_in(1, 1 << 24));
+  cmd->add_option("--global-batch", o->global_batch, "Sequences per optimizer step (default: the config's)")
+      ->check(integer_in(1, int64_t(1) << 40));
+  cmd->add_option("--top", o->top, "How many layouts to show")->check(integer_in(1, 1000))->capture_default_str();
+  cmd->add_flag("--json", o->json, "Print JSON (schema: docs/plan.md)");
+  cmd->add_option("--layout", o->layout,
+                  "Evaluate one layout: \"dp=8,tp=8,pp=8,v=2,mb=1,zero=1,recompute=selective,sp=true,"
+                  "schedule=interleaved,precision=bf16\" (unset fields: the config's)");
+  cmd->add_option("--cluster-from-probe", o->from_probe, "Write this machine's cluster file from a probe.json");
+  cmd->add_option("--calibrate", o->calibrate, "Refit the cluster file's efficiencies from finished runs")
+      ->expected(1, -1);
+  cmd->add_option("-o,--output", o->output, "Where --cluster-from-probe / --calibrate write (default: cluster.toml)");
+  cmd->callback([o] { run_plan(*o); });
+}
+
+}  // namespace crucible::cli

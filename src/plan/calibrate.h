@@ -1,0 +1,49 @@
+// `crucible plan --calibrate RUN...`: refit a cluster file's efficiencies
+// from finished runs, so this machine's predictions track what it does.
+//
+// Each run gives its model, its layout and its measured step (the median of
+// each phase over its steps after the first two: metrics.jsonl). Fitted, in
+// turn and repeated until they settle (each changes the others'
+// predictions):
+//   compute     the GEMM and attention efficiencies, scaled by predicted /
+//               measured forward + backward (tensor-parallel time excluded)
+//   memory      memory_efficiency, by predicted / measured optimizer time
+//               (AdamW streams memory and little else)
+//   links       the intra-node link's bandwidth, by predicted / measured
+//               exposed data-parallel communication, where runs had any
+//   overhead    step_overhead_ms and data_wait_ms: the measured step's
+//               residual over its phases, and the loader's wait
+// Scales are means over runs (weighted by their time), so one run fits
+// exactly and several fit in the least-squares sense of their ratios.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "plan/cluster.h"
+#include "plan/time_model.h"
+
+namespace crucible::plan {
+
+struct Measured {  // seconds per optimizer step, medians over steps
+  double step = 0, data_wait = 0, forward = 0, backward = 0, optimizer = 0, dp_comm = 0, tp_comm = 0,
+         pipeline_wait = 0;
+  uint64_t mem_peak = 0;  // the allocator's peak, the largest rank's
+  int steps = 0;          // rows the medians are over
+};
+
+struct Observation {
+  std::string run;  // its directory, for the report
+  nn::GPTConfig model;
+  Candidate layout;
+  Measured measured;
+};
+
+struct Calibration {
+  Cluster cluster;     // refitted
+  std::string report;  // per run: measured, predicted before and after, error; the median error before and after
+  double median_error_before = 0, median_error_after = 0;  // |predicted / measured - 1| of the step time
+};
+
+Result<Calibration> calibrate(const Cluster& cluster, const std::vector<Observation>& runs);
+
+}  // namespace crucible::plan

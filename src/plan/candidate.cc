@@ -1,0 +1,123 @@
+#include "plan/candidate.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <initializer_list>
+#include <sstream>
+
+namespace crucible::plan {
+
+namespace {
+
+Status bad(const std::string& key, const std::string& why) {
+  return Status::invalid("[plan] layout " + key + ": " + why);
+}
+
+bool one_of(const std::string& v, std::initializer_list<const char*> choices) {
+  return std::any_of(choices.begin(), choices.end(), [&](const char* c) { return v == c; });
+}
+
+std::string choices(std::initializer_list<const char*> cs) {
+  std::string s;
+  for (const char* c : cs) s += std::string(s.empty() ? "" : ", ") + c;
+  return s;
+}
+
+Result<int> positive_int(const std::string& key, const std::string& v, int min) {
+  char* end = nullptr;
+  const long x = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || x < min || x > (1 << 24))
+    return bad(key, "'" + v + "' is not an integer >= " + std::to_string(min));
+  return int(x);
+}
+
+}  // namespace
+
+std::string Candidate::describe() const {
+  std::ostringstream s;
+  s << "dp=" << dp << ",tp=" << tp << ",pp=" << pp << ",v=" << v << ",mb=" << mb << ",m=" << m << ",zero=" << zero
+    << ",recompute=" << recompute << ",sp=" << (sp ? "true" : "false") << ",schedule=" << schedule
+    << ",precision=" << precision;
+  if (moments != "f32") s << ",moments=" << moments;
+  if (grad_dtype != "f32") s << ",grad_dtype=" << grad_dtype;
+  if (split != "even") s << ",split=" << split;
+  return s.str();
+}
+
+Result<ParsedLayout> parse_layout(const std::string& text, const Candidate& defaults) {
+  ParsedLayout out{defaults};
+  Candidate& c = out.c;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) return bad("'" + item + "'", "expected key=value");
+    const std::string k = item.substr(0, eq), v = item.substr(eq + 1);
+    auto set_int = [&](int& field, int min) -> Status {
+      auto x = positive_int(k, v, min);
+      if (!x) return x.status();
+      field = *x;
+      return Status::ok();
+    };
+    auto set_name = [&](std::string& field, std::initializer_list<const char*> cs) -> Status {
+      if (!one_of(v, cs)) return bad(k, "'" + v + "' is not one of " + choices(cs));
+      field = v;
+      return Status::ok();
+    };
+    Status s;
+    if (k == "dp") s = set_int(c.dp, 1), out.has_dp = true;
+    else if (k == "tp") s = set_int(c.tp, 1);
+    else if (k == "pp") s = set_int(c.pp, 1);
+    else if (k == "v") s = set_int(c.v, 1);
+    else if (k == "mb") s = set_int(c.mb, 1);
+    else if (k == "m") s = set_int(c.m, 1), out.has_m = true;
+    else if (k == "zero") {
+      s = set_int(c.zero, 0);
+      if (s && c.zero > 2) s = bad(k, "'" + v + "' is not 0, 1 or 2");
+    } else if (k == "sp") {
+      if (v != "true" && v != "false") s = bad(k, "'" + v + "' is not true or false");
+      c.sp = v == "true";
+    } else if (k == "recompute") s = set_name(c.recompute, {"none", "selective", "full"});
+    else if (k == "schedule") s = set_name(c.schedule, {"1f1b", "interleaved", "zb-h1"});
+    else if (k == "precision") s = set_name(c.precision, {"fp32", "bf16"});
+    else if (k == "moments") s = set_name(c.moments, {"f32", "bf16"});
+    else if (k == "grad_dtype") s = set_name(c.grad_dtype, {"f32", "bf16"});
+    else if (k == "split") s = set_name(c.split, {"even", "cost"});
+    else
+      s = bad("'" + k + "'", "unknown key (known: dp, tp, pp, v, mb, m, zero, recompute, sp, schedule, precision, "
+                              "moments, grad_dtype, split)");
+    if (!s) return s;
+  }
+  return out;
+}
+
+Result<parallel::Layout> check(const nn::GPTConfig& model, const Candidate& c) {
+  if (c.dp < 1 || c.mb < 1 || c.m < 1) return bad("dp, mb, m", "each must be >= 1");
+  if (c.zero < 0 || c.zero > 2) return bad("zero", std::to_string(c.zero) + " is not 0, 1 or 2");
+  if (!one_of(c.precision, {"fp32", "bf16"})) return bad("precision", "'" + c.precision + "' is not fp32 or bf16");
+  if (!one_of(c.recompute, {"none", "selective", "full"}))
+    return bad("recompute", "'" + c.recompute + "' is not none, selective or full");
+  if (!one_of(c.moments, {"f32", "bf16"})) return bad("moments", "'" + c.moments + "' is not f32 or bf16");
+  if (!one_of(c.grad_dtype, {"f32", "bf16"})) return bad("grad_dtype", "'" + c.grad_dtype + "' is not f32 or bf16");
+  const parallel::LayoutSpec spec{c.tp, c.pp, c.v, c.schedule, c.sp, c.split};
+  auto layout = parallel::Layout::make(spec, c.world(), model, c.m);
+  if (!layout) return layout.status();
+  const int64_t tokens = int64_t(c.mb) * model.seq_len;
+  if (layout->sequence_parallel() && tokens % c.tp != 0)
+    return Status::invalid("[layout] dist.sequence_parallel: a micro-batch's " + std::to_string(tokens) +
+                           " tokens (train.batch_size x model.seq_len) do not split over tp = " +
+                           std::to_string(c.tp) + " ranks");
+  return layout;
+}
+
+nn::GPTPart part_of(const nn::GPTConfig& model, const parallel::Layout& layout, const parallel::Coords& at,
+                    const Candidate& c) {
+  nn::GPTPart part = parallel::stage_part(layout, at, model);
+  part.precision = dtype_named(c.precision);
+  part.recompute = nn::recompute_policy(c.recompute);
+  return part;
+}
+
+}  // namespace crucible::plan

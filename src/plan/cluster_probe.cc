@@ -1,0 +1,126 @@
+// This machine as a cluster description, from `crucible probe`'s document
+// (plan/cluster.h, cluster_from_probe).
+#include <algorithm>
+#include <cmath>
+
+#include "plan/cluster.h"
+
+namespace crucible::plan {
+
+namespace {
+
+using nlohmann::json;
+
+const json* at(const json& j, std::initializer_list<const char*> path) {
+  const json* p = &j;
+  for (const char* k : path) {
+    if (!p->is_object() || !p->contains(k)) return nullptr;
+    p = &(*p)[k];
+  }
+  return p;
+}
+
+double number(const json& j, std::initializer_list<const char*> path, double otherwise) {
+  const json* p = at(j, path);
+  return p && p->is_number() ? p->get<double>() : otherwise;
+}
+
+// A collective's alpha-beta from the probe's sizes: the latency from the
+// smallest message (per ring hop), the bus bandwidth from the largest.
+bool fit_collective(const json& rows, double hops_per_rank, int n, AlphaBeta* out) {
+  if (!rows.is_array() || rows.empty()) return false;
+  const json* small = nullptr;
+  const json* big = nullptr;
+  for (const json& r : rows) {
+    if (!r.value("valid", false) || !r.contains("time_us") || !r.contains("busbw_gbs")) continue;
+    if (!small) small = &r;
+    big = &r;
+  }
+  if (!small || !big || big->value("busbw_gbs", 0.0) <= 0) return false;
+  out->latency_s = small->value("time_us", 0.0) * 1e-6 / std::max(1.0, hops_per_rank * (n - 1));
+  out->bandwidth_Bps = big->value("busbw_gbs", 0.0) * 1e9;
+  return true;
+}
+
+}  // namespace
+
+Result<Cluster> cluster_from_probe(const json& probe, const std::string& source) {
+  auto bad = [&](const std::string& why) { return Status::invalid("[plan] " + source + ": " + why); };
+  if (!probe.is_object() || probe.value("schema", "") != "crucible-probe/1")
+    return bad("not a probe document (schema crucible-probe/1)");
+  const double fma = number(probe, {"compute", "peak", "measured_fma_gflops_all"}, 0);
+  const json* gemms = at(probe, {"compute", "gemm"});
+  if (fma <= 0 || !gemms || !gemms->is_array()) return bad("has no compute section (run crucible probe)");
+  const double triad = number(probe, {"memory", "threads_all", "triad", "best_gbs"}, 0);
+  if (triad <= 0) return bad("has no memory section (run crucible probe)");
+  const int threads = int(number(probe, {"compute", "peak", "threads_all"}, 1));
+  const bool bf16_native = probe.value("compute", json::object()).value("bf16_native", false);
+
+  Cluster c;
+  c.source = source;
+  c.name = "this machine (" + probe.value("host", std::string("?")) + ")";
+  c.nodes = 1;
+  c.devices_per_node = std::max(1, int(number(probe, {"cpu", "hardware_threads"}, threads)));
+  c.shared_node = true;
+  Device& d = c.device;
+  d.name = probe.value("cpu", json::object()).value("model", std::string("CPU"));
+  // The peak: the derived one (lanes x pipes x clock x threads), as the
+  // trainer's MFU counts it, unless the FMA loop on all threads disagrees
+  // with it by more than 2x (the derived clock is wrong on some VMs: then the
+  // loop's figure); bf16 counts twice where oneDNN has a native bf16 matmul.
+  const double derived = number(probe, {"compute", "peak", "derived_gflops_all"}, 0);
+  const double peak = derived > 0 && fma >= 0.5 * derived && fma <= 1.1 * derived ? derived : fma;
+  d.peak_flops[0] = peak * 1e9;
+  d.peak_flops[1] = peak * 1e9 * (bf16_native ? 2 : 1);
+  // The node's memory: the NUMA nodes' sum.
+  double mem = 0;
+  if (const json* nodes = at(probe, {"topology", "numa_nodes"}); nodes && nodes->is_array())
+    for (const json& n : *nodes) mem += n.value("memory_bytes", 0.0);
+  d.memory_bytes = mem > 0 ? mem : 8e9;
+  d.memory_bandwidth_Bps = triad * 1e9;
+  d.memory_efficiency = 1;  // STREAM triad is already what streaming code reaches
+  // GEMM efficiency against size from the all-thread rows, per precision
+  // (the best where sizes repeat).
+  for (int p = 0; p < 2; ++p) {
+    for (const json& g : *gemms) {
+      if (!g.value("valid", false) || g.value("dtype", "") != (p ? "bf16" : "f32") || g.value("threads", 0) != threads)
+        continue;
+      const double m = g.value("m", 0.0), n = g.value("n", 0.0), k = g.value("k", 0.0);
+      const double eff = std::min(1.0, g.value("gflops", 0.0) * 1e9 / d.peak_flops[p]);
+      if (m < 1 || n < 1 || k < 1 || eff <= 0) continue;
+      auto same = std::find_if(d.gemm_efficiency[p].begin(), d.gemm_efficiency[p].end(),
+                               [&](const Device::GemmPoint& q) { return q.m == m && q.n == n && q.k == k; });
+      if (same == d.gemm_efficiency[p].end()) d.gemm_efficiency[p].push_back({m, n, k, eff});
+      else same->efficiency = std::max(same->efficiency, eff);
+    }
+    if (d.gemm_efficiency[p].empty()) return bad(std::string("has no valid all-thread ") + (p ? "bf16" : "f32") + " GEMM rows");
+  }
+  // Crucible's attention kernel is not in the probe: a fraction of the GEMM
+  // ceiling (its tiles are small), refitted by `crucible plan --calibrate`.
+  for (int p = 0; p < 2; ++p) {
+    double best = 0;
+    for (const Device::GemmPoint& g : d.gemm_efficiency[p]) best = std::max(best, g.efficiency);
+    d.attention_efficiency[p] = std::min(1.0, 0.5 * best * (p ? 0.5 : 1.0));
+  }
+  // Links: shared memory between ranks of this node, from the interconnect
+  // section when the probe ran under `crucible launch -n N`; else an
+  // assumption (a memory copy's bandwidth, a few microseconds).
+  AlphaBeta base{5e-6, triad * 1e9 / 2};
+  for (int k = 0; k < 4; ++k) c.intra.kinds[k] = base;
+  if (const json* ic = at(probe, {"interconnect"}); ic && ic->value("ranks", 1) > 1) {
+    const int n = ic->value("ranks", 2);
+    const char* names[] = {"allreduce", "allgather", "reduce_scatter"};
+    const double hops[] = {2, 1, 1};
+    for (int k = 0; k < 3; ++k)
+      if (const json* rows = at(*ic, {"collectives", names[k], "comm"}))
+        fit_collective(*rows, hops[k], n, &c.intra.kinds[k]);
+    if (const json* pp = at(*ic, {"pingpong"}); pp && pp->is_array() && !pp->empty()) {
+      const json& first = (*pp)[0];
+      c.intra.kinds[3] = {first.value("latency_us", 5.0) * 1e-6, first.value("bandwidth_gbs", triad / 2) * 1e9};
+    }
+  }
+  c.inter = c.intra;
+  return c;
+}
+
+}  // namespace crucible::plan

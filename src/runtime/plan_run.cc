@@ -1,0 +1,125 @@
+#include "runtime/plan_run.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "core/json_io.h"
+
+namespace crucible::runtime {
+
+plan::Candidate candidate_of(const Config& cfg, int world) {
+  plan::Candidate c;
+  c.tp = cfg.dist.tp;
+  c.pp = cfg.dist.pp;
+  c.v = cfg.dist.pp_virtual;
+  c.dp = std::max(1, world / std::max(1, c.tp * c.pp));
+  c.mb = cfg.train.batch_size;
+  c.m = cfg.train.grad_accum;
+  c.zero = cfg.dist.zero;
+  c.sp = cfg.dist.sequence_parallel;
+  c.schedule = cfg.dist.pp_schedule;
+  c.split = cfg.dist.pp_split;
+  c.recompute = cfg.train.recompute;
+  c.precision = cfg.train.precision;
+  c.moments = cfg.optim.moments;
+  c.grad_dtype = cfg.dist.grad_dtype;
+  c.bucket_mb = cfg.dist.bucket_mb;
+  c.overlap = cfg.dist.overlap;
+  return c;
+}
+
+Result<plan::Cluster> local_cluster(const std::string& run_dir) {
+  for (const std::string& f : {run_dir + "/cluster.toml", std::string("cluster.toml")})
+    if (std::filesystem::exists(f)) return plan::load_cluster(f);
+  for (const std::string& f : {run_dir + "/probe.json", std::string("probe.json")}) {
+    if (!std::filesystem::exists(f)) continue;
+    auto doc = read_json(f);
+    if (!doc) return doc.status();
+    return plan::cluster_from_probe(*doc, f);
+  }
+  return Status::not_found("[plan] no cluster description: run `crucible probe` (probe.json) or `crucible plan "
+                           "--cluster-from-probe probe.json` (cluster.toml) in the working directory");
+}
+
+nlohmann::json run_prediction(const Config& cfg, int world, const Result<plan::Cluster>& cluster) {
+  const plan::Candidate c = candidate_of(cfg, world);
+  nlohmann::json j;
+  if (cluster) {
+    j = plan::to_json(plan::predict(cfg.model, c, *cluster));
+    j["cluster"] = {{"name", cluster->name}, {"source", cluster->source}};
+  } else {
+    auto layout = plan::check(cfg.model, c);
+    plan::Prediction p;
+    p.layout = c;
+    if (layout) {
+      const plan::LargestRank big = plan::largest_rank(cfg.model, c, *layout);
+      p.memory = big.estimate, p.peak_rank = big.rank;
+    }
+    else
+      p.why_not = layout.status().message();
+    j = plan::to_json(p);
+    j["runs"] = layout.is_ok();
+    j["cluster"] = nullptr;
+    j["no_time_prediction"] = cluster.status().message();
+  }
+  return j;
+}
+
+std::string describe_prediction(const nlohmann::json& j) {
+  const std::string peak = plan::format_bytes(j.value("peak_memory_bytes", uint64_t(0)));
+  if (!j.contains("step_time_s"))
+    return "[plan] predicted peak " + peak + " per rank; no step time: " +
+           j.value("no_time_prediction", j.value("why_not", std::string("?")));
+  std::string parts;
+  char b[64];
+  for (const auto& [k, v] : j["breakdown"].items())
+    if (v.get<double>() >= 0.0005) {
+      std::snprintf(b, sizeof b, "%s%s %.0f", parts.empty() ? "" : ", ", k.c_str(), v.get<double>() * 1e3);
+      parts += b;
+    }
+  char line[512];
+  std::snprintf(line, sizeof line, "[plan] predicted %.0f ms/step (%s ms), %.0f tokens/s, peak %s per rank (%s, %s)",
+                j.value("step_time_s", 0.0) * 1e3, parts.c_str(), j.value("tokens_per_s", 0.0), peak.c_str(),
+                j["cluster"].value("name", std::string("?")).c_str(), j["cluster"].value("source", std::string("?")).c_str());
+  return line;
+}
+
+Result<plan::Observation> observe_run(const std::string& run_dir) {
+  auto cfg = load_config(run_dir + "/config.toml");
+  if (!cfg) return cfg.status();
+  int world = cfg->dist.tp * cfg->dist.pp;
+  if (std::filesystem::exists(run_dir + "/plan.json")) {
+    auto pj = read_json(run_dir + "/plan.json");
+    if (!pj) return pj.status();
+    world = pj->value("layout", nlohmann::json::object()).value("devices", world);
+  }
+  plan::Observation o;
+  o.run = run_dir;
+  o.model = cfg->model;
+  o.layout = candidate_of(*cfg, world);
+  std::ifstream in(run_dir + "/metrics.jsonl");
+  if (!in) return Status::invalid("[plan] " + run_dir + " has no metrics.jsonl");
+  std::vector<std::vector<double>> cols(8);
+  const char* keys[] = {"step_ms", "data_wait_ms", "forward_ms", "backward_ms", "optimizer_ms", "comm_ms",
+                        "tp_comm_ms", "pipeline_wait_ms"};
+  for (std::string line; std::getline(in, line);) {
+    auto row = nlohmann::json::parse(line, nullptr, false);
+    if (!row.is_object() || row.value("step", int64_t(0)) <= 2 || !row.contains("step_ms")) continue;
+    for (size_t k = 0; k < cols.size(); ++k) cols[k].push_back(row.value(keys[k], 0.0) * 1e-3);
+    o.measured.mem_peak = std::max<uint64_t>(o.measured.mem_peak, row.value("mem_peak", uint64_t(0)));
+  }
+  auto median = [](std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  plan::Measured& m = o.measured;
+  m.steps = int(cols[0].size());
+  m.step = median(cols[0]), m.data_wait = median(cols[1]), m.forward = median(cols[2]), m.backward = median(cols[3]);
+  m.optimizer = median(cols[4]), m.dp_comm = median(cols[5]), m.tp_comm = median(cols[6]);
+  m.pipeline_wait = median(cols[7]);
+  return o;
+}
+
+}  // namespace crucible::runtime

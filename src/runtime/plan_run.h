@@ -1,0 +1,44 @@
+// A training run as the planner sees it: the config's layout as a
+// plan::Candidate, and RUN/plan.json, the prediction for the run's own layout
+// that the trainer stores before its first step and the report sets beside
+// what the run measured (docs/plan.md, "Closed loop").
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "plan/calibrate.h"
+#include "plan/candidate.h"
+#include "plan/cluster.h"
+#include "plan/time_model.h"
+#include "runtime/config.h"
+
+namespace crucible::runtime {
+
+// The config's layout on `world` ranks (dp = world / (tp x pp), rounded
+// down; plan::check says when it does not divide).
+plan::Candidate candidate_of(const Config& cfg, int world);
+
+// This machine as a cluster, for the prediction a run stores: the first of
+// RUN/cluster.toml and ./cluster.toml (written by `crucible plan
+// --cluster-from-probe`, refitted by `--calibrate`), else one made from the
+// first probe document of RUN/probe.json and ./probe.json. not_found when
+// there is none (the run then predicts its memory only).
+Result<plan::Cluster> local_cluster(const std::string& run_dir);
+
+// RUN/plan.json's object: the prediction for the run's own layout on
+// `cluster` (null: memory only, with the reason), and which cluster file it
+// used.
+nlohmann::json run_prediction(const Config& cfg, int world, const Result<plan::Cluster>& cluster);
+
+
+// The log line of a prediction: "[plan] predicted 239 ms/step (forward 74,
+// backward 159, ...), 8571 tokens/s, peak 285 MB on rank 0 (this machine
+// (vm), cluster.toml)", or the memory alone and why.
+std::string describe_prediction(const nlohmann::json& prediction);
+
+// A finished run as the calibration sees it: RUN/config.toml's model and
+// layout (the world from RUN/plan.json, else the config's tp x pp) and the
+// medians of metrics.jsonl's phases over its steps after the first two.
+Result<plan::Observation> observe_run(const std::string& run_dir);
+
+}  // namespace crucible::runtime

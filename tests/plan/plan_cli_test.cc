@@ -1,0 +1,139 @@
+// `crucible plan` as a user runs it, and the closed loop on the README's own
+// path: the embedded default trained in a directory that holds this
+// machine's cluster file (from a probe document), interrupted and resumed,
+// stores its prediction (RUN/plan.json) before the first step, the report
+// sets it beside the measurement, and `--calibrate` on the run brings the
+// error down.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "support/cli_runner.h"
+
+namespace crucible::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string cluster(const char* name) { return std::string(CRUCIBLE_SOURCE_DIR) + "/configs/clusters/" + name + ".toml"; }
+std::string config(const char* name) { return std::string(CRUCIBLE_SOURCE_DIR) + "/configs/" + name + ".toml"; }
+
+// One line on stderr, exit 2, naming `what`.
+void expect_bad_input(const CliResult& r, const std::string& what) {
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(what), std::string::npos) << r.output;
+  std::string out = r.output;
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  EXPECT_EQ(out.find('\n'), std::string::npos) << "more than one line:\n" << r.output;
+}
+
+TEST(PlanCli, SearchesAndEvaluatesLayoutsOnTheShippedClusters) {
+  auto r = run_crucible({"plan", config("gpt2-124M"), "--cluster", cluster("dgx-a100"), "--devices", "16",
+                         "--global-batch", "64", "--top", "3", "--json"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  ASSERT_EQ(j["best"].size(), 3u);
+  EXPECT_GT(j["evaluated"].get<int>(), 3);
+  for (const auto& p : j["best"]) {
+    EXPECT_EQ(p["layout"]["devices"].get<int>(), 16);
+    EXPECT_EQ(p["layout"]["global_batch"].get<int>(), 64);
+    for (const char* k : {"step_time_s", "tokens_per_s", "mfu", "peak_memory_bytes", "breakdown", "memory"})
+      EXPECT_TRUE(p.contains(k)) << k;
+  }
+  EXPECT_LE(j["best"][0]["step_time_s"].get<double>(), j["best"][1]["step_time_s"].get<double>());
+
+  // One layout; unset fields from the config, m from the global batch.
+  r = run_crucible({"plan", config("gpt2-124M"), "--cluster", cluster("dgx-h100"), "--devices", "16",
+                    "--global-batch", "64", "--json", "--layout",
+                    "tp=2,pp=2,mb=2,zero=1,recompute=selective,sp=true,schedule=interleaved,v=2,precision=bf16"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto one = nlohmann::json::parse(r.output);
+  EXPECT_EQ(one["layout"]["dp"].get<int>(), 4);
+  EXPECT_EQ(one["layout"]["m"].get<int>(), 8);
+  EXPECT_TRUE(one["runs"].get<bool>());
+  double sum = 0;
+  for (const auto& [k, v] : one["breakdown"].items()) sum += v.get<double>();
+  EXPECT_NEAR(sum, one["step_time_s"].get<double>(), 1e-12);
+  uint64_t mem = 0;
+  for (const char* k : {"weights", "gradients", "optimizer", "activations", "other"}) mem += one["memory"][k].get<uint64_t>();
+  EXPECT_EQ(mem, one["peak_memory_bytes"].get<uint64_t>());
+}
+
+TEST(PlanCli, BadInputIsOneLineAndExitTwo) {
+  TempDir dir("plan_cli_bad");
+  testutil::write_file(dir / "broken.toml", "name = \"x\"\nnodes = 1\ndevices_per_node = 1\nbogus = 3\n");
+  expect_bad_input(run_crucible({"plan", "--cluster", dir / "broken.toml"}), "bogus: unknown key");
+  expect_bad_input(run_crucible({"plan", "--cluster", dir / "missing.toml"}), "cannot read the cluster file");
+  expect_bad_input(run_crucible({"plan", "--cluster", cluster("dgx-a100"), "--devices", "8", "--layout", "tp=3"}),
+                   "does not divide --devices 8");
+  expect_bad_input(run_crucible({"plan", "--cluster", cluster("dgx-a100"), "--devices", "6", "--layout", "tp=3"}),
+                   "model.n_head = 4 does not divide by tp = 3");
+  expect_bad_input(run_crucible({"plan", "--cluster", cluster("dgx-a100"), "--layout", "tq=2"}), "'tq': unknown key");
+  expect_bad_input(run_crucible({"plan", "--cluster", cluster("dgx-a100"), "--layout", "recompute=some"}),
+                   "recompute: 'some' is not one of none, selective, full");
+  expect_bad_input(run_crucible({"plan", "--cluster", cluster("dgx-a100"), "--devices", "8", "--global-batch", "8",
+                                 "--layout", "mb=100000"}),
+                   "does not divide");
+  // One that does not fit is predicted anyway, and says so.
+  auto big = run_crucible({"plan", "--cluster", cluster("dgx-a100"), "--layout", "mb=65536", "--json"});
+  EXPECT_EQ(big.code, 0) << big.output;
+  EXPECT_NE(big.output.find("[plan] warning: dp=1,tp=1,pp=1,v=1,mb=65536"), std::string::npos) << big.output;
+  EXPECT_NE(big.output.find("does not fit"), std::string::npos) << big.output;
+  EXPECT_NE(big.output.find("\"fits\": false"), std::string::npos) << big.output;
+  EXPECT_NE(big.output.find("\"step_time_s\""), std::string::npos) << big.output;
+  expect_bad_input(run_crucible({"plan", "--set", "model.n_embd=250", "--cluster", cluster("dgx-a100")}),
+                   "model.n_embd");
+  expect_bad_input(run_crucible({"plan", "--cluster-from-probe", dir / "broken.toml"}), "broken.toml");
+  // No cluster description at hand.
+  expect_bad_input(run_crucible({"plan"}, dir.path()), "no cluster description");
+}
+
+TEST(PlanCli, TheDefaultRunStoresItsPredictionAndCalibrationLowersTheError) {
+  TempDir dir("plan_closed_loop");
+  // This machine's cluster file, from its own (quick, compute and memory) probe.
+  auto probe = run_crucible({"probe", "--quick", "--sections", "compute,memory", "--json", "probe.json"}, dir.path());
+  ASSERT_EQ(probe.code, 0) << probe.output;
+  auto made = run_crucible({"plan", "--cluster-from-probe", "probe.json"}, dir.path());
+  ASSERT_EQ(made.code, 0) << made.output;
+  ASSERT_TRUE(fs::exists(dir / "cluster.toml"));
+
+  // The embedded default, stopped after step 4 and resumed to 8.
+  const std::vector<std::string> train = {"train", "--run-dir", "runs/r", "--set", "train.steps=8", "--set",
+                                          "ckpt.every=4", "--set", "train.eval_every=0", "--set", "run.sample_tokens=0"};
+  std::vector<std::string> first = train;
+  first.insert(first.end(), {"--stop-at", "4"});
+  auto a = run_crucible(first, dir.path());
+  ASSERT_EQ(a.code, 0) << a.output;
+  EXPECT_NE(a.output.find("[plan] predicted"), std::string::npos) << a.output;
+  const std::string stored = read_file(dir / "runs/r/plan.json");
+  auto b = run_crucible({"train", "--resume", "--run-dir", "runs/r"}, dir.path());
+  ASSERT_EQ(b.code, 0) << b.output;
+  EXPECT_NE(b.output.find("[ckpt] resumed from"), std::string::npos) << b.output;
+  EXPECT_EQ(read_file(dir / "runs/r/plan.json"), stored) << "the resumed run predicts another run";
+  const auto plan = nlohmann::json::parse(stored);
+  EXPECT_EQ(plan["layout_text"].get<std::string>(), "dp=1,tp=1,pp=1,v=1,mb=8,m=1,zero=0,recompute=none,sp=false,schedule=1f1b,precision=fp32");
+  EXPECT_GT(plan["step_time_s"].get<double>(), 0);
+  EXPECT_EQ(plan["cluster"]["source"].get<std::string>(), "cluster.toml");
+  const std::string html = read_file(dir / "runs/r/report.html");
+  EXPECT_NE(html.find("<section id=\"prediction\">"), std::string::npos);
+
+  auto cal = run_crucible({"plan", "--calibrate", "runs/r", "-o", "calibrated.toml"}, dir.path());
+  ASSERT_EQ(cal.code, 0) << cal.output;
+  const size_t at = cal.output.find("median |error| of the step time: ");
+  ASSERT_NE(at, std::string::npos) << cal.output;
+  double before = 0, after = 0;
+  ASSERT_EQ(std::sscanf(cal.output.c_str() + at, "median |error| of the step time: %lf%% before, %lf%% after", &before,
+                        &after),
+            2)
+      << cal.output;
+  EXPECT_LT(after, 5.0) << cal.output;  // one run: the refit reproduces it
+  EXPECT_LE(after, before) << cal.output;
+  // The calibrated file is a cluster file the planner reads back.
+  auto again = run_crucible({"plan", "--cluster", "calibrated.toml", "--layout", "mb=8", "--json"}, dir.path());
+  ASSERT_EQ(again.code, 0) << again.output;
+}
+
+}  // namespace
+}  // namespace crucible::e2e

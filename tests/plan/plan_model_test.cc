@@ -1,0 +1,323 @@
+// The planner's parts by hand: cluster files (the shipped ones parse, bad
+// ones are refused naming the key, a file round-trips), alpha-beta
+// collectives and the pipeline's bubble against textbook formulas computed
+// here, ZeRO's optimizer bytes, the schedule's contexts in flight, and the
+// search's two promises (nothing it returns fails to divide or fit, and its
+// best is the minimum of every layout evaluated one by one).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "core/allocator.h"
+#include "nn/workloads.h"
+#include "plan/calibrate.h"
+#include "plan/cluster.h"
+#include "plan/search.h"
+#include "plan/time_model.h"
+#include "support/files.h"
+
+namespace crucible::plan {
+namespace {
+
+std::string shipped(const std::string& name) {
+  return std::string(CRUCIBLE_SOURCE_DIR) + "/configs/clusters/" + name + ".toml";
+}
+
+nn::GPTConfig workload(const char* name) {
+  auto w = nn::find_workload(name);
+  EXPECT_TRUE(w) << name;
+  return w->model;
+}
+
+// A small, exactly known cluster: 2 nodes x 4 devices, flat efficiencies.
+const char* kToyCluster = R"(
+name = "toy"
+nodes = 2
+devices_per_node = 4
+[device]
+name = "toy-gpu"
+memory_gb = 16
+memory_bandwidth_gbs = 1000
+peak_tflops = { fp32 = 10, bf16 = 100 }
+attention_efficiency = { fp32 = 0.5, bf16 = 0.5 }
+[device.gemm_efficiency]
+fp32 = [[1024, 1024, 1024, 0.8]]
+bf16 = [[1024, 1024, 1024, 0.8]]
+[links.intra]
+latency_us = 2
+bandwidth_gbs = 100
+[links.inter]
+latency_us = 10
+bandwidth_gbs = 10
+)";
+
+Cluster toy() {
+  auto c = parse_cluster(kToyCluster, "toy.toml");
+  EXPECT_TRUE(c) << c.status().message();
+  return *c;
+}
+
+TEST(ClusterFile, ShippedDgxFilesParseWithTheirSpecifications) {
+  for (const char* name : {"dgx-a100", "dgx-h100"}) {
+    auto c = load_cluster(shipped(name));
+    ASSERT_TRUE(c) << c.status().message();
+    EXPECT_EQ(c->devices_per_node, 8) << name;
+    EXPECT_FALSE(c->shared_node) << name;
+    EXPECT_NEAR(c->device.memory_bytes, 80e9, 1e9) << name;
+    // bf16 tensor cores: far above fp32; the NVSwitch link far above a NIC.
+    EXPECT_GT(c->device.peak_flops[1], 10 * c->device.peak_flops[0]) << name;
+    EXPECT_GT(c->intra.kinds[0].bandwidth_Bps, 4 * c->inter.kinds[0].bandwidth_Bps) << name;
+    // Large GEMMs reach more of the peak than small ones.
+    EXPECT_GT(c->device.gemm_efficiency_at(1, 8192, 8192, 8192), c->device.gemm_efficiency_at(1, 512, 512, 512));
+  }
+  auto a100 = load_cluster(shipped("dgx-a100"));
+  auto h100 = load_cluster(shipped("dgx-h100"));
+  ASSERT_TRUE(a100 && h100);
+  EXPECT_NEAR(a100->device.peak_flops[1], 312e12, 1e12);
+  EXPECT_NEAR(h100->device.peak_flops[1], 989e12, 5e12);
+}
+
+TEST(ClusterFile, BadFilesAreRefusedNamingTheKey) {
+  struct Case {
+    std::string from, to, expect;
+  };
+  const std::vector<Case> cases = {
+      {"nodes = 2", "nodes = 2\nnodez = 3", "nodez: unknown key"},
+      {"memory_gb = 16", "memory_gb = \"lots\"", "device.memory_gb: expected a number"},
+      {"memory_gb = 16", "memory_gb = -1", "device.memory_gb"},
+      {"devices_per_node = 4", "", "devices_per_node: missing"},
+      {"[[1024, 1024, 1024, 0.8]]\nbf16", "[[1024, 1024, 1024, 1.5]]\nbf16", "device.gemm_efficiency.fp32"},
+      {"[links.inter]\nlatency_us = 10\nbandwidth_gbs = 10", "", "links.inter: missing"},
+      {"bandwidth_gbs = 100\n[links.inter]", "bandwidth_gbs = 100\n[links.intra.allgatherr]\nlatency_us = 1\n[links.inter]",
+       "links.intra.allgatherr: unknown key"},
+      {"name = \"toy\"", "name = \"toy", "toy.toml:2"},
+  };
+  for (const Case& c : cases) {
+    std::string text = kToyCluster;
+    const size_t at = text.find(c.from);
+    ASSERT_NE(at, std::string::npos) << c.from;
+    text.replace(at, c.from.size(), c.to);
+    auto r = parse_cluster(text, "toy.toml");
+    ASSERT_FALSE(r) << c.to;
+    EXPECT_NE(r.status().message().find(c.expect), std::string::npos) << c.to << ": " << r.status().message();
+    EXPECT_EQ(r.status().message().find('\n'), std::string::npos) << "one line: " << r.status().message();
+  }
+  EXPECT_FALSE(load_cluster("/nonexistent/cluster.toml"));
+}
+
+TEST(ClusterFile, WrittenFileReadsBackToTheSameValues) {
+  Cluster c = toy();
+  c.intra.kinds[int(Collective::kP2p)] = {1e-6, 50e9};
+  c.step_overhead_s = 0.0025;
+  auto back = parse_cluster(cluster_toml(c, "# test\n"), "written.toml");
+  ASSERT_TRUE(back) << back.status().message();
+  EXPECT_EQ(back->nodes, 2);
+  EXPECT_DOUBLE_EQ(back->device.peak_flops[1], 100e12);
+  EXPECT_NEAR(back->intra.kinds[3].bandwidth_Bps, 50e9, 1);
+  EXPECT_NEAR(back->intra.kinds[0].bandwidth_Bps, 100e9, 1);
+  EXPECT_NEAR(back->step_overhead_s, 0.0025, 1e-9);
+  EXPECT_NEAR(back->inter.kinds[0].latency_s, 10e-6, 1e-12);
+}
+
+TEST(ClusterFile, FromAProbeDocument) {
+  nlohmann::json probe = {
+      {"schema", "crucible-probe/1"},
+      {"host", "box"},
+      {"cpu", {{"model", "CPU X"}, {"hardware_threads", 2}}},
+      {"compute",
+       {{"peak", {{"measured_fma_gflops_all", 200.0}, {"derived_gflops_all", 210.0}, {"threads_all", 2}}},
+        {"bf16_native", true},
+        {"gemm",
+         {{{"m", 512}, {"n", 512}, {"k", 512}, {"dtype", "f32"}, {"threads", 2}, {"gflops", 105.0}, {"valid", true}},
+          {{"m", 512}, {"n", 512}, {"k", 512}, {"dtype", "f32"}, {"threads", 1}, {"gflops", 60.0}, {"valid", true}},
+          {{"m", 512}, {"n", 512}, {"k", 512}, {"dtype", "bf16"}, {"threads", 2}, {"gflops", 210.0}, {"valid", true}},
+          {{"m", 64}, {"n", 64}, {"k", 64}, {"dtype", "bf16"}, {"threads", 2}, {"gflops", 999.0}, {"valid", false}}}}}},
+      {"memory", {{"threads_all", {{"triad", {{"best_gbs", 30.0}}}}}}},
+      {"topology", {{"numa_nodes", {{{"memory_bytes", 8e9}}}}}}};
+  auto c = cluster_from_probe(probe, "probe.json");
+  ASSERT_TRUE(c) << c.status().message();
+  EXPECT_TRUE(c->shared_node);
+  EXPECT_EQ(c->devices_per_node, 2);
+  EXPECT_DOUBLE_EQ(c->device.peak_flops[0], 210e9);  // the derived peak: the FMA loop agrees with it
+  EXPECT_DOUBLE_EQ(c->device.peak_flops[1], 420e9);
+  ASSERT_EQ(c->device.gemm_efficiency[0].size(), 1u);  // the all-thread row only
+  EXPECT_NEAR(c->device.gemm_efficiency[0][0].efficiency, 105.0 / 210, 1e-12);
+  ASSERT_EQ(c->device.gemm_efficiency[1].size(), 1u);  // the invalid row is not believed
+  EXPECT_DOUBLE_EQ(c->device.memory_bandwidth_Bps, 30e9);
+  EXPECT_DOUBLE_EQ(c->device.memory_bytes, 8e9);
+  // A derived clock far from the FMA loop's: the loop's figure is the peak.
+  probe["compute"]["peak"]["derived_gflops_all"] = 1000.0;
+  EXPECT_DOUBLE_EQ(cluster_from_probe(probe, "probe.json")->device.peak_flops[0], 200e9);
+  EXPECT_FALSE(cluster_from_probe(nlohmann::json{{"schema", "other"}}, "x.json"));
+}
+
+TEST(PlanTextbook, RingCollectivesFromAlphaBeta) {
+  const Cluster c = toy();
+  // 1 GB allreduce over 8: 2(n-1) latency hops + 2(n-1)/n x bytes / busbw.
+  EXPECT_NEAR(c.intra.time(Collective::kAllreduce, 1e9, 8), 14 * 2e-6 + 1.75 * 1e9 / 100e9, 1e-12);
+  EXPECT_NEAR(c.intra.time(Collective::kAllgather, 1e9, 4), 3 * 2e-6 + 0.75 * 1e9 / 100e9, 1e-12);
+  EXPECT_NEAR(c.inter.time(Collective::kP2p, 1e6, 2), 10e-6 + 1e6 / 10e9, 1e-12);
+  EXPECT_EQ(c.intra.time(Collective::kAllreduce, 1e9, 1), 0.0);
+}
+
+TEST(PlanTextbook, ZeroOneShardsTheMomentsOverDataParallelRanks) {
+  const nn::GPTConfig m = workload("tiny");
+  const Cluster cl = toy();
+  Candidate c;
+  c.dp = 4, c.mb = 2, c.m = 1;
+  auto layout = check(m, c);
+  ASSERT_TRUE(layout) << layout.status().message();
+  const uint64_t P = nn::GPT::flat_params(m);
+  const MemoryEstimate replicated = estimate_memory(m, c, *layout, 1);
+  c.zero = 1;
+  const MemoryEstimate sharded = estimate_memory(m, c, *layout, 1);
+  EXPECT_EQ(replicated.optimizer, 2 * Allocator::size_class(P * 4));
+  EXPECT_EQ(sharded.optimizer, 2 * Allocator::size_class(((P + 3) / 4 + 16) * 4));
+  EXPECT_EQ(sharded.weights, replicated.weights);
+  (void)cl;
+}
+
+TEST(PlanTextbook, OneFOneBHoldsPpContextsOnTheFirstStageAndFewerAfter) {
+  const nn::GPTConfig m = workload("tiny");
+  Candidate c;
+  c.pp = 4, c.m = 8, c.mb = 1;
+  auto layout = check(m, c);
+  ASSERT_TRUE(layout) << layout.status().message();
+  for (int p = 0; p < 4; ++p) {
+    const MemoryEstimate e = estimate_memory(m, c, *layout, layout->rank_of({0, p, 0}));
+    // Stage p keeps pp - p micro-batches in flight, + 1 for a gradient
+    // send in flight after the first stage (which sends none).
+    EXPECT_EQ(e.contexts, 4 - p + (p > 0 ? 1 : 0)) << "stage " << p;
+  }
+  EXPECT_EQ(largest_rank(m, c, *layout).rank, 0);
+}
+
+TEST(PlanTextbook, PipelineBubbleIsTheScheduleFormula) {
+  const nn::GPTConfig m = workload("tiny");
+  const Cluster cl = toy();
+  for (const auto& [schedule, v, want] :
+       std::vector<std::tuple<std::string, int, double>>{{"1f1b", 1, 3.0 / 8}, {"interleaved", 1, 3.0 / 8}, {"zb-h1", 1, 1.0 / 8}}) {
+    Candidate c;
+    c.pp = 4, c.m = 8, c.mb = 1, c.schedule = schedule, c.v = v;
+    const Prediction p = predict(m, c, cl);
+    ASSERT_TRUE(p.runs) << p.why_not;
+    const Breakdown& b = p.breakdown;
+    EXPECT_NEAR(b.bubble / (b.forward + b.backward + b.tp_comm + b.pp_comm), want, 1e-12) << schedule;
+  }
+}
+
+TEST(PlanTextbook, GemmTimeAtTheTableEfficiency) {
+  // One 1024^3 GEMM's worth: with flat tables the efficiency is exact.
+  const Cluster cl = toy();
+  EXPECT_DOUBLE_EQ(cl.device.gemm_efficiency_at(0, 1024, 1024, 1024), 0.8);
+  EXPECT_DOUBLE_EQ(cl.device.gemm_efficiency_at(0, 64, 99999, 3), 0.8);
+}
+
+TEST(PlanPredict, ImpossibleLayoutsSayWhy) {
+  const nn::GPTConfig m = workload("gpt2-124M");
+  const Cluster cl = toy();
+  Candidate c;
+  c.tp = 5;
+  c.dp = 1;
+  Prediction p = predict(m, c, cl);
+  EXPECT_FALSE(p.runs);
+  EXPECT_NE(p.why_not.find("tp = 5 spans nodes"), std::string::npos) << p.why_not;
+  c.tp = 1, c.pp = 5;
+  p = predict(m, c, cl);
+  EXPECT_FALSE(p.runs);
+  EXPECT_NE(p.why_not.find("n_layer"), std::string::npos) << p.why_not;
+  c.pp = 1, c.mb = 4096;  // activations of 4096 x 64 tokens: far beyond 16 GB
+  p = predict(m, c, cl);
+  EXPECT_FALSE(p.runs);
+  EXPECT_NE(p.why_not.find("does not fit"), std::string::npos) << p.why_not;
+  c.mb = 1, c.dp = 16;
+  p = predict(m, c, cl);
+  EXPECT_NE(p.why_not.find("the cluster has 8"), std::string::npos) << p.why_not;
+}
+
+TEST(PlanPredict, RecomputationTradesTimeForMemory) {
+  const nn::GPTConfig m = workload("gpt2-124M");
+  const Cluster cl = toy();
+  Candidate c;
+  c.mb = 8;
+  double last_time = 0;
+  uint64_t last_mem = UINT64_MAX;
+  for (const char* rc : {"none", "selective", "full"}) {
+    c.recompute = rc;
+    const Prediction p = predict(m, c, cl);
+    ASSERT_TRUE(p.runs) << p.why_not;
+    EXPECT_GT(p.step_time_s, last_time) << rc;
+    EXPECT_LT(p.memory.activations, last_mem) << rc;
+    last_time = p.step_time_s, last_mem = p.memory.activations;
+  }
+}
+
+TEST(PlanSearch, ReturnsOnlyRunnableLayoutsAndTheMinimumOfAllEvaluated) {
+  const nn::GPTConfig m = workload("gpt2-124M");
+  Cluster cl = toy();
+  cl.device.memory_bytes = 2.2e9;  // tight: some layouts do not fit
+  SearchOptions o;
+  o.devices = 8, o.global_batch = 32, o.top = 1000;
+  auto r = search(m, cl, o);
+  ASSERT_TRUE(r) << r.status().message();
+  ASSERT_FALSE(r->best.empty());
+  EXPECT_GT(r->rejected["does not fit"], 0) << "the tight memory rejected nothing: the test proves nothing";
+  for (size_t i = 0; i < r->best.size(); ++i) {
+    const Prediction& p = r->best[i];
+    EXPECT_TRUE(p.runs);
+    EXPECT_EQ(p.layout.world(), 8);
+    EXPECT_EQ(p.layout.global_batch(), 32);
+    EXPECT_TRUE(check(m, p.layout)) << p.layout.describe();
+    EXPECT_LE(p.memory.allocator_bytes(), p.device_memory_bytes) << p.layout.describe();
+    if (i) {
+      EXPECT_LE(r->best[i - 1].step_time_s, p.step_time_s);
+    }
+  }
+  // Brute force over the same space (every recompute, no early stop): no
+  // runnable layout is faster than the search's best.
+  double brute = 1e300;
+  int64_t runnable = 0;
+  for (int tp : {1, 2, 4})
+    for (int pp : {1, 2, 4})
+      for (int mb : {1, 2, 4, 8, 16, 32})
+        for (int zero : {0, 1, 2})
+          for (const char* rc : {"none", "selective", "full"})
+            for (const char* prec : {"fp32", "bf16"})
+              for (bool sp : {false, true})
+                for (const char* sched : {"1f1b", "interleaved", "zb-h1"})
+                  for (int v : {1, 2, 4}) {
+                    if (tp * pp > 8) continue;
+                    Candidate c;
+                    c.tp = tp, c.pp = pp, c.dp = 8 / (tp * pp), c.mb = mb, c.zero = zero, c.recompute = rc;
+                    c.precision = prec, c.sp = sp, c.schedule = sched, c.v = v;
+                    if (32 % (c.dp * mb)) continue;
+                    c.m = 32 / (c.dp * mb);
+                    const Prediction p = predict(m, c, cl);
+                    if (!p.runs) continue;
+                    ++runnable;
+                    brute = std::min(brute, p.step_time_s);
+                  }
+  EXPECT_GT(runnable, 100);
+  EXPECT_DOUBLE_EQ(r->best.front().step_time_s, brute);
+}
+
+TEST(PlanSearch, ThousandsOfDevicesInSeconds) {
+  auto cl = load_cluster(shipped("dgx-h100"));
+  ASSERT_TRUE(cl) << cl.status().message();
+  nn::GPTConfig big;  // GPT-3 175B's shape
+  big.n_layer = 96, big.n_head = 96, big.n_embd = 12288, big.vocab_size = 51200, big.seq_len = 2048;
+  SearchOptions o;
+  o.devices = 1024, o.global_batch = 1536, o.top = 3, o.precisions = {"bf16"};
+  auto r = search(big, *cl, o);
+  ASSERT_TRUE(r) << r.status().message();
+  ASSERT_FALSE(r->best.empty());
+  const Prediction& best = r->best.front();
+  // A model this size needs model parallelism on 80 GB devices.
+  EXPECT_GT(best.layout.tp * best.layout.pp, 1) << best.layout.describe();
+  EXPECT_GT(best.mfu, 0.1);
+  EXPECT_LT(best.mfu, 0.8);
+}
+
+}  // namespace
+}  // namespace crucible::plan
