@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <tuple>
 
 namespace crucible::plan {
 
@@ -15,11 +16,37 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-void scale_compute(Device& d, double k) {
-  for (int p = 0; p < 2; ++p) {
-    for (Device::GemmPoint& g : d.gemm_efficiency[p]) g.efficiency = std::clamp(g.efficiency * k, 1e-4, 1.0);
-    d.attention_efficiency[p] = std::clamp(d.attention_efficiency[p] * k, 1e-4, 1.0);
+// Each run's GEMM shapes (forward and both backward ones) take the
+// efficiency that makes its predicted compute its measured compute: points
+// at those shapes are set (added where the table has none) to the
+// efficiency interpolated there now x the run's ratio, averaged where runs
+// share a shape. A run then predicts itself, and a layout between runs
+// takes after the nearest ones (the table's interpolation).
+void refit_gemms(Device& d, const std::vector<Observation>& runs, const std::vector<double>& ratio) {
+  std::vector<Device::GemmPoint> add[2];
+  std::vector<int> count[2];
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (!(ratio[i] > 0)) continue;
+    const int p = precision_index(runs[i].layout.precision);
+    for (const GemmShape& g : forward_gemms(runs[i].model, runs[i].layout))
+      for (const auto& [m, n, k] : {std::tuple{g.m, g.n, g.k}, std::tuple{g.m, g.k, g.n}, std::tuple{g.k, g.n, g.m}}) {
+        const double eff = std::clamp(d.gemm_efficiency_at(p, m, n, k) * ratio[i], 1e-4, 1.0);
+        size_t j = 0;
+        while (j < add[p].size() && !(add[p][j].m == m && add[p][j].n == n && add[p][j].k == k)) ++j;
+        if (j == add[p].size()) add[p].push_back({m, n, k, 0}), count[p].push_back(0);
+        add[p][j].efficiency += eff, ++count[p][j];
+      }
   }
+  for (int p = 0; p < 2; ++p)
+    for (size_t j = 0; j < add[p].size(); ++j) {
+      Device::GemmPoint g = add[p][j];
+      g.efficiency /= count[p][j];
+      auto& table = d.gemm_efficiency[p];
+      auto it = std::find_if(table.begin(), table.end(),
+                             [&](const Device::GemmPoint& q) { return q.m == g.m && q.n == g.n && q.k == g.k; });
+      if (it == table.end()) table.push_back(g);
+      else *it = g;
+    }
 }
 
 std::vector<Prediction> predict_all(const Cluster& c, const std::vector<Observation>& runs) {
@@ -43,24 +70,26 @@ Result<Calibration> calibrate(const Cluster& start, const std::vector<Observatio
   Cluster c = start;
   for (int iter = 0; iter < 6; ++iter) {
     const std::vector<Prediction> now = predict_all(c, runs);
-    double pc = 0, mc = 0, po = 0, mo = 0, pd = 0, md = 0, residual = 0, wait = 0, zero_grads = 0;
+    double po = 0, mo = 0, pd = 0, md = 0, residual = 0, wait = 0;
+    std::vector<double> ratio(runs.size(), 0);
     for (size_t i = 0; i < runs.size(); ++i) {
       const Measured& m = runs[i].measured;
       const Breakdown& b = now[i].breakdown;
-      pc += b.forward + b.backward, mc += std::max(0.0, m.forward + m.backward - m.tp_comm);
+      const double mc = std::max(0.0, m.forward + m.backward - m.tp_comm);
+      if (mc > 0) ratio[i] = (b.forward + b.backward) / mc;
       po += b.optimizer, mo += m.optimizer;
+      // The link: data-parallel and tensor-parallel communication.
       if (b.dp_comm > 0 && m.dp_comm > 0) pd += b.dp_comm, md += m.dp_comm;
-      residual += std::max(0.0, m.step - (m.data_wait + m.forward + m.backward + m.optimizer + m.dp_comm +
-                                          m.pipeline_wait));
-      wait += m.data_wait;
-      zero_grads += b.other - c.step_overhead_s;
+      if (b.tp_comm > 0 && m.tp_comm > 0) pd += b.tp_comm, md += m.tp_comm;
+      // What the step measured beyond everything predicted but the overhead.
+      residual += m.step - (now[i].step_time_s - c.step_overhead_s - c.data_wait_s) - m.data_wait;
     }
     const double n = double(runs.size());
-    if (pc > 0 && mc > 0) scale_compute(c.device, pc / mc);
-    if (po > 0 && mo > 0) c.device.memory_efficiency = std::clamp(c.device.memory_efficiency * po / mo, 1e-3, 1.0);
+    refit_gemms(c.device, runs, ratio);
+    if (po > 0 && mo > 0) c.device.memory_efficiency = std::clamp(c.device.memory_efficiency * po / mo, 1e-3, 2.0);
     if (pd > 0 && md > 0)
       for (AlphaBeta& ab : c.intra.kinds) ab.bandwidth_Bps *= pd / md;
-    c.step_overhead_s = std::max(0.0, (residual - zero_grads) / n);
+    c.step_overhead_s = std::max(0.0, residual / n);
     c.data_wait_s = wait / n;
   }
   const std::vector<Prediction> after = predict_all(c, runs);
@@ -83,12 +112,10 @@ Result<Calibration> calibrate(const Cluster& start, const std::vector<Observatio
   out.median_error_after = median(ea);
   std::snprintf(line, sizeof line,
                 "median |error| of the step time: %.1f%% before, %.1f%% after (%zu run%s)\n"
-                "fitted: GEMM efficiency x%.3f, attention %.3f / %.3f (fp32 / bf16), memory efficiency %.3f, "
+                "fitted: GEMM table %zu / %zu points (fp32 / bf16), attention %.3f / %.3f, memory efficiency %.3f, "
                 "intra-node bandwidth x%.3f, step overhead %.2f ms, data wait %.2f ms\n",
                 100 * out.median_error_before, 100 * out.median_error_after, runs.size(), runs.size() == 1 ? "" : "s",
-                c.device.gemm_efficiency[0].empty() || start.device.gemm_efficiency[0].empty()
-                    ? 1.0
-                    : c.device.gemm_efficiency[0].back().efficiency / start.device.gemm_efficiency[0].back().efficiency,
+                c.device.gemm_efficiency[0].size(), c.device.gemm_efficiency[1].size(),
                 c.device.attention_efficiency[0], c.device.attention_efficiency[1], c.device.memory_efficiency,
                 c.intra.kinds[0].bandwidth_Bps / start.intra.kinds[0].bandwidth_Bps, c.step_overhead_s * 1e3,
                 c.data_wait_s * 1e3);

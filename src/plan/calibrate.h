@@ -5,16 +5,20 @@
 // each phase over its steps after the first two: metrics.jsonl). Fitted, in
 // turn and repeated until they settle (each changes the others'
 // predictions):
-//   compute     the GEMM and attention efficiencies, scaled by predicted /
-//               measured forward + backward (tensor-parallel time excluded)
+//   compute     the GEMM efficiency table: each run's GEMM shapes (forward,
+//               input and weight gradients) get the efficiency there x the
+//               run's predicted / measured forward + backward (its
+//               tensor-parallel time excluded), averaged where runs share a
+//               shape; other layouts interpolate between them
 //   memory      memory_efficiency, by predicted / measured optimizer time
 //               (AdamW streams memory and little else)
 //   links       the intra-node link's bandwidth, by predicted / measured
-//               exposed data-parallel communication, where runs had any
-//   overhead    step_overhead_ms and data_wait_ms: the measured step's
-//               residual over its phases, and the loader's wait
-// Scales are means over runs (weighted by their time), so one run fits
-// exactly and several fit in the least-squares sense of their ratios.
+//               exposed data-parallel and tensor-parallel communication,
+//               where runs had any
+//   overhead    data_wait_ms (the loader's measured wait) and
+//               step_overhead_ms: what the measured step exceeds everything
+//               else predicted by (never below 0)
+// The scalar scales are ratios of sums over runs (longer runs weigh more).
 #pragma once
 #include <string>
 #include <vector>

@@ -31,6 +31,7 @@ struct Candidate {
   std::string grad_dtype = "f32";    // f32 | bf16
   double bucket_mb = 25;
   bool overlap = true;
+  bool reproducible = false;  // dist.reproducible: the fixed-order tree reduction
 
   int world() const { return dp * tp * pp; }
   int64_t global_batch() const { return int64_t(dp) * mb * m; }

@@ -92,7 +92,20 @@ MemoryEstimate estimate_memory(const nn::GPTConfig& model, const Candidate& c, c
   // into the arena instead).
   if (tp > 1) e.staging = uint64_t(tp) * (part.sequence_parallel ? 1 : B * T) * uint64_t(model.n_embd) * 4;
   e.other += kGemmScratchAllowance;
-  if (sharded && c.zero == 2) e.other += rounded(shard * 4);  // ZeRO-2's reduce-scatter target
+  // The gradient reduction's buffers (parallel/data_parallel.h,
+  // tree_reduce.h): the reproducible tree's log2(m) + 1 partial sums and
+  // its receive buffer; else ZeRO-2's reduce-scatter target (f32 gradients),
+  // or with bf16 gradients the rounded copy and the pieces received (W
+  // pieces of 1/W each: about P).
+  if (c.reproducible) {
+    int levels = 1;
+    for (int a = c.m; a > 1; a /= 2) ++levels;
+    e.other += uint64_t(levels) * rounded(P * 4) + (dp > 1 ? rounded(P * 4) : 0);
+  } else if (dp > 1 && c.grad_dtype == "bf16") {
+    e.other += rounded(P * 2) + rounded(P * 2);
+  } else if (sharded && c.zero == 2) {
+    e.other += rounded(shard * 4);
+  }
   // The checkpoint snapshot: params and both moments of what the rank
   // writes (rank 0 the whole model's; with model parallelism every part's
   // first data-parallel rank its part), or under ZeRO gathers the moments into.

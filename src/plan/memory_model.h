@@ -15,8 +15,10 @@
 //                recompute, split backward and sequence parallelism: the
 //                arena is reserved at that size up front)
 //   other        the GEMM's row of ones for bias gradients (and its bf16
-//                twin), ZeRO-2's reduce-scatter target, and an allowance
-//                for oneDNN's scratchpad
+//                twin), the gradient reduction's buffers (ZeRO-2's
+//                reduce-scatter target, bf16 gradients' wire and receive
+//                copies, the reproducible tree's partial sums), and an
+//                allowance for oneDNN's scratchpad
 //   staging      outside crucible's allocator: the tensor-parallel
 //                allreduce's staging vector
 //   snapshot     outside crucible's allocator: the host copy a checkpoint is

@@ -61,6 +61,19 @@ struct Chunk {
   double fwd = 0, bwd = 0, recompute = 0, tp = 0;
 };
 
+}  // namespace
+
+std::vector<GemmShape> forward_gemms(const nn::GPTConfig& md, const Candidate& c) {
+  const double M = double(c.mb) * md.seq_len, C = md.n_embd, tp = c.tp;
+  return {{M, 3 * C / tp, C, true},
+          {M, C, C / tp, true},
+          {M, 4 * C / tp, C, true},
+          {M, C, 4 * C / tp, true},
+          {M, std::ceil(md.vocab_size / tp), C, false}};
+}
+
+namespace {
+
 // One micro-batch through `blocks` blocks (and the embedding / head when the
 // chunk holds them) on one rank.
 Chunk chunk_time(const nn::GPTConfig& md, const Candidate& c, const Share& s, const GroupLink& tpl, int blocks,
@@ -69,10 +82,9 @@ Chunk chunk_time(const nn::GPTConfig& md, const Candidate& c, const Share& s, co
   const double tp = c.tp, H = md.n_head, hd = C / H;
   const double a = c.precision == "bf16" ? 2 : 4;  // stored activation bytes
   Chunk k;
-  // GEMMs of a block: qkv, attention projection, fc, MLP projection.
-  const double shapes[4][3] = {{M, 3 * C / tp, C}, {M, C, C / tp}, {M, 4 * C / tp, C}, {M, C, 4 * C / tp}};
-  double g_f = 0, g_b = 0;
-  for (const auto& sh : shapes) g_f += gemm_fwd(s, sh[0], sh[1], sh[2]), g_b += gemm_bwd(s, sh[0], sh[1], sh[2]);
+  double g_f = 0, g_b = 0, head_f = 0, head_b = 0;
+  for (const GemmShape& g : forward_gemms(md, c))
+    (g.block ? g_f : head_f) += gemm_fwd(s, g.m, g.n, g.k), (g.block ? g_b : head_b) += gemm_bwd(s, g.m, g.n, g.k);
   const double att_flops = 2 * c.mb * (H / tp) * T * T * hd;  // causal: half of 4 b h T^2 d
   const double att_f = att_flops / (s.peak * s.dev->attention_efficiency[s.pi]);
   const double att_b = 2.5 * att_f;
@@ -101,8 +113,8 @@ Chunk chunk_time(const nn::GPTConfig& md, const Candidate& c, const Share& s, co
   if (embedding) k.fwd += M * C * 8 / s.bandwidth, k.bwd += M * C * 8 / s.bandwidth;
   if (head) {  // ln_f, the LM head's GEMM over this rank's vocabulary rows, the fused cross-entropy
     const double Vr = std::ceil(V / tp);
-    k.fwd += gemm_fwd(s, M, Vr, C) + M * C * (4 + a) / s.bandwidth + M * Vr * a / s.bandwidth;
-    k.bwd += gemm_bwd(s, M, Vr, C) + 2 * M * Vr * a / s.bandwidth + M * C * 8 / s.bandwidth;
+    k.fwd += head_f + M * C * (4 + a) / s.bandwidth + M * Vr * a / s.bandwidth;
+    k.bwd += head_b + 2 * M * Vr * a / s.bandwidth + M * C * 8 / s.bandwidth;
     if (c.tp > 1)  // the vocabulary-parallel softmax's row statistics and the embedding's sum
       k.tp += 3 * comm_s(tpl, Collective::kAllreduce, M * 4, c.tp) +
               2 * comm_s(tpl, Collective::kAllreduce, M * C * 4, c.tp);

@@ -71,6 +71,17 @@ struct Prediction {
 // its time predicted (what it would take on devices with more memory).
 Prediction predict(const nn::GPTConfig& model, const Candidate& c, const Cluster& cluster);
 
+// The GEMMs of one micro-batch on one rank, as (m, n, k): a block's four
+// forward GEMMs (qkv, attention projection, fc, MLP projection: their
+// tensor-parallel shards) and the LM head's over this rank's vocabulary rows
+// (block = false). Each forward (m, n, k) has two backward GEMMs: the input
+// gradient (m, k, n) and the weight gradient (k, n, m).
+struct GemmShape {
+  double m, n, k;
+  bool block;
+};
+std::vector<GemmShape> forward_gemms(const nn::GPTConfig& model, const Candidate& c);
+
 // The memory a rank of `cluster` may use (a shared node's memory split over
 // its ranks).
 uint64_t device_memory(const Cluster& cluster, int world);

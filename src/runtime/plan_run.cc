@@ -26,6 +26,7 @@ plan::Candidate candidate_of(const Config& cfg, int world) {
   c.grad_dtype = cfg.dist.grad_dtype;
   c.bucket_mb = cfg.dist.bucket_mb;
   c.overlap = cfg.dist.overlap;
+  c.reproducible = cfg.dist.reproducible;
   return c;
 }
 

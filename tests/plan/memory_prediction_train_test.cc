@@ -38,6 +38,8 @@ TEST(MemoryPrediction, WithinFivePercentOfTheAllocatorsPeakOnEveryRank) {
       {"gpt2_fp32_full", "gpt2-124M", 1, {"train.recompute=full", "train.grad_accum=1"}},
       {"tiny_dp2_zero1", "tiny", 2, {"dist.zero=1", "train.batch_size=4"}},
       {"tiny_dp2_zero2_bf16", "tiny", 2, {"dist.zero=2", "train.batch_size=4", "train.precision=bf16"}},
+      {"tiny_dp2_grads_bf16", "tiny", 2, {"dist.grad_dtype=bf16", "train.batch_size=4", "train.precision=bf16"}},
+      {"tiny_dp2_reproducible", "tiny", 2, {"dist.reproducible=true", "train.batch_size=2", "train.grad_accum=2"}},
       {"tiny_tp2_sp_bf16", "tiny", 2, {"dist.tp=2", "dist.sequence_parallel=true", "train.precision=bf16"}},
       {"tiny_pp2_1f1b", "tiny", 2, {"dist.pp=2", "train.batch_size=2", "train.grad_accum=4"}},
       {"tiny_tp2_pp2", "tiny", 4, {"dist.tp=2", "dist.pp=2", "train.batch_size=2", "train.grad_accum=2"}},
