@@ -70,7 +70,7 @@ Result<Calibration> calibrate(const Cluster& start, const std::vector<Observatio
   Cluster c = start;
   for (int iter = 0; iter < 6; ++iter) {
     const std::vector<Prediction> now = predict_all(c, runs);
-    double po = 0, mo = 0, pd = 0, md = 0, residual = 0, wait = 0;
+    double po = 0, mo = 0, residual = 0, wait = 0;
     std::vector<double> ratio(runs.size(), 0);
     for (size_t i = 0; i < runs.size(); ++i) {
       const Measured& m = runs[i].measured;
@@ -78,17 +78,12 @@ Result<Calibration> calibrate(const Cluster& start, const std::vector<Observatio
       const double mc = std::max(0.0, m.forward + m.backward - m.tp_comm);
       if (mc > 0) ratio[i] = (b.forward + b.backward) / mc;
       po += b.optimizer, mo += m.optimizer;
-      // The link: data-parallel and tensor-parallel communication.
-      if (b.dp_comm > 0 && m.dp_comm > 0) pd += b.dp_comm, md += m.dp_comm;
-      if (b.tp_comm > 0 && m.tp_comm > 0) pd += b.tp_comm, md += m.tp_comm;
       // What the step measured beyond everything predicted but the overhead.
       residual += m.step - (now[i].step_time_s - c.step_overhead_s - c.data_wait_s) - m.data_wait;
     }
     const double n = double(runs.size());
     refit_gemms(c.device, runs, ratio);
     if (po > 0 && mo > 0) c.device.memory_efficiency = std::clamp(c.device.memory_efficiency * po / mo, 1e-3, 2.0);
-    if (pd > 0 && md > 0)
-      for (AlphaBeta& ab : c.intra.kinds) ab.bandwidth_Bps *= pd / md;
     c.step_overhead_s = std::max(0.0, residual / n);
     c.data_wait_s = wait / n;
   }
@@ -113,11 +108,11 @@ Result<Calibration> calibrate(const Cluster& start, const std::vector<Observatio
   std::snprintf(line, sizeof line,
                 "median |error| of the step time: %.1f%% before, %.1f%% after (%zu run%s)\n"
                 "fitted: GEMM table %zu / %zu points (fp32 / bf16), attention %.3f / %.3f, memory efficiency %.3f, "
-                "intra-node bandwidth x%.3f, step overhead %.2f ms, data wait %.2f ms\n",
+                "step overhead %.2f ms, data wait %.2f ms\n",
                 100 * out.median_error_before, 100 * out.median_error_after, runs.size(), runs.size() == 1 ? "" : "s",
                 c.device.gemm_efficiency[0].size(), c.device.gemm_efficiency[1].size(),
                 c.device.attention_efficiency[0], c.device.attention_efficiency[1], c.device.memory_efficiency,
-                c.intra.kinds[0].bandwidth_Bps / start.intra.kinds[0].bandwidth_Bps, c.step_overhead_s * 1e3,
+                c.step_overhead_s * 1e3,
                 c.data_wait_s * 1e3);
   r += line;
   return out;

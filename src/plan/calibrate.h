@@ -12,9 +12,10 @@
 //               shape; other layouts interpolate between them
 //   memory      memory_efficiency, by predicted / measured optimizer time
 //               (AdamW streams memory and little else)
-//   links       the intra-node link's bandwidth, by predicted / measured
-//               exposed data-parallel and tensor-parallel communication,
-//               where runs had any
+// The links stay as probed (`crucible launch -n N -- probe` measures them):
+// a run's communication time on a shared CPU node is mostly waiting for the
+// other ranks (fitting bandwidths to it made held-in runs worse, by up to
+// 22%, when tried).
 //   overhead    data_wait_ms (the loader's measured wait) and
 //               step_overhead_ms: what the measured step exceeds everything
 //               else predicted by (never below 0)

@@ -68,8 +68,16 @@ Result<Cluster> cluster_from_probe(const json& probe, const std::string& source)
   // trainer's MFU counts it, unless the FMA loop on all threads disagrees
   // with it by more than 2x (the derived clock is wrong on some VMs: then the
   // loop's figure); bf16 counts twice where oneDNN has a native bf16 matmul.
+  // A peak below what a measured GEMM reached is no peak (a busy or
+  // throttled FMA loop): then 1.25x the best GEMM, so that every efficiency,
+  // and its calibration, stays below 1.
   const double derived = number(probe, {"compute", "peak", "derived_gflops_all"}, 0);
-  const double peak = derived > 0 && fma >= 0.5 * derived && fma <= 1.1 * derived ? derived : fma;
+  double peak = derived > 0 && fma >= 0.5 * derived && fma <= 1.1 * derived ? derived : fma;
+  double best = 0;
+  for (const json& g : *gemms)
+    if (g.value("valid", false) && g.value("threads", 0) == threads)
+      best = std::max(best, g.value("gflops", 0.0) / (g.value("dtype", "") == "bf16" && bf16_native ? 2 : 1));
+  if (best > peak) peak = 1.25 * best;
   d.peak_flops[0] = peak * 1e9;
   d.peak_flops[1] = peak * 1e9 * (bf16_native ? 2 : 1);
   // The node's memory: the NUMA nodes' sum.

@@ -149,6 +149,10 @@ TEST(ClusterFile, FromAProbeDocument) {
   // A derived clock far from the FMA loop's: the loop's figure is the peak.
   probe["compute"]["peak"]["derived_gflops_all"] = 1000.0;
   EXPECT_DOUBLE_EQ(cluster_from_probe(probe, "probe.json")->device.peak_flops[0], 200e9);
+  // A peak below a measured GEMM is no peak: 1.25x the best GEMM instead.
+  probe["compute"]["peak"]["measured_fma_gflops_all"] = 50.0;
+  probe["compute"]["peak"]["derived_gflops_all"] = 60.0;
+  EXPECT_DOUBLE_EQ(cluster_from_probe(probe, "probe.json")->device.peak_flops[0], 1.25 * 105e9);
   EXPECT_FALSE(cluster_from_probe(nlohmann::json{{"schema", "other"}}, "x.json"));
 }
 
