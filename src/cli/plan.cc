@@ -57,6 +57,21 @@ plan::Cluster cluster_for(const PlanOptions& o) {
   return *c;
 }
 
+// An output path that can be written atomically (a temporary beside it,
+// renamed): its directory exists and it is not a directory or a device,
+// FIFO or socket. Checked before any work, so a bad -o wastes nothing.
+void check_output(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path p(path);
+  if (path.empty() || path.back() == '/') fail(Status::invalid("[plan] -o '" + path + "': not a file name"));
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir, ec)) fail(Status::invalid("[plan] -o " + path + ": " + dir.string() + " is not a directory"));
+  const auto st = fs::symlink_status(p, ec);
+  if (!ec && fs::exists(st) && !fs::is_regular_file(st))
+    fail(Status::invalid("[plan] -o " + path + ": exists and is not a regular file"));
+}
+
 void write_out(const std::string& path, const std::string& text, const std::string& what) {
   Status s = write_file_atomic(path, text);
   if (!s) fail(s);
@@ -65,6 +80,7 @@ void write_out(const std::string& path, const std::string& text, const std::stri
 
 void run_plan(const PlanOptions& o) {
   if (!o.from_probe.empty()) {
+    check_output(o.output.empty() ? "cluster.toml" : o.output);
     auto doc = read_json(o.from_probe);
     if (!doc) fail(Status::invalid(doc.status().message()));
     auto c = plan::cluster_from_probe(*doc, o.from_probe);
@@ -76,8 +92,12 @@ void run_plan(const PlanOptions& o) {
     return;
   }
   if (!o.calibrate.empty()) {
-    const std::string path = o.cluster.empty() ? "cluster.toml" : o.cluster;
-    auto c = o.cluster.empty() && !std::filesystem::exists(path) ? runtime::local_cluster(".") : plan::load_cluster(path);
+    // Refits --cluster (default: this machine's, as a run finds it) and
+    // writes -o (default ./cluster.toml: a shipped file is never rewritten
+    // in place unless asked).
+    const std::string out = o.output.empty() ? "cluster.toml" : o.output;
+    check_output(out);
+    auto c = o.cluster.empty() ? runtime::local_cluster(".") : plan::load_cluster(o.cluster);
     if (!c) fail(c.status());
     std::vector<plan::Observation> runs;
     for (const std::string& dir : o.calibrate) {
@@ -88,7 +108,7 @@ void run_plan(const PlanOptions& o) {
     auto fit = plan::calibrate(*c, runs);
     if (!fit) fail(fit.status());
     std::printf("%s", fit->report.c_str());
-    write_out(o.output.empty() ? path : o.output,
+    write_out(out,
               plan::cluster_toml(fit->cluster, "# Calibrated by crucible plan --calibrate from " +
                                                    std::to_string(o.calibrate.size()) + " run(s). Schema: docs/plan.md\n"),
               "calibrated cluster description");
@@ -102,21 +122,30 @@ void run_plan(const PlanOptions& o) {
     auto parsed = plan::parse_layout(o.layout, from_config);
     if (!parsed) fail(parsed.status());
     plan::Candidate c = parsed->c;
-    const int devices = o.devices > 0 ? o.devices : (parsed->has_dp ? c.world() : c.tp * c.pp);
+    const int64_t grid = int64_t(c.tp) * c.pp;
+    const int64_t devices = o.devices > 0 ? o.devices : (parsed->has_dp ? c.world() : grid);
+    if (devices > plan::kMaxDevices)
+      fail(Status::invalid("[plan] --layout: " + std::to_string(devices) + " devices is more than " +
+                           std::to_string(plan::kMaxDevices)));
     if (!parsed->has_dp) {
-      if (devices % (c.tp * c.pp))
-        fail(Status::invalid("[plan] --layout: tp x pp = " + std::to_string(c.tp * c.pp) +
-                             " does not divide --devices " + std::to_string(devices)));
-      c.dp = devices / (c.tp * c.pp);
+      if (devices % grid)
+        fail(Status::invalid("[plan] --layout: tp x pp = " + std::to_string(grid) + " does not divide --devices " +
+                             std::to_string(devices)));
+      c.dp = int(devices / grid);
     } else if (o.devices > 0 && c.world() != o.devices) {
       fail(Status::invalid("[plan] --layout: dp x tp x pp = " + std::to_string(c.world()) + " is not --devices " +
                            std::to_string(o.devices)));
     }
     if (!parsed->has_m && o.global_batch > 0) {
-      if (o.global_batch % (int64_t(c.dp) * c.mb))
+      const int64_t per_step = int64_t(c.dp) * c.mb;
+      if (o.global_batch % per_step)
         fail(Status::invalid("[plan] --layout: --global-batch " + std::to_string(o.global_batch) +
-                             " does not divide by dp x mb = " + std::to_string(c.dp * c.mb)));
-      c.m = int(o.global_batch / (int64_t(c.dp) * c.mb));
+                             " does not divide by dp x mb = " + std::to_string(per_step)));
+      if (o.global_batch / per_step > plan::kMaxMicroBatches)
+        fail(Status::invalid("[plan] --layout: --global-batch " + std::to_string(o.global_batch) + " is " +
+                             std::to_string(o.global_batch / per_step) + " micro-batches per step, more than " +
+                             std::to_string(plan::kMaxMicroBatches)));
+      c.m = int(o.global_batch / per_step);
     } else if (o.global_batch > 0 && c.global_batch() != o.global_batch) {
       fail(Status::invalid("[plan] --layout: dp x mb x m = " + std::to_string(c.global_batch()) +
                            " is not --global-batch " + std::to_string(o.global_batch)));
@@ -142,9 +171,9 @@ void run_plan(const PlanOptions& o) {
     for (const auto& p : r->best) j["best"].push_back(plan::to_json(p));
     std::printf("%s\n", j.dump(1).c_str());
   } else {
-    std::printf("%s on %d devices of %s, global batch %lld sequences of %d tokens: %lld layouts evaluated\n",
-                cfg->run.name.c_str(), so.devices, cluster.name.c_str(), (long long)so.global_batch,
-                cfg->model.seq_len, (long long)r->evaluated);
+    std::printf("%s on %d device%s of %s, global batch %lld sequences of %d tokens: %lld layouts run, best first\n",
+                cfg->run.name.c_str(), so.devices, so.devices == 1 ? "" : "s", cluster.name.c_str(),
+                (long long)so.global_batch, cfg->model.seq_len, (long long)r->evaluated);
     for (size_t i = 0; i < r->best.size(); ++i) std::printf("%2zu. %s\n", i + 1, row(r->best[i]).c_str());
     for (const auto& [why, n] : r->rejected) std::printf("    rejected %lld: %s\n", (long long)n, why.c_str());
   }

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <initializer_list>
 #include <sstream>
+#include <vector>
 
 namespace crucible::plan {
 
@@ -27,7 +28,7 @@ Result<int> positive_int(const std::string& key, const std::string& v, int min) 
   char* end = nullptr;
   const long x = std::strtol(v.c_str(), &end, 10);
   if (v.empty() || *end != '\0' || x < min || x > (1 << 24))
-    return bad(key, "'" + v + "' is not an integer >= " + std::to_string(min));
+    return bad(key, "'" + v + "' is not an integer in [" + std::to_string(min) + ", " + std::to_string(1 << 24) + "]");
   return int(x);
 }
 
@@ -48,13 +49,18 @@ Result<ParsedLayout> parse_layout(const std::string& text, const Candidate& defa
   ParsedLayout out{defaults};
   Candidate& c = out.c;
   std::stringstream in(text);
+  std::vector<std::string> seen;
   for (std::string item; std::getline(in, item, ',');) {
     item.erase(0, item.find_first_not_of(" \t"));
     item.erase(item.find_last_not_of(" \t") + 1);
     if (item.empty()) continue;
     const size_t eq = item.find('=');
     if (eq == std::string::npos) return bad("'" + item + "'", "expected key=value");
-    const std::string k = item.substr(0, eq), v = item.substr(eq + 1);
+    std::string k = item.substr(0, eq), v = item.substr(eq + 1);
+    k.erase(k.find_last_not_of(" \t") + 1);
+    v.erase(0, v.find_first_not_of(" \t"));
+    if (std::find(seen.begin(), seen.end(), k) != seen.end()) return bad(k, "given twice");
+    seen.push_back(k);
     auto set_int = [&](int& field, int min) -> Status {
       auto x = positive_int(k, v, min);
       if (!x) return x.status();
@@ -101,8 +107,18 @@ Result<parallel::Layout> check(const nn::GPTConfig& model, const Candidate& c) {
     return bad("recompute", "'" + c.recompute + "' is not none, selective or full");
   if (!one_of(c.moments, {"f32", "bf16"})) return bad("moments", "'" + c.moments + "' is not f32 or bf16");
   if (!one_of(c.grad_dtype, {"f32", "bf16"})) return bad("grad_dtype", "'" + c.grad_dtype + "' is not f32 or bf16");
+  if (c.world() > kMaxDevices)
+    return bad("dp x tp x pp", std::to_string(c.world()) + " devices is more than " + std::to_string(kMaxDevices));
+  if (c.m > kMaxMicroBatches)
+    return bad("m", std::to_string(c.m) + " micro-batches per step is more than " + std::to_string(kMaxMicroBatches));
+  if (int64_t(c.pp) * c.v > model.n_layer)
+    return Status::invalid("[layout] dist.pp: model.n_layer = " + std::to_string(model.n_layer) +
+                           " is fewer blocks than pp x pp_virtual = " + std::to_string(int64_t(c.pp) * c.v) + " stages");
+  if (c.pp > 1 && int64_t(c.pp) * c.v * c.m > kMaxScheduleSteps)
+    return bad("pp x v x m", std::to_string(int64_t(c.pp) * c.v * c.m) + " schedule steps per rank is more than " +
+                                 std::to_string(kMaxScheduleSteps) + " (the planner builds the schedule)");
   const parallel::LayoutSpec spec{c.tp, c.pp, c.v, c.schedule, c.sp, c.split};
-  auto layout = parallel::Layout::make(spec, c.world(), model, c.m);
+  auto layout = parallel::Layout::make(spec, int(c.world()), model, c.m);
   if (!layout) return layout.status();
   const int64_t tokens = int64_t(c.mb) * model.seq_len;
   if (layout->sequence_parallel() && tokens % c.tp != 0)

@@ -33,7 +33,7 @@ struct Candidate {
   bool overlap = true;
   bool reproducible = false;  // dist.reproducible: the fixed-order tree reduction
 
-  int world() const { return dp * tp * pp; }
+  int64_t world() const { return int64_t(dp) * tp * pp; }
   int64_t global_batch() const { return int64_t(dp) * mb * m; }
   // "dp=2,tp=1,pp=2,v=1,mb=4,m=2,zero=1,recompute=none,sp=false,schedule=1f1b,precision=bf16"
   std::string describe() const;
@@ -49,6 +49,13 @@ struct ParsedLayout {
   bool has_dp = false, has_m = false;
 };
 Result<ParsedLayout> parse_layout(const std::string& text, const Candidate& defaults = {});
+
+// The planner's limits: devices (dp x tp x pp), micro-batches per step, and
+// schedule actions per pipeline rank (pp x v x m: the schedule is built to
+// count the contexts each stage holds).
+inline constexpr int64_t kMaxDevices = int64_t(1) << 24;
+inline constexpr int64_t kMaxMicroBatches = int64_t(1) << 16;
+inline constexpr int64_t kMaxScheduleSteps = int64_t(1) << 21;
 
 // The layout check training makes (parallel::Layout::make: the grid, heads
 // and MLP width over tp, blocks over pp x v, micro-batches against pp), plus

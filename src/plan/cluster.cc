@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -42,15 +43,17 @@ class Reader {
 
   // A number (integer or float) > 0 (>= 0 when zero_ok); absent: keeps *out
   // unless required.
+  // max: far above any machine (1e6 GB, TFLOP/s, GB/s, us), so the
+  // arithmetic on them never overflows.
   Status number(const std::string& key, double* out, bool required, bool zero_ok = false,
-                double max = 1e300) {
+                double max = 1e6) {
     seen_.insert(key);
     const toml::node* n = t_.get(key);
     if (!n) return required ? bad(key, "missing") : Status::ok();
     std::optional<double> v = n->is_integer() ? std::optional<double>(double(*n->value<int64_t>())) : n->value<double>();
     if (!v || !(n->is_integer() || n->is_floating_point())) return bad(key, "expected a number");
     if (!std::isfinite(*v) || *v < 0 || (*v == 0 && !zero_ok) || *v > max)
-      return bad(key, std::to_string(*v) + " is out of range" + (max < 1e300 ? " (0, " + fmt(max) + "]" : ""));
+      return bad(key, fmt(*v) + " is out of range (" + (zero_ok ? "[0, " : "(0, ") + fmt(max) + "])");
     *out = *v;
     return Status::ok();
   }
@@ -59,7 +62,7 @@ class Reader {
     const toml::node* n = t_.get(key);
     if (!n) return required ? bad(key, "missing") : Status::ok();
     if (!n->is_integer() || *n->value<int64_t>() < 1 || *n->value<int64_t>() > (1 << 24))
-      return bad(key, "expected an integer >= 1");
+      return bad(key, "expected an integer in [1, 16777216]");
     *out = int(*n->value<int64_t>());
     return Status::ok();
   }
@@ -256,6 +259,10 @@ Result<Cluster> parse_cluster(const std::string& text, const std::string& source
   auto intra = links->table("intra", true);
   if (!intra) return intra.status();
   CRUCIBLE_RETURN_IF_ERROR(read_link(*intra, &c.intra));
+  if (c.devices() > (1 << 24)) return r.bad("nodes", "nodes x devices_per_node is more than 16777216 devices");
+  if (c.devices_per_nic > c.devices_per_node)
+    return r.bad("devices_per_nic", std::to_string(c.devices_per_nic) + " is more than devices_per_node = " +
+                                        std::to_string(c.devices_per_node));
   if (c.nodes > 1 || links->has("inter")) {
     auto inter = links->table("inter", true);
     if (!inter) return inter.status();
@@ -269,6 +276,10 @@ Result<Cluster> parse_cluster(const std::string& text, const std::string& source
 }
 
 Result<Cluster> load_cluster(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    return Status::invalid("[plan] the cluster file " + path +
+                           (std::filesystem::exists(path, ec) ? " is not a regular file" : " does not exist"));
   std::ifstream in(path);
   if (!in) return Status::invalid("[plan] cannot read the cluster file " + path);
   std::stringstream ss;

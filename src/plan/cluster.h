@@ -65,7 +65,7 @@ struct Cluster {
   Link intra, inter;  // inter: per NIC; a device gets 1/devices_per_nic of it
   double step_overhead_s = 0;  // per optimizer step: what no phase accounts for (loop, logging)
   double data_wait_s = 0;      // per optimizer step: the loader's exposed wait
-  int devices() const { return nodes * devices_per_node; }
+  int64_t devices() const { return int64_t(nodes) * devices_per_node; }
 };
 
 // precision index of Device's arrays: 0 fp32, 1 bf16.

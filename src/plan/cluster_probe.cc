@@ -42,9 +42,22 @@ bool fit_collective(const json& rows, double hops_per_rank, int n, AlphaBeta* ou
   return true;
 }
 
+Result<Cluster> from_probe(const json& probe, const std::string& source);
+
 }  // namespace
 
+// A member of the wrong JSON type is a bad probe file, not a crash.
 Result<Cluster> cluster_from_probe(const json& probe, const std::string& source) {
+  try {
+    return from_probe(probe, source);
+  } catch (const json::exception& e) {
+    return Status::invalid("[plan] " + source + ": not a well-formed probe document (" + std::string(e.what()) + ")");
+  }
+}
+
+namespace {
+
+Result<Cluster> from_probe(const json& probe, const std::string& source) {
   auto bad = [&](const std::string& why) { return Status::invalid("[plan] " + source + ": " + why); };
   if (!probe.is_object() || probe.value("schema", "") != "crucible-probe/1")
     return bad("not a probe document (schema crucible-probe/1)");
@@ -128,7 +141,11 @@ Result<Cluster> cluster_from_probe(const json& probe, const std::string& source)
     }
   }
   c.inter = c.intra;
+  if (c.devices_per_node > (1 << 24) || d.memory_bytes > 1e15)
+    return bad("cpu.hardware_threads or the NUMA memory is out of range");
   return c;
 }
+
+}  // namespace
 
 }  // namespace crucible::plan

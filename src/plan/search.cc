@@ -55,6 +55,10 @@ Result<SearchResult> search(const nn::GPTConfig& md, const Cluster& cl, const Se
         for (int v : sched == "interleaved" ? std::vector<int>{2, 4} : std::vector<int>{1}) {
           if (md.n_layer % (pp * v)) continue;
           for (int mb : divisors(per_dp, o.max_micro_batch)) {
+            if (per_dp / mb > kMaxMicroBatches) {
+              ++r.rejected["more micro-batches per step than the planner's limit"];
+              continue;
+            }
             const int m = int(per_dp / mb);
             if (pp > 1 && (m < pp || (sched == "interleaved" && m % pp))) {
               ++r.rejected["too few micro-batches for the pipeline"];

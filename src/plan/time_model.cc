@@ -20,9 +20,9 @@ struct Share {
 // Ranks placed on one node: a device each, filling nodes in rank order; on a
 // shared (CPU) node the ranks may outnumber its hardware threads
 // (oversubscribed), spread evenly over the nodes.
-int ranks_on_node(const Cluster& cl, int world) {
-  if (cl.shared_node) return std::max(1, (world + cl.nodes - 1) / cl.nodes);
-  return std::max(1, std::min(world, cl.devices_per_node));
+int ranks_on_node(const Cluster& cl, int64_t world) {
+  if (cl.shared_node) return int(std::max<int64_t>(1, (world + cl.nodes - 1) / cl.nodes));
+  return int(std::max<int64_t>(1, std::min<int64_t>(world, cl.devices_per_node)));
 }
 
 Share share_of(const Cluster& cl, const Candidate& c) {
@@ -49,7 +49,7 @@ struct GroupLink {
   const Link* link;
   double nic_share;  // 1 inside a node
 };
-GroupLink group_link(const Cluster& cl, int world, int stride, int size) {
+GroupLink group_link(const Cluster& cl, int64_t world, int stride, int size) {
   if (int64_t(stride) * size <= ranks_on_node(cl, world)) return {&cl.intra, 1.0};
   return {&cl.inter, 1.0 / cl.devices_per_nic};
 }
@@ -124,7 +124,7 @@ Chunk chunk_time(const nn::GPTConfig& md, const Candidate& c, const Share& s, co
 
 }  // namespace
 
-uint64_t device_memory(const Cluster& cl, int world) {
+uint64_t device_memory(const Cluster& cl, int64_t world) {
   return uint64_t(cl.device.memory_bytes / (cl.shared_node ? ranks_on_node(cl, world) : 1));
 }
 
@@ -161,7 +161,7 @@ Prediction predict(const nn::GPTConfig& md, const Candidate& c, const Cluster& c
                 p.memory.describe() + "), a device has " + format_bytes(p.device_memory_bytes);
 
   const Share s = share_of(cl, c);
-  const int W = c.world();
+  const int64_t W = c.world();
   const GroupLink tpl = group_link(cl, W, 1, c.tp), ppl = group_link(cl, W, c.tp, c.pp),
                   dpl = group_link(cl, W, c.tp * c.pp, c.dp);
   // The slowest pipeline stage per micro-batch (all its chunks).

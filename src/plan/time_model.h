@@ -84,7 +84,7 @@ std::vector<GemmShape> forward_gemms(const nn::GPTConfig& model, const Candidate
 
 // The memory a rank of `cluster` may use (a shared node's memory split over
 // its ranks).
-uint64_t device_memory(const Cluster& cluster, int world);
+uint64_t device_memory(const Cluster& cluster, int64_t world);
 
 // --json's object (schema: docs/plan.md, "JSON").
 nlohmann::json to_json(const Prediction& p);

@@ -56,9 +56,9 @@ nlohmann::json run_prediction(const Config& cfg, int world, const Result<plan::C
     if (layout) {
       const plan::LargestRank big = plan::largest_rank(cfg.model, c, *layout);
       p.memory = big.estimate, p.peak_rank = big.rank;
-    }
-    else
+    } else {
       p.why_not = layout.status().message();
+    }
     j = plan::to_json(p);
     j["runs"] = layout.is_ok();
     j["cluster"] = nullptr;
@@ -87,13 +87,17 @@ std::string describe_prediction(const nlohmann::json& j) {
 }
 
 Result<plan::Observation> observe_run(const std::string& run_dir) {
+  if (!std::filesystem::is_directory(run_dir))
+    return Status::invalid("[plan] --calibrate " + run_dir + ": no such run directory");
   auto cfg = load_config(run_dir + "/config.toml");
   if (!cfg) return cfg.status();
   int world = cfg->dist.tp * cfg->dist.pp;
   if (std::filesystem::exists(run_dir + "/plan.json")) {
     auto pj = read_json(run_dir + "/plan.json");
     if (!pj) return pj.status();
-    world = pj->value("layout", nlohmann::json::object()).value("devices", world);
+    const nlohmann::json& layout = (*pj)["layout"];
+    if (layout.is_object() && layout.contains("devices") && layout["devices"].is_number_integer())
+      world = layout["devices"].get<int>();
   }
   plan::Observation o;
   o.run = run_dir;
@@ -104,11 +108,19 @@ Result<plan::Observation> observe_run(const std::string& run_dir) {
   std::vector<std::vector<double>> cols(8);
   const char* keys[] = {"step_ms", "data_wait_ms", "forward_ms", "backward_ms", "optimizer_ms", "comm_ms",
                         "tp_comm_ms", "pipeline_wait_ms"};
+  int lineno = 0;
   for (std::string line; std::getline(in, line);) {
+    ++lineno;
     auto row = nlohmann::json::parse(line, nullptr, false);
-    if (!row.is_object() || row.value("step", int64_t(0)) <= 2 || !row.contains("step_ms")) continue;
-    for (size_t k = 0; k < cols.size(); ++k) cols[k].push_back(row.value(keys[k], 0.0) * 1e-3);
-    o.measured.mem_peak = std::max<uint64_t>(o.measured.mem_peak, row.value("mem_peak", uint64_t(0)));
+    if (!row.is_object()) continue;  // a torn last line of a killed run
+    try {
+      if (row.value("step", int64_t(0)) <= 2 || !row.contains("step_ms")) continue;
+      for (size_t k = 0; k < cols.size(); ++k) cols[k].push_back(row.value(keys[k], 0.0) * 1e-3);
+      o.measured.mem_peak = std::max<uint64_t>(o.measured.mem_peak, row.value("mem_peak", uint64_t(0)));
+    } catch (const nlohmann::json::exception& e) {
+      return Status::invalid("[plan] " + run_dir + "/metrics.jsonl:" + std::to_string(lineno) +
+                             ": not a metrics row (" + e.what() + ")");
+    }
   }
   auto median = [](std::vector<double> v) {
     if (v.empty()) return 0.0;

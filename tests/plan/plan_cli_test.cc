@@ -65,7 +65,7 @@ TEST(PlanCli, BadInputIsOneLineAndExitTwo) {
   TempDir dir("plan_cli_bad");
   testutil::write_file(dir / "broken.toml", "name = \"x\"\nnodes = 1\ndevices_per_node = 1\nbogus = 3\n");
   expect_bad_input(run_crucible({"plan", "--cluster", dir / "broken.toml"}), "bogus: unknown key");
-  expect_bad_input(run_crucible({"plan", "--cluster", dir / "missing.toml"}), "cannot read the cluster file");
+  expect_bad_input(run_crucible({"plan", "--cluster", dir / "missing.toml"}), "missing.toml does not exist");
   expect_bad_input(run_crucible({"plan", "--cluster", cluster("dgx-a100"), "--devices", "8", "--layout", "tp=3"}),
                    "does not divide --devices 8");
   expect_bad_input(run_crucible({"plan", "--cluster", cluster("dgx-a100"), "--devices", "6", "--layout", "tp=3"}),
@@ -86,6 +86,40 @@ TEST(PlanCli, BadInputIsOneLineAndExitTwo) {
   expect_bad_input(run_crucible({"plan", "--set", "model.n_embd=250", "--cluster", cluster("dgx-a100")}),
                    "model.n_embd");
   expect_bad_input(run_crucible({"plan", "--cluster-from-probe", dir / "broken.toml"}), "broken.toml");
+  // What a red-team pass found: products past int, a schedule too long to
+  // build, special files, wrong JSON types, outputs that cannot be written.
+  expect_bad_input(run_crucible({"plan", "--cluster", cluster("dgx-a100"), "--layout", "tp=65536,pp=65536"}),
+                   "more than 16777216");
+  expect_bad_input(run_crucible({"plan", "--cluster", cluster("dgx-a100"), "--layout", "dp=65536,tp=65537",
+                                 "--devices", "65536"}),
+                   "is not --devices 65536");
+  expect_bad_input(run_crucible({"plan", "--cluster", cluster("dgx-a100"), "--devices", "8", "--global-batch",
+                                 "1099511627776", "--layout", "dp=8"}),
+                   "micro-batches per step, more than 65536");
+  expect_bad_input(run_crucible({"plan", "--cluster", cluster("dgx-a100"), "--devices", "2", "--global-batch",
+                                 "2000000", "--layout", "pp=2,mb=1"}),
+                   "more than 65536");
+  expect_bad_input(run_crucible({"plan", "--cluster", cluster("dgx-a100"), "--layout", "tp=2,tp=4"}), "given twice");
+  expect_bad_input(run_crucible({"plan", "--cluster", "/dev/zero"}), "is not a regular file");
+  expect_bad_input(run_crucible({"plan", "--cluster", dir.path()}), "is not a regular file");
+  std::string huge = read_file(cluster("dgx-a100"));
+  const size_t at = huge.find("memory_gb = 80");
+  ASSERT_NE(at, std::string::npos);
+  testutil::write_file(dir / "huge.toml", huge.replace(at, 14, "memory_gb = 1e12"));
+  expect_bad_input(run_crucible({"plan", "--cluster", dir / "huge.toml"}), "device.memory_gb: 1e+12 is out of range");
+  testutil::write_file(dir / "typed.json",
+                       R"({"schema": "crucible-probe/1", "compute": {"peak": {"measured_fma_gflops_all": 100},)"
+                       R"( "gemm": [{"m": "x", "n": 1, "k": 1, "dtype": "f32", "threads": 1, "gflops": 1, "valid": true}]},)"
+                       R"( "memory": {"threads_all": {"triad": {"best_gbs": 10}}}})");
+  expect_bad_input(run_crucible({"plan", "--cluster-from-probe", dir / "typed.json", "-o", dir / "c.toml"}),
+                   "not a well-formed probe document");
+  expect_bad_input(run_crucible({"plan", "--cluster-from-probe", dir / "typed.json", "-o", dir / "no/such/c.toml"}),
+                   "is not a directory");
+  expect_bad_input(run_crucible({"plan", "--cluster-from-probe", dir / "typed.json", "-o", dir.path()}),
+                   "exists and is not a regular file");
+  EXPECT_FALSE(fs::exists(dir / "c.toml"));
+  expect_bad_input(run_crucible({"plan", "--calibrate", dir / "no_run", "--cluster", cluster("dgx-a100")}),
+                   "no such run directory");
   // No cluster description at hand.
   expect_bad_input(run_crucible({"plan"}, dir.path()), "no cluster description");
 }
