@@ -18,6 +18,13 @@ Result<Layout> Layout::make(const LayoutSpec& s, int world, const nn::GPTConfig&
   if (s.tp < 1) return bad("dist.tp", std::to_string(s.tp) + " must be >= 1");
   if (s.pp < 1) return bad("dist.pp", std::to_string(s.pp) + " must be >= 1");
   if (s.virtual_stages < 1) return bad("dist.pp_virtual", std::to_string(s.virtual_stages) + " must be >= 1");
+  // Products in 64 bits: tp x pp or pp x v past int would wrap (to 0: a
+  // division by zero).
+  constexpr int64_t kMax = int64_t(1) << 24;
+  if (int64_t(s.tp) * s.pp > kMax) return bad("dist.tp x dist.pp", "more than " + std::to_string(kMax) + " ranks");
+  if (int64_t(s.pp) * s.virtual_stages > kMax)
+    return bad("dist.pp", "model.n_layer = " + std::to_string(m.n_layer) + " is fewer blocks than pp x pp_virtual = " +
+                              std::to_string(int64_t(s.pp) * s.virtual_stages) + " stages");
   if (std::find(std::begin(kSchedules), std::end(kSchedules), s.schedule) == std::end(kSchedules))
     return bad("dist.pp_schedule", "'" + s.schedule + "' is not one of 1f1b, interleaved, zb-h1");
   if (world % (s.tp * s.pp) != 0)

@@ -111,9 +111,6 @@ Result<parallel::Layout> check(const nn::GPTConfig& model, const Candidate& c) {
     return bad("dp x tp x pp", std::to_string(c.world()) + " devices is more than " + std::to_string(kMaxDevices));
   if (c.m > kMaxMicroBatches)
     return bad("m", std::to_string(c.m) + " micro-batches per step is more than " + std::to_string(kMaxMicroBatches));
-  if (int64_t(c.pp) * c.v > model.n_layer)
-    return Status::invalid("[layout] dist.pp: model.n_layer = " + std::to_string(model.n_layer) +
-                           " is fewer blocks than pp x pp_virtual = " + std::to_string(int64_t(c.pp) * c.v) + " stages");
   if (c.pp > 1 && int64_t(c.pp) * c.v * c.m > kMaxScheduleSteps)
     return bad("pp x v x m", std::to_string(int64_t(c.pp) * c.v * c.m) + " schedule steps per rank is more than " +
                                  std::to_string(kMaxScheduleSteps) + " (the planner builds the schedule)");

@@ -433,7 +433,10 @@ Status validate(const Config& c) {
     return bad("dist.reproducible",
                "needs dist.zero = 0 (the reproducible reduction is a tree over whole gradients)");
   {  // what the layout needs of the model and the batch, whatever the world size
-    auto layout = parallel::Layout::make(layout_spec(c), c.dist.tp * c.dist.pp, c.model, c.train.grad_accum);
+    const int64_t grid = int64_t(c.dist.tp) * c.dist.pp;
+    if (c.dist.tp >= 1 && c.dist.pp >= 1 && grid > (int64_t(1) << 24))
+      return bad("dist.tp x dist.pp", std::to_string(grid) + " ranks is more than 16777216");
+    auto layout = parallel::Layout::make(layout_spec(c), int(grid), c.model, c.train.grad_accum);
     if (!layout) return Status::invalid("[config] " + layout.status().message().substr(9));
   }
   if (!(c.run.log_every_s > 0)) return bad("run.log_every_s", "must be > 0");

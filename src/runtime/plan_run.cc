@@ -13,7 +13,7 @@ plan::Candidate candidate_of(const Config& cfg, int world) {
   c.tp = cfg.dist.tp;
   c.pp = cfg.dist.pp;
   c.v = cfg.dist.pp_virtual;
-  c.dp = std::max(1, world / std::max(1, c.tp * c.pp));
+  c.dp = int(std::max<int64_t>(1, world / std::max<int64_t>(1, int64_t(c.tp) * c.pp)));
   c.mb = cfg.train.batch_size;
   c.m = cfg.train.grad_accum;
   c.zero = cfg.dist.zero;

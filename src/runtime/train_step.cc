@@ -29,7 +29,7 @@ TrainStep::~TrainStep() = default;
 Result<parallel::Layout> TrainStep::plan_layout(const Config& cfg, int world) {
   const int accum = cfg.train.grad_accum;
   // A world the grid does not divide: Layout::make's message names it.
-  if (world % std::max(1, cfg.dist.tp * cfg.dist.pp) != 0) {
+  if (world % std::max<int64_t>(1, int64_t(cfg.dist.tp) * cfg.dist.pp) != 0) {
     auto grid = parallel::Layout::make(layout_spec(cfg), world, cfg.model, accum);
     if (!grid) return grid.status();
   }

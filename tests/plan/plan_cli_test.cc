@@ -120,6 +120,13 @@ TEST(PlanCli, BadInputIsOneLineAndExitTwo) {
   EXPECT_FALSE(fs::exists(dir / "c.toml"));
   expect_bad_input(run_crucible({"plan", "--calibrate", dir / "no_run", "--cluster", cluster("dgx-a100")}),
                    "no such run directory");
+  // The same products in the trainer's own config check (a SIGFPE before).
+  expect_bad_input(run_crucible({"train", "--set", "dist.tp=65536", "--set", "dist.pp=65536"}, dir.path()),
+                   "dist.tp x dist.pp: 4294967296 ranks is more than 16777216");
+  expect_bad_input(run_crucible({"train", "--set", "dist.pp=4096", "--set", "dist.pp_virtual=1048576", "--set",
+                                 "dist.pp_schedule=interleaved"},
+                                dir.path()),
+                   "fewer blocks than pp x pp_virtual = 4294967296 stages");
   // No cluster description at hand.
   expect_bad_input(run_crucible({"plan"}, dir.path()), "no cluster description");
 }
