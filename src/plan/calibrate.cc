@@ -5,16 +5,11 @@
 #include <cstdio>
 #include <tuple>
 
+#include "core/stats.h"
+
 namespace crucible::plan {
 
 namespace {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // Each run's GEMM shapes (forward and both backward ones) take the
 // efficiency that makes its predicted compute its measured compute: points

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <initializer_list>
 #include <sstream>
 #include <vector>
 
@@ -14,14 +13,27 @@ Status bad(const std::string& key, const std::string& why) {
   return Status::invalid("[plan] layout " + key + ": " + why);
 }
 
-bool one_of(const std::string& v, std::initializer_list<const char*> choices) {
+// The named fields' values: one list each, for --layout and for check().
+using Choices = std::vector<const char*>;
+const Choices kRecomputes = {"none", "selective", "full"};
+const Choices kSchedules = {"1f1b", "interleaved", "zb-h1"};
+const Choices kPrecisions = {"fp32", "bf16"};
+const Choices kDtypes = {"f32", "bf16"};
+const Choices kSplits = {"even", "cost"};
+
+bool one_of(const std::string& v, const Choices& choices) {
   return std::any_of(choices.begin(), choices.end(), [&](const char* c) { return v == c; });
 }
 
-std::string choices(std::initializer_list<const char*> cs) {
+std::string choices(const Choices& cs) {
   std::string s;
   for (const char* c : cs) s += std::string(s.empty() ? "" : ", ") + c;
   return s;
+}
+
+// "'v' is not one of a, b, c" when v is not among cs.
+Status named(const std::string& key, const std::string& v, const Choices& cs) {
+  return one_of(v, cs) ? Status::ok() : bad(key, "'" + v + "' is not one of " + choices(cs));
 }
 
 Result<int> positive_int(const std::string& key, const std::string& v, int min) {
@@ -67,8 +79,8 @@ Result<ParsedLayout> parse_layout(const std::string& text, const Candidate& defa
       field = *x;
       return Status::ok();
     };
-    auto set_name = [&](std::string& field, std::initializer_list<const char*> cs) -> Status {
-      if (!one_of(v, cs)) return bad(k, "'" + v + "' is not one of " + choices(cs));
+    auto set_name = [&](std::string& field, const Choices& cs) -> Status {
+      CRUCIBLE_RETURN_IF_ERROR(named(k, v, cs));
       field = v;
       return Status::ok();
     };
@@ -85,12 +97,12 @@ Result<ParsedLayout> parse_layout(const std::string& text, const Candidate& defa
     } else if (k == "sp") {
       if (v != "true" && v != "false") s = bad(k, "'" + v + "' is not true or false");
       c.sp = v == "true";
-    } else if (k == "recompute") s = set_name(c.recompute, {"none", "selective", "full"});
-    else if (k == "schedule") s = set_name(c.schedule, {"1f1b", "interleaved", "zb-h1"});
-    else if (k == "precision") s = set_name(c.precision, {"fp32", "bf16"});
-    else if (k == "moments") s = set_name(c.moments, {"f32", "bf16"});
-    else if (k == "grad_dtype") s = set_name(c.grad_dtype, {"f32", "bf16"});
-    else if (k == "split") s = set_name(c.split, {"even", "cost"});
+    } else if (k == "recompute") s = set_name(c.recompute, kRecomputes);
+    else if (k == "schedule") s = set_name(c.schedule, kSchedules);
+    else if (k == "precision") s = set_name(c.precision, kPrecisions);
+    else if (k == "moments") s = set_name(c.moments, kDtypes);
+    else if (k == "grad_dtype") s = set_name(c.grad_dtype, kDtypes);
+    else if (k == "split") s = set_name(c.split, kSplits);
     else
       s = bad("'" + k + "'", "unknown key (known: dp, tp, pp, v, mb, m, zero, recompute, sp, schedule, precision, "
                               "moments, grad_dtype, split)");
@@ -102,11 +114,10 @@ Result<ParsedLayout> parse_layout(const std::string& text, const Candidate& defa
 Result<parallel::Layout> check(const nn::GPTConfig& model, const Candidate& c) {
   if (c.dp < 1 || c.mb < 1 || c.m < 1) return bad("dp, mb, m", "each must be >= 1");
   if (c.zero < 0 || c.zero > 2) return bad("zero", std::to_string(c.zero) + " is not 0, 1 or 2");
-  if (!one_of(c.precision, {"fp32", "bf16"})) return bad("precision", "'" + c.precision + "' is not fp32 or bf16");
-  if (!one_of(c.recompute, {"none", "selective", "full"}))
-    return bad("recompute", "'" + c.recompute + "' is not none, selective or full");
-  if (!one_of(c.moments, {"f32", "bf16"})) return bad("moments", "'" + c.moments + "' is not f32 or bf16");
-  if (!one_of(c.grad_dtype, {"f32", "bf16"})) return bad("grad_dtype", "'" + c.grad_dtype + "' is not f32 or bf16");
+  CRUCIBLE_RETURN_IF_ERROR(named("precision", c.precision, kPrecisions));
+  CRUCIBLE_RETURN_IF_ERROR(named("recompute", c.recompute, kRecomputes));
+  CRUCIBLE_RETURN_IF_ERROR(named("moments", c.moments, kDtypes));
+  CRUCIBLE_RETURN_IF_ERROR(named("grad_dtype", c.grad_dtype, kDtypes));
   if (c.world() > kMaxDevices)
     return bad("dp x tp x pp", std::to_string(c.world()) + " devices is more than " + std::to_string(kMaxDevices));
   if (c.m > kMaxMicroBatches)

@@ -6,16 +6,11 @@
 #include <cstdio>
 #include <limits>
 
+#include "core/stats.h"
+
 namespace crucible::profile {
 
 namespace {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
 
 // Least-squares slope of y against its index.
 double ls_slope(const std::vector<double>& y) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/stats.h"
 #include "profile/report_sections.h"
 #include "profile/svg.h"
 
@@ -20,9 +21,7 @@ double median_of(const std::vector<nlohmann::json>& m, const char* key) {
     if (r.value("step", 0) > 2 && r.contains("step_ms")) v.push_back(r.value(key, 0.0));
   if (v.empty())
     for (const auto& r : m) v.push_back(r.value(key, 0.0));
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  return median(std::move(v));
 }
 
 std::string error_text(double predicted, double measured) {
@@ -67,7 +66,8 @@ std::string prediction_section(const nlohmann::json& plan, const std::vector<nlo
   svg::BarChart chart;
   chart.title = "Step time by phase: predicted and measured";
   chart.y_label = "ms per step";
-  svg::Series pred{"predicted"}, meas{"measured"};
+  svg::Series pred, meas;
+  pred.name = "predicted", meas.name = "measured";
   for (const Row& r : rows) {
     body += "<tr><td>" + std::string(r.name) + "</td><td>" + fmt_fixed(r.predicted, 1) + "</td><td>" +
             fmt_fixed(r.measured, 1) + "</td><td>" + error_text(r.predicted, r.measured) + "</td></tr>";

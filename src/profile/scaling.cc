@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/file_io.h"
+#include "core/stats.h"
 
 namespace crucible::profile {
 
@@ -103,10 +104,8 @@ Result<RunThroughput> read_scaling_run(const std::string& run_dir, int ranks, in
   if (tps.empty())
     return Status::invalid("[bench] scaling: " + path + " has no step after skipping the first " +
                            std::to_string(skip_steps));
-  std::sort(tps.begin(), tps.end());
-  size_t m = tps.size() / 2;
   RunThroughput t;
-  t.tokens_per_s = tps.size() % 2 ? tps[m] : 0.5 * (tps[m - 1] + tps[m]);
+  t.tokens_per_s = median(tps);
   t.steps_used = int(tps.size());
   if (ranks > 0) {
     t.ranks = ranks;

@@ -10,20 +10,13 @@
 #include "core/clock.h"
 #include "core/kernel_stats.h"
 #include "core/rng.h"
+#include "core/stats.h"
 #include "core/threads.h"
 #include "kernels/kernels.h"
 #include "nn/workloads.h"
 #include "optim/adamw.h"
 
 namespace crucible::profile {
-namespace {
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-}  // namespace
-
 Result<StepBenchResult> run_step_bench(const StepBenchOptions& opt) {
   auto wl = nn::find_workload(opt.workload);
   if (!wl) {

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "core/json_io.h"
+#include "core/stats.h"
 
 namespace crucible::runtime {
 
@@ -122,11 +123,6 @@ Result<plan::Observation> observe_run(const std::string& run_dir) {
                              ": not a metrics row (" + e.what() + ")");
     }
   }
-  auto median = [](std::vector<double> v) {
-    if (v.empty()) return 0.0;
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
   plan::Measured& m = o.measured;
   m.steps = int(cols[0].size());
   m.step = median(cols[0]), m.data_wait = median(cols[1]), m.forward = median(cols[2]), m.backward = median(cols[3]);
