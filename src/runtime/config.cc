@@ -107,6 +107,7 @@ std::vector<Field> fields(Config& c) {
       {"dist.pp_split", &c.dist.pp_split},
       {"dist.grad_dtype", &c.dist.grad_dtype},
       {"fault.hang_timeout_s", &c.fault.hang_timeout_s},
+      {"fault.heartbeat_window_s", &c.fault.heartbeat_window_s},
       {"fault.setup_timeout_s", &c.fault.setup_timeout_s},
       {"fault.max_restarts", &c.fault.max_restarts},
       {"fault.restart_backoff_s", &c.fault.restart_backoff_s},
@@ -441,6 +442,8 @@ Status validate(const Config& c) {
   }
   if (!(c.run.log_every_s > 0)) return bad("run.log_every_s", "must be > 0");
   if (!(c.fault.hang_timeout_s > 0)) return bad("fault.hang_timeout_s", "must be > 0");
+  if (!(c.fault.heartbeat_window_s >= 1 && c.fault.heartbeat_window_s <= 3600))
+    return bad("fault.heartbeat_window_s", "must be between 1 and 3600 (heartbeats come every 0.2 s)");
   if (!(c.fault.setup_timeout_s > 0)) return bad("fault.setup_timeout_s", "must be > 0");
   if (c.fault.max_restarts < 0) return bad("fault.max_restarts", "must be >= 0");
   if (!(c.fault.restart_backoff_s >= 0)) return bad("fault.restart_backoff_s", "must be >= 0");

@@ -104,6 +104,10 @@ struct FaultConfig {
   // The same, before the first training step (dataset and tokenizer
   // preparation may legitimately take long).
   double setup_timeout_s = 1800;
+  // A rank whose heartbeats (sent every 200 ms by a thread of their own,
+  // whatever training does) stop arriving for this long is gone: its
+  // process, or its host or the link to it (the supervisor asks which).
+  double heartbeat_window_s = 3;
   int max_restarts = 3;            // relaunches after failures; then exit 4
   double restart_backoff_s = 1;    // wait before the first relaunch; doubles, at most 60 s
   int shrink_after = 2;            // consecutive failures at one world size before --min-ranks shrinks it

@@ -40,6 +40,7 @@ struct State {
   int attempt = 0;
   pid_t supervisor_pid = 0;
   bool supervisor_local = false;
+  double fence_s = 0;  // on another host: exit after this long without a word (0: never)
   std::string host;
   std::mutex send_mu;
   std::thread thread;
@@ -70,6 +71,7 @@ State* state() {
     if (const char* p = std::getenv(kSupervisorPidEnv)) st->supervisor_pid = pid_t(std::atoll(p));
     const char* sh = std::getenv(kSupervisorHostEnv);
     st->supervisor_local = sh && st->host == sh && st->supervisor_pid > 0;
+    if (const char* f = std::getenv(kFenceEnv); f && !st->supervisor_local) st->fence_s = std::atof(f);
     return st;
   }();
   return s;
@@ -105,13 +107,24 @@ void send(State& s, const Beat& b) {
 void run(State* s) {
   block_stop_signals_in_this_thread();
   char buf[512];
+  auto heard = std::chrono::steady_clock::now();
   while (!s->quit.load()) {
     send(*s, current(*s, "hb"));
     pollfd p{s->fd, POLLIN, 0};
     if (::poll(&p, 1, int(kBeatInterval.count())) > 0) {
-      ssize_t n = ::recv(s->fd, buf, sizeof buf - 1, MSG_DONTWAIT);
-      if (n > 0 && std::string(buf, size_t(n)).find("\"stop\"") != std::string::npos)
-        s->stop.store(true);
+      for (ssize_t n; (n = ::recv(s->fd, buf, sizeof buf - 1, MSG_DONTWAIT)) > 0;) {
+        heard = std::chrono::steady_clock::now();
+        if (std::string(buf, size_t(n)).find("\"stop\"") != std::string::npos) s->stop.store(true);
+      }
+    }
+    const double quiet = std::chrono::duration<double>(std::chrono::steady_clock::now() - heard).count();
+    if (s->fence_s > 0 && quiet > s->fence_s) {
+      std::fprintf(stderr,
+                   "[heartbeat] rank %d on %s: no word from the supervisor for %.1f s (the link to it, or "
+                   "it, is gone); exiting so that the job can continue without this host\n",
+                   s->rank.load(), s->host.c_str(), quiet);
+      std::fflush(stderr);
+      ::_exit(kExitOrphaned);
     }
     if (s->supervisor_local && !process_alive(s->supervisor_pid)) {
       std::fprintf(stderr, "[heartbeat] rank %d: the supervisor (pid %d) is gone; exiting\n",

@@ -10,8 +10,9 @@
 // smaller one is behind the others (docs/fault_tolerance.md, "Culprits").
 //
 // The thread also watches the supervisor: when it is gone (killed with
-// SIGKILL, say) the rank exits, so no orphaned job keeps writing into a run
-// directory that a relaunch is about to use.
+// SIGKILL, say; on another host: nothing heard from it for CRUCIBLE_FENCE_S)
+// the rank exits, so no orphaned job keeps writing into a run directory that
+// a relaunch is about to use.
 //
 // Not supervised (no CRUCIBLE_SUPERVISOR in the environment): every call is a
 // no-op. Thread-safe.
@@ -53,6 +54,11 @@ inline constexpr const char* kSupervisorEnv = "CRUCIBLE_SUPERVISOR";  // host:po
 inline constexpr const char* kSupervisorPidEnv = "CRUCIBLE_SUPERVISOR_PID";
 inline constexpr const char* kSupervisorHostEnv = "CRUCIBLE_SUPERVISOR_HOST";
 inline constexpr const char* kAttemptEnv = "CRUCIBLE_ATTEMPT";
+// Seconds without a word from the supervisor after which a rank on another
+// host than the supervisor's fences itself (exits): the supervisor tells its
+// ranks it is there twice a second, and one that went silent (killed, or cut
+// off by the network) is continuing the job without them.
+inline constexpr const char* kFenceEnv = "CRUCIBLE_FENCE_S";
 // Exit code of a rank whose supervisor vanished.
 inline constexpr int kExitOrphaned = 5;
 

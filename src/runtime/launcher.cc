@@ -54,6 +54,50 @@ std::string address_facing(const std::vector<std::string>& hosts) {
   return "";
 }
 
+namespace {
+
+// The IPv4 addresses `host` resolves to, as text.
+std::vector<std::string> addresses_of(const std::string& host) {
+  std::vector<std::string> out;
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  if (::getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0) return out;
+  for (addrinfo* a = res; a; a = a->ai_next) {
+    char buf[INET_ADDRSTRLEN] = {0};
+    if (::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr, buf, sizeof buf))
+      out.push_back(buf);
+  }
+  ::freeaddrinfo(res);
+  return out;
+}
+
+}  // namespace
+
+Result<int> write_hostfile_without(const std::string& from, const std::vector<std::string>& drop,
+                                   const std::string& to) {
+  auto text = read_file(from);
+  if (!text) return text.status();
+  std::istringstream in(*text);
+  std::string kept;
+  int slots = 0;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream words(line.substr(0, line.find('#')));
+    std::string host, word;
+    if (!(words >> host)) continue;
+    bool gone = std::find(drop.begin(), drop.end(), host) != drop.end();
+    for (const std::string& a : addresses_of(host)) gone = gone || std::find(drop.begin(), drop.end(), a) != drop.end();
+    if (gone) continue;
+    kept += line + "\n";
+    int n = -1;
+    while (words >> word)
+      if (word.rfind("slots=", 0) == 0) n = std::stoi(word.substr(6));
+    slots = slots < 0 || n < 0 ? -1 : slots + n;
+  }
+  CRUCIBLE_RETURN_IF_ERROR(write_file_atomic(to, kept));
+  return slots;
+}
+
 Status check_hostfile(const std::string& path, int ranks) {
   auto text = read_file(path);
   if (!text) return Status::invalid("[launch] --hostfile " + text.status().message());
@@ -113,7 +157,10 @@ std::vector<std::string> launcher_command(const LaunchSpec& o, const std::string
       // set per rank below; binding N ranks to cores fights OpenMP).
       for (const char* a : {"--mca", "btl", "self,vader", "--bind-to", "none"}) argv.push_back(a);
     } else {
-      argv.insert(argv.end(), {"--hostfile", o.hostfile});
+      // Several hosts: TCP between them, shared memory inside each (unless
+      // the environment chose the transports), and no binding, as above.
+      argv.insert(argv.end(), {"--hostfile", o.hostfile, "--bind-to", "none"});
+      if (!std::getenv("OMPI_MCA_btl")) argv.insert(argv.end(), {"--mca", "btl", "self,vader,tcp"});
     }
   }
   std::vector<std::string> forward = o.env_to_forward;

@@ -35,4 +35,11 @@ std::vector<std::string> hostfile_hosts(const std::string& path);
 // every host is this machine or none resolves.
 std::string address_facing(const std::vector<std::string>& hosts);
 
+// Writes to `to` the hostfile `from` without the hosts named in `drop` (host
+// names or addresses: a line goes when its host is one of them or resolves
+// to one), for the attempt after a host was lost. Returns the slots the kept
+// lines give (-1 when one of them gives none: Open MPI then counts cores).
+Result<int> write_hostfile_without(const std::string& from, const std::vector<std::string>& drop,
+                                   const std::string& to);
+
 }  // namespace crucible::runtime

@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# A real Slurm cluster inside one machine, without systemd: its own munged,
+# one slurmctld and one slurmd (this host, NodeAddr 127.0.0.1), all on a
+# private socket, private ports and a private temporary directory, so a
+# system Slurm or another run of this script is not disturbed. Runs COMMAND
+# with the cluster up and tears everything down on exit, after a failure or a
+# signal alike.
+#
+#   tests/cluster/slurm_cluster.sh [--cpus N] -- COMMAND...
+#
+# The node has N CPUs (default nproc; more than the machine has is allowed,
+# SlurmdParameters=config_overrides) in partition "debug" (Default, no time
+# limit, OverSubscribe=YES: jobs share CPUs only when they ask --oversubscribe).
+# COMMAND sees SLURM_CONF (every Slurm command reads it), SLURM_CLUSTER_DIR
+# (the private directory), SLURM_CLUSTER_LOGS (slurmctld.log, slurmd.log,
+# munged.log), SLURM_CLUSTER_NODE (the node name), SLURM_CLUSTER_CPUS,
+# SLURM_CLUSTER_MPI (the srun --mpi= plugin Open MPI ranks need: pmix),
+# SLURM_CLUSTER_MUNGE_SOCKET and PMIX_MCA_gds=hash. No slurmdbd: no sacct;
+# finished jobs stay in `scontrol show job` for MinJobAge (300 s). A requeued
+# job starts again after AuthInfo cred_expire (10 s here; Slurm's default 120).
+# Exit 77 (a skip to ctest) when the machine cannot: not root, or Slurm or
+# munge not installed; else COMMAND's exit code (1 if the cluster never came up,
+# with the daemon logs on stderr).
+set -uo pipefail
+cpus=$(nproc)
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --cpus) cpus="$2"; shift 2 ;;
+    --) shift; break ;;
+    *) echo "[slurm] unknown option $1 (usage: slurm_cluster.sh [--cpus N] -- COMMAND...)" >&2; exit 2 ;;
+  esac
+done
+if [[ $# -eq 0 || ! "$cpus" =~ ^[1-9][0-9]{0,2}$ ]]; then
+  echo "[slurm] usage: slurm_cluster.sh [--cpus N (1-999)] -- COMMAND..." >&2
+  exit 2
+fi
+skip() { echo "[slurm] skipped: $1" >&2; exit 77; }
+[[ $(id -u) -eq 0 ]] || skip "needs root (SlurmUser=root, slurmd)"
+for tool in munged munge unmunge slurmctld slurmd sbatch srun sinfo squeue scontrol scancel; do
+  command -v "$tool" >/dev/null || skip "no $tool (apt-get install slurm-wlm munge)"
+done
+
+# Every process this cluster starts (daemons, slurmstepd, job steps) carries
+# CRUCIBLE_SLURM_DIR=<its directory> in its environment; that finds them all.
+marked() {
+  grep -lzx "CRUCIBLE_SLURM_DIR=$1" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3
+}
+kill_marked() {
+  local pids
+  pids=$(marked "$1")
+  [[ -n "$pids" ]] && kill -9 $pids 2>/dev/null
+  return 0
+}
+# What a harness killed with SIGKILL left (its traps never ran): directories
+# named after a process that is gone, and whatever still runs out of them.
+for dir in /tmp/crucible_slurm.*; do
+  [[ -d "$dir" ]] || continue
+  pid="${dir#/tmp/crucible_slurm.}"; pid="${pid%%.*}"
+  [[ "$pid" =~ ^[0-9]+$ ]] || continue
+  kill -0 "$pid" 2>/dev/null && continue
+  kill_marked "$dir"
+  rm -rf "$dir"
+done
+
+node=$(hostname -s)
+# Two ports below the ephemeral range (32768-), picked from our PID, passed
+# over while something listens on either.
+ctld_port=$(( 20000 + ($$ % 6000) * 2 ))
+for k in $(seq 20); do
+  (: < "/dev/tcp/127.0.0.1/$ctld_port") 2>/dev/null || (: < "/dev/tcp/127.0.0.1/$(( ctld_port + 1 ))") 2>/dev/null || break
+  ctld_port=$(( (ctld_port - 20000 + 2) % 12000 + 20000 ))
+done
+slurmd_port=$(( ctld_port + 1 ))
+work=$(mktemp -d "/tmp/crucible_slurm.$$.XXXXXX")
+chmod 711 "$work"   # munged wants every directory above its socket searchable by all
+logs="$work/log" msock="$work/munge/munge.socket"
+conf="$work/slurm.conf"
+export CRUCIBLE_SLURM_DIR="$work"
+
+dump_logs() {
+  local f
+  for f in "$logs"/*.log; do
+    [[ -s "$f" ]] || continue
+    echo "[slurm] ---- $f (last 40 lines)" >&2
+    tail -n 40 "$f" >&2
+  done
+}
+teardown() {
+  if [[ -S "$msock" && -s "$work/slurmctld.pid" ]]; then
+    timeout 10 scancel --quiet --user=root 2>/dev/null
+    for k in $(seq 50); do
+      [[ -z "$(timeout 5 squeue -h -o %i 2>/dev/null)" ]] && break
+      sleep 0.2
+    done
+  fi
+  # No state to keep: SIGKILL (SIGTERM costs each daemon about 2 s).
+  kill_marked "$work"
+  rm -rf "$work"
+}
+trap teardown EXIT
+trap 'exit 130' INT TERM
+now() { echo "${EPOCHREALTIME/[.,]/}"; }  # microseconds
+secs() { printf '%d.%02d' $(( $1 / 1000000 )) $(( $1 % 1000000 / 10000 )); }
+fail() { echo "[slurm] $1" >&2; dump_logs; exit 1; }
+
+mkdir -p "$logs" "$work/munge" "$work/ctld" "$work/slurmd"
+chmod 755 "$work/munge"
+: > "$work/plugstack.conf"   # not /etc/slurm/plugstack.conf: no site SPANK plugins
+
+# munged: a fresh key, its own socket, pid, seed and log files.
+t0=$(now)
+if command -v mungekey >/dev/null; then
+  mungekey --create --keyfile="$work/munge/munge.key" --bits=1024 || fail "mungekey failed"
+else
+  dd if=/dev/urandom of="$work/munge/munge.key" bs=128 count=1 status=none
+fi
+chmod 400 "$work/munge/munge.key"
+munged --socket="$msock" --key-file="$work/munge/munge.key" --pid-file="$work/munge/munged.pid" \
+  --seed-file="$work/munge/munged.seed" --log-file="$logs/munged.log" --num-threads=2 \
+  || fail "munged did not start"
+for k in $(seq 50); do
+  munge -n --socket="$msock" 2>/dev/null | unmunge --socket="$msock" >/dev/null 2>&1 && break
+  [[ $k -eq 50 ]] && fail "munged does not answer on $msock"
+  sleep 0.1
+done
+t_munge=$(( $(now) - t0 ))
+
+cat > "$conf" <<CONF
+ClusterName=crucible
+SlurmctldHost=$node(127.0.0.1)
+SlurmctldPort=$ctld_port
+SlurmdPort=$slurmd_port
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$msock,cred_expire=10
+StateSaveLocation=$work/ctld
+SlurmdSpoolDir=$work/slurmd
+SlurmctldPidFile=$work/slurmctld.pid
+SlurmdPidFile=$work/slurmd.pid
+SlurmctldLogFile=$logs/slurmctld.log
+SlurmdLogFile=$logs/slurmd.log
+SlurmctldDebug=info
+SlurmdDebug=info
+PlugStackConfig=$work/plugstack.conf
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SwitchType=switch/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+SchedulerType=sched/backfill
+MpiDefault=none
+JobRequeue=1
+ReturnToService=2
+SlurmdParameters=config_overrides
+MailProg=/bin/true
+InactiveLimit=0
+KillWait=5
+MinJobAge=300
+NodeName=$node NodeHostname=$node NodeAddr=127.0.0.1 CPUs=$cpus State=UNKNOWN
+PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+CONF
+export SLURM_CONF="$conf"
+
+t0=$(now)
+slurmctld -f "$conf" || fail "slurmctld did not start"
+for k in $(seq 100); do
+  timeout 5 scontrol ping 2>/dev/null | grep -q 'is UP' && break
+  [[ $k -eq 100 ]] && fail "slurmctld did not answer within 20 s"
+  sleep 0.2
+done
+t_ctld=$(( $(now) - t0 ))
+
+t0=$(now)
+slurmd -f "$conf" || fail "slurmd did not start"
+for k in $(seq 150); do
+  state=$(timeout 5 sinfo -h -n "$node" -o %t 2>/dev/null)
+  [[ "$state" == idle ]] && break
+  [[ $k -eq 150 ]] && fail "node $node not idle within 30 s (sinfo: ${state:-nothing})"
+  sleep 0.2
+done
+t_slurmd=$(( $(now) - t0 ))
+echo "[slurm] up: munged $(secs $t_munge) s, slurmctld $(secs $t_ctld) s, slurmd $(secs $t_slurmd) s;" \
+  "node $node, $cpus CPUs, ports $ctld_port/$slurmd_port, $work" >&2
+
+export SLURM_CLUSTER_DIR="$work" SLURM_CLUSTER_LOGS="$logs" SLURM_CLUSTER_NODE="$node"
+export SLURM_CLUSTER_CPUS="$cpus" SLURM_CLUSTER_MPI=pmix SLURM_CLUSTER_MUNGE_SOCKET="$msock"
+export PMIX_MCA_gds=hash
+"$@"
