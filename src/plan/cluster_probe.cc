@@ -114,6 +114,9 @@ Result<Cluster> from_probe(const json& probe, const std::string& source) {
       if (same == d.gemm_efficiency[p].end()) d.gemm_efficiency[p].push_back({m, n, k, eff});
       else same->efficiency = std::max(same->efficiency, eff);
     }
+    // Without a native bf16 matmul, bf16 runs widened to the f32 path (and the
+    // probe measures it only where the thread counts differ): the f32 rows.
+    if (p == 1 && d.gemm_efficiency[1].empty() && !bf16_native) d.gemm_efficiency[1] = d.gemm_efficiency[0];
     if (d.gemm_efficiency[p].empty()) return bad(std::string("has no valid all-thread ") + (p ? "bf16" : "f32") + " GEMM rows");
   }
   // Crucible's attention kernel is not in the probe: a fraction of the GEMM
@@ -141,6 +144,15 @@ Result<Cluster> from_probe(const json& probe, const std::string& source) {
     }
   }
   c.inter = c.intra;
+  // Several hosts (profile/probe_hosts.h): the link between them from the
+  // inter-host ping-pong pairs, for every collective kind (a ring's hop is
+  // one such message), and the node count from the hosts probed.
+  if (const json* l = at(probe, {"interconnect", "links", "inter_host"}); l && l->is_object()) {
+    const AlphaBeta link{l->value("latency_us", 50.0) * 1e-6, l->value("bandwidth_gbs", 1.0) * 1e9};
+    for (int k = 0; k < 4; ++k) c.inter.kinds[k] = link;
+  }
+  if (const json* hosts = at(probe, {"hosts"}); hosts && hosts->is_array() && hosts->size() > 1)
+    c.nodes = int(hosts->size());
   if (c.devices_per_node > (1 << 24) || d.memory_bytes > 1e15)
     return bad("cpu.hardware_threads or the NUMA memory is out of range");
   return c;

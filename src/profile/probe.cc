@@ -18,6 +18,7 @@
 #include "core/threads.h"
 #include "comm/comm.h"
 #include "profile/probe_compute.h"
+#include "profile/probe_hosts.h"
 #include "profile/probe_interconnect.h"
 #include "profile/probe_memory.h"
 #include "profile/probe_storage.h"
@@ -80,19 +81,29 @@ Result<json> run_probe(const ProbeOptions& opt) {
     doc[name] = fn();
     durations[name] = sw.elapsed_s();
   };
-  // The interconnect first, with every rank; then rank 0 alone.
+  // The interconnect first, with every rank; then the local sections on
+  // the first rank of each host (profile/probe_hosts.h).
+  HostMap hosts;
+  if (comm.size() > 1) {
+    auto m = map_hosts(comm);
+    if (!m) return m.status();
+    hosts = std::move(*m);
+  }
   if (comm.size() > 1 && wanted(opt, "interconnect")) {
     log("[probe] interconnect ...");
     Stopwatch sw;
     auto ic = probe_interconnect(comm, {opt.quick, 0});
     if (!ic) return ic.status();
     doc["interconnect"] = *ic;
+    doc["interconnect"]["links"] = link_classes(*ic);
     durations["interconnect"] = sw.elapsed_s();
   }
-  if (comm.rank() != 0) {
+  if (comm.size() > 1 && !hosts.leads(comm.rank())) {
+    CRUCIBLE_RETURN_IF_ERROR(gather_host_sections(comm, hosts, json()).status());
     CRUCIBLE_RETURN_IF_ERROR(comm::quiet_barrier(comm));
     return doc;
   }
+  if (hosts.leaders.size() > 1) log("[probe] local sections on the first rank of each of " + std::to_string(hosts.leaders.size()) + " hosts");
   timed("compute", [&] { return probe_compute({opt.quick, {}, 0}); });
   timed("memory", [&] {
     MemoryOptions m;
@@ -130,7 +141,15 @@ Result<json> run_probe(const ProbeOptions& opt) {
     doc["interconnect"] = {{"ranks", 1},
                            {"skipped", "one rank: run under crucible launch -n N -- probe"}};
   doc["durations_s"] = durations;
-  if (comm.size() > 1) CRUCIBLE_RETURN_IF_ERROR(comm::quiet_barrier(comm));
+  if (comm.size() > 1) {
+    json local = {{"durations_s", durations}};
+    for (const char* k : {"compute", "memory", "throttle", "topology", "storage"})
+      if (doc.contains(k)) local[k] = doc[k];
+    auto gathered = gather_host_sections(comm, hosts, local);
+    if (!gathered) return gathered.status();
+    if (comm.rank() == 0 && hosts.leaders.size() > 1) doc["hosts"] = *gathered;
+    CRUCIBLE_RETURN_IF_ERROR(comm::quiet_barrier(comm));
+  }
   return doc;
 }
 
@@ -153,6 +172,16 @@ std::string probe_table(const json& p) {
     return s;
   });
   section("interconnect", "Interconnect", interconnect_table);
+  if (const std::string links = p.contains("interconnect") ? links_table(p["interconnect"].value("links", json::object())) : "";
+      !links.empty())
+    out += "\nLinks\n" + links;
+  // Every host's own sections, one after another (rank 0's host's are above).
+  if (p.contains("hosts"))
+    for (const json& h : p["hosts"]) {
+      out += "\nHost " + h.value("host", "?") + " (ranks " + h.value("ranks", json::array()).dump() + ")\n";
+      if (h.contains("compute")) out += compute_table(h["compute"]);
+      if (h.contains("memory")) out += memory_table(h["memory"]);
+    }
   return out;
 }
 
@@ -205,6 +234,17 @@ Result<std::string> compare_probes(const json& a, const json& b, const std::stri
   add("storage[0] 4 KiB read p50 (us)", "/storage/0/rand_read_4k_us/p50", false);
   add("ping-pong latency 0-1 (us)", "/interconnect/pingpong/0/latency_us", false);
   add("ping-pong bandwidth 0-1 (GB/s)", "/interconnect/pingpong/0/bandwidth_gbs");
+  for (const char* k : {"intra_host", "inter_host"}) {
+    add(std::string("link ") + k + " latency, median (us)", std::string("/interconnect/links/") + k + "/latency_us", false);
+    add(std::string("link ") + k + " bandwidth, median (GB/s)", std::string("/interconnect/links/") + k + "/bandwidth_gbs");
+  }
+  // Several hosts: each host's own figures, matched by position.
+  const size_t nh = std::max(a.value("hosts", json::array()).size(), b.value("hosts", json::array()).size());
+  for (size_t h = 0; h < nh; ++h) {
+    const std::string at = "/hosts/" + std::to_string(h);
+    add("host " + std::to_string(h) + " FMA peak, all threads (GFLOP/s)", at + "/compute/peak/derived_gflops_all");
+    add("host " + std::to_string(h) + " STREAM triad, all threads (GB/s)", at + "/memory/threads_all/triad/best_gbs");
+  }
   // The largest allreduce through Comm.
   for (const json* d : {&a, &b}) {
     json::json_pointer p("/interconnect/collectives/allreduce/comm");

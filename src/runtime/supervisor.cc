@@ -182,11 +182,13 @@ Result<int> Supervisor::run() {
     if (at.world > min_ranks && (!drop.empty() || failures_here >= fc.shrink_after)) {
       if (const int w = shrunk_world(total, min_ranks, cap, plan_.config.dist.reproducible); w > 0) {
         std::string without;
-        for (const std::string& h : drop) without += (without.empty() ? " without host " : ", ") + h;
+        for (const HostLoss& h : r.hosts)
+          if (std::find(drop.begin(), drop.end(), h.address) != drop.end())
+            without += (without.empty() ? " without host " : ", ") + h.host + " (" + h.address + ")";
         events_.emit("shrink", {{"from", at.world}, {"to", w}, {"grad_accum", total / w}, {"dropped_hosts", drop}},
                      (drop.empty() ? std::to_string(failures_here) + " failures at " + std::to_string(at.world) + " ranks"
                                    : std::string("a host is lost")) +
-                         ": continuing on " + std::to_string(w) + " ranks" + without + " with grad_accum " +
+                         ": continuing on " + std::to_string(w) + (w == 1 ? " rank" : " ranks") + without + " with grad_accum " +
                          std::to_string(total / w) + " (same global batch; SIGHUP to grow back)");
         at = {w, total / w, hostfile};
         dropped_.insert(dropped_.end(), drop.begin(), drop.end());

@@ -19,7 +19,7 @@ set -euo pipefail
 bin="$(realpath "$1")"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 work=$(mktemp -d /tmp/crucible_host_faults.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+trap '[[ -n "${KEEP:-}" ]] || rm -rf "$work"' EXIT
 mkdir -p "$work/corpus" && cp /usr/share/games/fortunes/computers "$work/corpus/"
 window=2
 cat > "$work/cfg.toml" <<TOML

@@ -5,26 +5,27 @@
 # hostfile. Runs COMMAND with the cluster up and tears everything down on
 # exit, after a failure or a signal alike.
 #
-#   tests/cluster/netns_cluster.sh [-n N] [--rate MBIT] -- COMMAND...
+#   tests/cluster/netns_cluster.sh [-n N] [--rate MBIT] [--slots S] -- COMMAND...
 #
 # COMMAND sees CLUSTER_HOSTFILE, CLUSTER_AGENT, CLUSTER_SUBNET (CIDR, for
 # btl_tcp_if_include / oob_tcp_if_include), CLUSTER_HOSTS (space separated)
 # and CLUSTER_NS (the namespaces, in host order). --rate shapes every host's
-# link to MBIT Mbit/s (tc tbf). The subnet 10.213.<id>.0/24 exists only on
+# link to MBIT Mbit/s (tc tbf); --slots gives each host S slots (default 1). The subnet 10.213.<id>.0/24 exists only on
 # this cluster's bridge. Exit 77 (a skip to ctest) when the machine cannot:
 # not root, or no network namespaces or bridges; else COMMAND's exit code.
 set -uo pipefail
-n=2 rate=""
+n=2 rate="" slots=1
 while [[ $# -gt 0 ]]; do
   case "$1" in
     -n) n="$2"; shift 2 ;;
     --rate) rate="$2"; shift 2 ;;
+    --slots) slots="$2"; shift 2 ;;
     --) shift; break ;;
-    *) echo "[cluster] unknown option $1 (usage: netns_cluster.sh [-n N] [--rate MBIT] -- COMMAND...)" >&2; exit 2 ;;
+    *) echo "[cluster] unknown option $1 (usage: netns_cluster.sh [-n N] [--rate MBIT] [--slots S] -- COMMAND...)" >&2; exit 2 ;;
   esac
 done
-if [[ $# -eq 0 || ! "$n" =~ ^[1-4]$ ]]; then
-  echo "[cluster] usage: netns_cluster.sh [-n N (1-4)] [--rate MBIT] -- COMMAND..." >&2
+if [[ $# -eq 0 || ! "$n" =~ ^[1-4]$ || ! "$slots" =~ ^[1-8]$ ]]; then
+  echo "[cluster] usage: netns_cluster.sh [-n N (1-4)] [--rate MBIT] [--slots S (1-8)] -- COMMAND..." >&2
   exit 2
 fi
 skip() { echo "[cluster] skipped: $1" >&2; exit 77; }
@@ -76,7 +77,7 @@ for k in $(seq 1 "$n"); do
     ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "${rate}mbit" burst 256kb latency 50ms || exit 1
     tc qdisc add dev "${tag}v$k" root tbf rate "${rate}mbit" burst 256kb latency 50ms || exit 1
   fi
-  echo "$host slots=1" >> "$work/hostfile"
+  echo "$host slots=$slots" >> "$work/hostfile"
 done
 
 # The agent: `AGENT HOST COMMAND...` runs COMMAND (one shell string, as ssh
