@@ -147,9 +147,17 @@ Result<Cluster> from_probe(const json& probe, const std::string& source) {
   // Several hosts (profile/probe_hosts.h): the link between them from the
   // inter-host ping-pong pairs, for every collective kind (a ring's hop is
   // one such message), and the node count from the hosts probed.
-  if (const json* l = at(probe, {"interconnect", "links", "inter_host"}); l && l->is_object()) {
-    const AlphaBeta link{l->value("latency_us", 50.0) * 1e-6, l->value("bandwidth_gbs", 1.0) * 1e9};
-    for (int k = 0; k < 4; ++k) c.inter.kinds[k] = link;
+  // The collectives then spanned both kinds of link, so inside a host the
+  // intra-host pairs say more than they do.
+  auto pingpong_link = [&](const char* kind, Link* out) {
+    if (const json* l = at(probe, {"interconnect", "links", kind}); l && l->is_object()) {
+      const AlphaBeta link{l->value("latency_us", 50.0) * 1e-6, l->value("bandwidth_gbs", 1.0) * 1e9};
+      for (int k = 0; k < 4; ++k) out->kinds[k] = link;
+    }
+  };
+  if (at(probe, {"interconnect", "links", "inter_host"})) {
+    pingpong_link("intra_host", &c.intra);
+    pingpong_link("inter_host", &c.inter);
   }
   if (const json* hosts = at(probe, {"hosts"}); hosts && hosts->is_array() && hosts->size() > 1)
     c.nodes = int(hosts->size());
