@@ -26,6 +26,7 @@ namespace {
 struct LaunchOptions {
   runtime::LaunchSpec spec;
   int min_ranks = 0;
+  bool requeue = false;
   std::vector<std::string> command;
 };
 
@@ -54,6 +55,7 @@ void run_launch(const LaunchOptions& o) {
   runtime::SuperviseOptions so;
   so.launch = o.spec;
   so.min_ranks = o.min_ranks;
+  so.requeue = o.requeue;
   CLI::App parser{"crucible train"};
   add_train_options(parser, so.request, so.stop_at, &so.metrics_port, &so.metrics_bind);
   std::vector<std::string> rest(o.command.rbegin(), o.command.rend() - 1);  // CLI11: reversed
@@ -91,6 +93,9 @@ void add_launch_command(CLI::App& app) {
                   "Elastic fallback: when relaunching at full size keeps failing, continue on "
                   "fewer ranks (at least this many), same global batch")
       ->check(positive());
+  cmd->add_flag("--requeue", o->requeue,
+                "Under Slurm: after a stop by a signal (SIGUSR1/SIGTERM) and a clean checkpoint, requeue "
+                "the job (scontrol requeue; submit with sbatch --requeue)");
   cmd->add_option("command", o->command, "The crucible command to run on every rank, after --");
   cmd->callback([o] { run_launch(*o); });
 }

@@ -51,9 +51,12 @@ Status AttemptRunner::open() {
   // Where ranks send their heartbeats: loopback on one machine; with a
   // hostfile the address this machine has towards the other hosts (its host
   // name may resolve to a loopback address, 127.0.1.1 on a stock Debian).
-  const bool far = !opt_.launch.hostfile.empty();
-  reach_ = "127.0.0.1";
-  if (far) {
+  // Under Slurm on several nodes the ranks find this one by its name.
+  const char* nodes = std::getenv("SLURM_JOB_NUM_NODES");
+  const bool slurm_far = std::getenv("SLURM_JOB_ID") && nodes && std::atoi(nodes) > 1;
+  const bool far = !opt_.launch.hostfile.empty() || slurm_far;
+  reach_ = slurm_far ? host_ : "127.0.0.1";
+  if (!opt_.launch.hostfile.empty()) {
     reach_ = address_facing(hostfile_hosts(opt_.launch.hostfile));
     if (reach_.empty()) reach_ = host_;
   }

@@ -147,6 +147,8 @@ std::vector<std::string> launcher_command(const LaunchSpec& o, const std::string
   std::vector<std::string> argv;
   if (slurm) {
     argv = {"srun", "-n", std::to_string(o.ranks)};
+    // Open MPI's ranks meet through PMIx; SLURM_MPI_TYPE chooses otherwise.
+    if (!std::getenv("SLURM_MPI_TYPE")) argv.push_back("--mpi=pmix");
     if (threads > 0) argv.push_back("--cpus-per-task=" + std::to_string(threads));
   } else {
     argv = {"mpirun", "-n", std::to_string(o.ranks)};

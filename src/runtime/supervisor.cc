@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -20,6 +21,7 @@
 #include "runtime/memory_estimate.h"
 #include "runtime/reach.h"
 #include "runtime/restart_policy.h"
+#include "runtime/slurm.h"
 #include "runtime/stop_signals.h"
 
 namespace crucible::runtime {
@@ -28,6 +30,21 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
+
+// `launch --requeue` after a stop: Slurm puts the job back in the queue (and
+// ends this allocation); its script then runs the same command again.
+void requeue_slurm_job(EventLog& events) {
+  const char* id = std::getenv("SLURM_JOB_ID");
+  if (!id || std::string(id).find_first_not_of("0123456789") != std::string::npos || !*id) {
+    events.emit("requeue_skipped", {}, "--requeue: not inside a Slurm job; nothing to requeue");
+    return;
+  }
+  events.emit("requeue", {{"job_id", id}}, std::string("asking Slurm to requeue job ") + id);
+  const int rc = std::system((std::string("scontrol requeue ") + id).c_str());
+  if (rc != 0)
+    events.emit("requeue_failed", {{"job_id", id}, {"code", rc}},
+                std::string("scontrol requeue ") + id + " failed (was the job submitted with --requeue?)");
+}
 
 // The job: its attempts, one after another, and what follows each.
 class Supervisor {
@@ -86,6 +103,14 @@ Result<int> Supervisor::run() {
                    fmt_s(fc.hang_timeout_s) + ", heartbeat window " + fmt_s(fc.heartbeat_window_s) +
                    ", up to " + std::to_string(fc.max_restarts) + " restarts" +
                    (min_ranks < full ? ", down to " + std::to_string(min_ranks) + " ranks" : "") + ")");
+  // Inside a Slurm allocation: how long the job waited in the queue.
+  if (const std::optional<SlurmJob> job = current_slurm_job())
+    events_.emit("queue",
+                 {{"job_id", job->id}, {"submit", job->submit}, {"eligible", job->eligible}, {"start", job->start},
+                  {"wait_s", job->wait_s}, {"reason", job->reason}, {"restarts", job->restarts}},
+                 "Slurm job " + job->id + " waited " + fmt_s(job->wait_s) + " in the queue (submitted " + job->submit +
+                     ", started " + job->start + (job->restarts ? ", requeued " + std::to_string(job->restarts) + "x" : "") +
+                     ")");
   // A continued job (the same command run again) numbers its attempts on.
   const int first_attempt = read_job_state(plan_.run_dir).attempt + 1;
   for (int attempt = first_attempt;; ++attempt) {
@@ -124,6 +149,7 @@ Result<int> Supervisor::run() {
       events_.emit("preempted", {{"attempt", attempt}, {"clean", r.clean_stop}, {"checkpoint_step", step}},
                    std::string(r.clean_stop ? "stopped after checkpointing" : "killed before every rank checkpointed") +
                        "; newest checkpoint: step " + std::to_string(step) + "; run the same command again to continue");
+      if (opt_.requeue) requeue_slurm_job(events_);
       return 3;
     }
     if (r.outcome == Outcome::kBadInput) {

@@ -37,6 +37,10 @@ struct SuperviseOptions {
   int64_t stop_at = 0;
   int metrics_port = 0;  // passed on to the ranks (train --metrics-port)
   std::string metrics_bind = "127.0.0.1";
+  // Under Slurm: after a stop by a signal with every rank checkpointed, ask
+  // Slurm to requeue this job (`scontrol requeue`), whose script runs the
+  // same command again and continues the run.
+  bool requeue = false;
 };
 
 // Runs the job to its end; returns the exit code (see above). Bad options
