@@ -32,6 +32,7 @@ packages=(
   fortunes python3 python3-numpy python3-torch libopenblas0-pthread
   clang libclang-rt-14-dev
   chromium-headless-shell
+  slurm-wlm munge
 )
 
 missing=()

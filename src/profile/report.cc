@@ -338,7 +338,20 @@ std::string events_section(const std::vector<json>& events) {
          escape(ev) + "</td><td>" + escape(str("attempt")) + "</td><td>" + escape(str("step")) +
          "</td><td>" + escape(details) + "</td></tr>";
   }
-  return section("events", "Faults and restarts", t + "</table>");
+  // Inside Slurm: each start's wait in the queue (supervisor: "queue" events).
+  std::string queue;
+  for (const json& e : events) {
+    if (e.value("event", "") != "queue") continue;
+    auto str = [&](const char* k) { return e.contains(k) && e[k].is_string() ? e[k].get<std::string>() : std::string(); };
+    queue += "<tr><td>" + escape(str("job_id")) + "</td><td>" + format_number(num(e, "restarts")) + "</td><td>" +
+             escape(str("submit")) + "</td><td>" + escape(str("start")) + "</td><td>" + format_number(num(e, "wait_s")) +
+             "</td><td>" + escape(str("reason")) + "</td></tr>";
+  }
+  if (!queue.empty())
+    queue = "<p>Time each start of the job waited in the Slurm queue (submit to start; a requeue submits again):</p>"
+            "<table class=\"grid\"><tr><th>job</th><th>requeues</th><th>submitted</th><th>started</th><th>waited (s)</th>"
+            "<th>reason</th></tr>" + queue + "</table>";
+  return section("events", "Faults and restarts", queue + t + "</table>");
 }
 
 // Compute ceiling: the best valid GEMM (what the kernels can reach), else the

@@ -33,11 +33,11 @@ SlurmJob parse_scontrol_job(const std::string& line) {
     else if (k == "EligibleTime") j.eligible = v;
     else if (k == "StartTime") j.start = v;
     else if (k == "Reason") j.reason = v;
-    else if (k == "RestartCnt") j.restarts = std::atoi(v.c_str());
+    else if (k == "Restarts" || k == "RestartCnt") j.restarts = std::atoi(v.c_str());
   }
-  // A requeued job is eligible again only after its requeue: its wait is
-  // from then, not from the first submission.
-  const double from = epoch_of(j.eligible) >= 0 ? epoch_of(j.eligible) : epoch_of(j.submit);
+  // Slurm sets SubmitTime again when it requeues a job, so this is the wait
+  // of this start (a requeued job is held until EligibleTime, within it).
+  const double from = epoch_of(j.submit);
   const double start = epoch_of(j.start);
   if (from >= 0 && start >= from) j.wait_s = start - from;
   return j;

@@ -10,9 +10,9 @@ namespace crucible::runtime {
 struct SlurmJob {
   std::string id;
   std::string submit, eligible, start;  // as Slurm prints them: 2026-12-02T18:19:26 (local time)
-  double wait_s = -1;                   // eligible (or submit) -> start; -1 when unknown
+  double wait_s = -1;                   // submit -> start (a requeue submits again); -1 when unknown
   std::string reason;                   // Slurm's Reason field ("None" once running)
-  int restarts = 0;                     // RestartCnt: requeues so far
+  int restarts = 0;                     // Restarts: requeues so far
 };
 
 // The job's fields from `scontrol show job -o ID`'s one line of KEY=VALUE

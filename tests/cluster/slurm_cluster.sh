@@ -10,17 +10,25 @@
 #
 # The node has N CPUs (default nproc; more than the machine has is allowed,
 # SlurmdParameters=config_overrides) in partition "debug" (Default, no time
-# limit, OverSubscribe=YES: jobs share CPUs only when they ask --oversubscribe).
-# COMMAND sees SLURM_CONF (every Slurm command reads it), SLURM_CLUSTER_DIR
-# (the private directory), SLURM_CLUSTER_LOGS (slurmctld.log, slurmd.log,
-# munged.log), SLURM_CLUSTER_NODE (the node name), SLURM_CLUSTER_CPUS,
-# SLURM_CLUSTER_MPI (the srun --mpi= plugin Open MPI ranks need: pmix),
-# SLURM_CLUSTER_MUNGE_SOCKET and PMIX_MCA_gds=hash. No slurmdbd: no sacct;
-# finished jobs stay in `scontrol show job` for MinJobAge (300 s). A requeued
-# job starts again after AuthInfo cred_expire (10 s here; Slurm's default 120).
+# limit, OverSubscribe=YES: jobs share CPUs only when they ask --oversubscribe,
+# else a job that does not fit pends with Reason=Resources).
+# COMMAND sees SLURM_CONF (every Slurm command reads it; jobs inherit it),
+# SLURM_CLUSTER_DIR (the private directory), SLURM_CLUSTER_LOGS (slurmctld.log,
+# slurmd.log, munged.log), SLURM_CLUSTER_NODE (the node name),
+# SLURM_CLUSTER_CPUS, SLURM_CLUSTER_MPI (pmix: `srun --mpi=pmix` makes Open MPI
+# ranks one world; MpiDefault is none), SLURM_CLUSTER_MUNGE_SOCKET (`munge -n
+# --socket=...`; Slurm itself reads it from AuthInfo), SLURM_CLUSTER_WAIT (a
+# command: `$SLURM_CLUSTER_WAIT JOBID [TIMEOUT_S]` waits for the job's final
+# end, requeues included, and exits with its exit code; sbatch --wait polls
+# after 2, 10, 42 s...) and PMIX_MCA_gds=hash.
+# No slurmdbd: no sacct; a finished job stays in `scontrol show job` for
+# MinJobAge (300 s). Jobs start about 1 s after sbatch (batch_sched_delay=0,
+# sched_interval=1). A requeued job pends (Reason=BeginTime) and starts again
+# after AuthInfo cred_expire: 5 s here, Slurm's minimum (default 120);
+# `scontrol requeuehold` leaves it held until `scontrol release`.
 # Exit 77 (a skip to ctest) when the machine cannot: not root, or Slurm or
-# munge not installed; else COMMAND's exit code (1 if the cluster never came up,
-# with the daemon logs on stderr).
+# munge not installed; else COMMAND's exit code (1 if the cluster never came
+# up, with the daemon logs on stderr).
 set -uo pipefail
 cpus=$(nproc)
 while [[ $# -gt 0 ]]; do
@@ -40,15 +48,21 @@ for tool in munged munge unmunge slurmctld slurmd sbatch srun sinfo squeue scont
   command -v "$tool" >/dev/null || skip "no $tool (apt-get install slurm-wlm munge)"
 done
 
-# Every process this cluster starts (daemons, slurmstepd, job steps) carries
-# CRUCIBLE_SLURM_DIR=<its directory> in its environment; that finds them all.
+# Every process this cluster starts (daemons, job steps) carries
+# CRUCIBLE_SLURM_DIR=<its directory> in its environment; slurmstepd blanks its
+# environment but works in a directory under it (as the daemons do).
 marked() {
+  local p cwd
   grep -lzx "CRUCIBLE_SLURM_DIR=$1" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3
+  for p in /proc/[0-9]*; do
+    cwd=$(readlink "$p/cwd" 2>/dev/null) || continue
+    [[ "$cwd" == "$1" || "$cwd" == "$1/"* || "$cwd" == "$1 (deleted)" ]] && echo "${p#/proc/}"
+  done
 }
 kill_marked() {
   local pids
-  pids=$(marked "$1")
-  [[ -n "$pids" ]] && kill -9 $pids 2>/dev/null
+  mapfile -t pids < <(marked "$1")
+  [[ ${#pids[@]} -gt 0 ]] && kill -9 "${pids[@]}" 2>/dev/null
   return 0
 }
 # What a harness killed with SIGKILL left (its traps never ran): directories
@@ -57,7 +71,12 @@ for dir in /tmp/crucible_slurm.*; do
   [[ -d "$dir" ]] || continue
   pid="${dir#/tmp/crucible_slurm.}"; pid="${pid%%.*}"
   [[ "$pid" =~ ^[0-9]+$ ]] || continue
-  kill -0 "$pid" 2>/dev/null && continue
+  # Alive: a process of that PID that is no zombie and runs this script.
+  state=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -c1)
+  if [[ -n "$state" && "$state" != [ZX] ]] \
+    && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q slurm_cluster; then
+    continue
+  fi
   kill_marked "$dir"
   rm -rf "$dir"
 done
@@ -86,7 +105,9 @@ dump_logs() {
   done
 }
 teardown() {
-  if [[ -S "$msock" && -s "$work/slurmctld.pid" ]]; then
+  local ctld
+  ctld=$(cat "$work/slurmctld.pid" 2>/dev/null)
+  if [[ -S "$msock" && "$ctld" =~ ^[0-9]+$ ]] && kill -0 "$ctld" 2>/dev/null; then
     timeout 10 scancel --quiet --user=root 2>/dev/null
     for k in $(seq 50); do
       [[ -z "$(timeout 5 squeue -h -o %i 2>/dev/null)" ]] && break
@@ -134,7 +155,7 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$msock,cred_expire=10
+AuthInfo=socket=$msock,cred_expire=5
 StateSaveLocation=$work/ctld
 SlurmdSpoolDir=$work/slurmd
 SlurmctldPidFile=$work/slurmctld.pid
@@ -153,6 +174,7 @@ SwitchType=switch/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 SchedulerType=sched/backfill
+SchedulerParameters=batch_sched_delay=0,sched_interval=1,bf_interval=1
 MpiDefault=none
 JobRequeue=1
 ReturnToService=2
@@ -187,7 +209,34 @@ t_slurmd=$(( $(now) - t0 ))
 echo "[slurm] up: munged $(secs $t_munge) s, slurmctld $(secs $t_ctld) s, slurmd $(secs $t_slurmd) s;" \
   "node $node, $cpus CPUs, ports $ctld_port/$slurmd_port, $work" >&2
 
+# wait_job JOBID [TIMEOUT_S]: sbatch --wait polls after 2, 10, 42, 170 s;
+# this polls every 0.2 s until the job has ended for good (a requeue is not
+# an end) and exits with its exit code (128+signal when it died of one, 1 for
+# another failed end, 124 past TIMEOUT_S, default 600).
+cat > "$work/wait_job" <<'WAIT'
+#!/usr/bin/env bash
+job="$1" limit="${2:-600}" start=$SECONDS
+while :; do
+  info=$(scontrol -o show job "$job" 2>/dev/null) || { echo "wait_job: no job $job" >&2; exit 1; }
+  state=$(grep -o 'JobState=[A-Z_]*' <<< "$info"); state="${state#JobState=}"
+  case "$state" in
+    BOOT_FAIL|CANCELLED|COMPLETED|DEADLINE|FAILED|NODE_FAIL|OUT_OF_MEMORY|PREEMPTED|TIMEOUT) break ;;
+  esac
+  (( SECONDS - start >= limit )) && { echo "wait_job: job $job still $state after $limit s" >&2; exit 124; }
+  sleep 0.2
+done
+code=$(grep -o ' ExitCode=[0-9]*:[0-9]*' <<< "$info"); code="${code#*=}"
+echo "wait_job: JobId=$job JobState=$state ExitCode=$code $(grep -o 'Restarts=[0-9]*' <<< "$info")" >&2
+status="${code%:*}" sig="${code#*:}"
+[[ "$state" == COMPLETED ]] && exit "$status"
+(( status != 0 )) && exit "$status"
+(( sig != 0 )) && exit $(( 128 + sig ))
+exit 1
+WAIT
+chmod +x "$work/wait_job"
+
 export SLURM_CLUSTER_DIR="$work" SLURM_CLUSTER_LOGS="$logs" SLURM_CLUSTER_NODE="$node"
 export SLURM_CLUSTER_CPUS="$cpus" SLURM_CLUSTER_MPI=pmix SLURM_CLUSTER_MUNGE_SOCKET="$msock"
+export SLURM_CLUSTER_WAIT="$work/wait_job"
 export PMIX_MCA_gds=hash
 "$@"

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# crucible under a real Slurm (tests/cluster/slurm_cluster.sh: munged,
+# slurmctld and one slurmd on this machine): a 2-rank training job submitted
+# with sbatch (`crucible launch` inside it runs the ranks with srun) finishes
+# with the weights of one process (reproducible mode); the same job
+# preempted (`scancel --signal=USR1 --batch`, Slurm's warning before
+# preemption) checkpoints at the step boundary, requeues itself
+# (`launch --requeue`, sbatch --requeue), runs again, resumes and finishes
+# byte-identical; and every start records its queue wait in events.jsonl and
+# the report. Started by ctest with the crucible binary's path; exit 77 (skip)
+# where the Slurm harness cannot run.
+#   tests/cluster/slurm_train.sh BUILD/crucible
+set -euo pipefail
+bin="$(realpath "$1")"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+work=$(mktemp -d /tmp/crucible_slurm_train.XXXXXX)
+chmod 755 "$work"
+trap '[[ -n "${KEEP:-}" ]] || rm -rf "$work"' EXIT
+mkdir -p "$work/corpus" && cp /usr/share/games/fortunes/computers "$work/corpus/"
+cat > "$work/cfg.toml" <<TOML
+[model]
+n_layer = 2
+n_head = 2
+n_embd = 64
+vocab_size = 512
+seq_len = 64
+[data]
+source = ["$work/corpus"]
+format = "fortunes"
+cache_dir = "$work/data"
+val_fraction = 0.1
+[train]
+steps = 60
+batch_size = 4
+grad_accum = 2
+seed = 11
+eval_every = 0
+eval_batches = 1
+threads = 1
+[ckpt]
+every = 5
+[run]
+sample_tokens = 0
+[dist]
+reproducible = true
+TOML
+"$bin" train "$work/cfg.toml" --run-dir "$work/one" --set train.grad_accum=4 > "$work/one.log" 2>&1 ||
+  { cat "$work/one.log"; exit 1; }
+# The job script, as docs/cluster.md gives it: exec, so that the batch
+# step's signal reaches the supervisor.
+cat > "$work/job.sh" <<JOB
+#!/usr/bin/env bash
+#SBATCH --ntasks=2
+#SBATCH --requeue
+exec "$bin" launch --requeue -n 2 --threads 1 -- train "$work/cfg.toml" --run-dir "\$RUN"
+JOB
+cat > "$work/scenario.sh" <<'SCENARIO'
+#!/usr/bin/env bash
+set -euo pipefail
+work="$1"
+# state ID: the job's JobState.
+state() { scontrol show job -o "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2; }
+# finish ID SECONDS: wait for COMPLETED (or fail naming the state and logs).
+finish() {
+  local end=$((SECONDS + $2)) s
+  while :; do
+    s=$(state "$1")
+    [[ "$s" == COMPLETED ]] && return 0
+    if [[ "$s" == FAILED || "$s" == CANCELLED || "$s" == TIMEOUT || "$s" == NODE_FAIL ]] || ((SECONDS > end)); then
+      cat "$work"/*.out 2>/dev/null; scontrol show job "$1"; echo "[slurm train] job $1 ended $s"; exit 1
+    fi
+    sleep 0.2
+  done
+}
+plain=$(RUN="$work/plain" sbatch --parsable -o "$work/plain.out" "$work/job.sh")
+echo "[slurm train] plain: job $plain"
+finish "$plain" 180
+pre=$(RUN="$work/pre" sbatch --parsable -o "$work/pre.%j.%r.out" --open-mode=append "$work/job.sh")
+at=$((10 + RANDOM % 25))
+echo "$at" > "$work/pre.step"
+end=$((SECONDS + 120))
+until [[ -f "$work/pre/metrics.jsonl" ]] && (( $(wc -l < "$work/pre/metrics.jsonl") >= at )); do
+  ((SECONDS < end)) || { cat "$work"/pre*.out; echo "[slurm train] never reached step $at"; exit 1; }
+  sleep 0.02
+done
+echo "[slurm train] preempting job $pre at step $at"
+scancel --signal=USR1 --batch "$pre"
+finish "$pre" 240
+SCENARIO
+set +e
+"$here/slurm_cluster.sh" -- bash "$work/scenario.sh" "$work" > "$work/slurm.log" 2>&1
+rc=$?
+set -e
+if [[ $rc -eq 77 ]]; then cat "$work/slurm.log"; exit 77; fi
+if [[ $rc -ne 0 ]]; then cat "$work/slurm.log"; echo "[slurm train] failed ($rc)"; exit 1; fi
+for run in plain pre; do
+  a=$(sha256sum < "$work/one/ckpt/step_0000060/model.safetensors")
+  b=$(sha256sum < "$work/$run/ckpt/step_0000060/model.safetensors")
+  [[ "$a" == "$b" ]] || { cat "$work"/*.out; echo "[slurm train] $run: weights differ from the one-process run"; exit 1; }
+done
+python3 - "$work" "$(cat "$work/pre.step")" <<'PY'
+import json, sys
+work, at = sys.argv[1], int(sys.argv[2])
+def events(run): return [json.loads(l) for l in open(f"{work}/{run}/events.jsonl")]
+def fail(m): print("[slurm train] " + m); sys.exit(1)
+plain = events("plain")
+q = [e for e in plain if e["event"] == "queue"]
+if len(q) != 1 or not q[0]["wait_s"] >= 0 or not q[0]["job_id"]: fail(f"plain: queue events {q}")
+if "finished" not in [e["event"] for e in plain]: fail("plain: not finished")
+pre = events("pre")
+names = [e["event"] for e in pre]
+q = [e for e in pre if e["event"] == "queue"]
+if len(q) != 2 or [e["restarts"] for e in q] != [0, 1]: fail(f"pre: expected two starts (restarts 0, 1): {q}")
+stop = [e for e in pre if e["event"] == "preempted"]
+if len(stop) != 1 or not stop[0]["clean"] or stop[0]["checkpoint_step"] < at: fail(f"pre: preemption {stop}")
+if "requeue" not in names or names[-1] != "finished": fail(f"pre: events {names}")
+print(f"[slurm train] preempted after step {at}, checkpoint {stop[0]['checkpoint_step']}, waits {[e['wait_s'] for e in q]} s")
+PY
+"$bin" report "$work/pre" > /dev/null
+grep -q "waited in the Slurm queue" "$work/pre/report.html" || { echo "[slurm train] the report does not show the queue wait"; exit 1; }
+echo "[slurm train] sbatch, preempt + requeue: finished byte-identical; queue waits recorded"
