@@ -20,40 +20,14 @@ bin="$(realpath "$1")"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 work=$(mktemp -d /tmp/crucible_host_faults.XXXXXX)
 trap '[[ -n "${KEEP:-}" ]] || rm -rf "$work"' EXIT
-mkdir -p "$work/corpus" && cp /usr/share/games/fortunes/computers "$work/corpus/"
 window=2
-cat > "$work/cfg.toml" <<TOML
-[model]
-n_layer = 2
-n_head = 2
-n_embd = 64
-vocab_size = 512
-seq_len = 64
-[data]
-source = ["$work/corpus"]
-format = "fortunes"
-cache_dir = "$work/data"
-val_fraction = 0.1
-[train]
-steps = 60
-batch_size = 4
-grad_accum = 2
-seed = 11
-eval_every = 0
-eval_batches = 1
-threads = 1
-[ckpt]
-every = 5
-[run]
-sample_tokens = 0
-[dist]
-reproducible = true
+source "$here/lib.sh"
+cluster_job "$work"
+cat >> "$work/cfg.toml" <<TOML
 [fault]
 heartbeat_window_s = $window
 restart_backoff_s = 0.2
 TOML
-"$bin" train "$work/cfg.toml" --run-dir "$work/one" --set train.grad_accum=4 > "$work/one.log" 2>&1 ||
-  { cat "$work/one.log"; exit 1; }
 # Each scenario runs inside the cluster (COMMAND of netns_cluster.sh).
 cat > "$work/scenario.sh" <<'SCENARIO'
 #!/usr/bin/env bash
@@ -127,8 +101,6 @@ fin = [e for e in ev if e["event"] == "finished"]
 if not fin or fin[-1]["world"] != 2 or fin[-1]["step"] != 60: fail(f"not finished at full size: {fin}")
 print(f"[host faults] {kind}: fault at step {at}, detected after {f['detect_s']:.2f} s: {f['message']}")
 PY
-  a=$(sha256sum < "$work/one/ckpt/step_0000060/model.safetensors")
-  b=$(sha256sum < "$work/$kind/ckpt/step_0000060/model.safetensors")
-  [[ "$a" == "$b" ]] || { cat "$work/$kind.log"; echo "[host faults] $kind: weights differ from the one-process run"; exit 1; }
+  same_as_one "$work" "$work/$kind" "host faults" || { cat "$work/$kind.log"; exit 1; }
 done
 echo "[host faults] a vanished host and a cut link: named within the window, recovered, weights byte-identical"

@@ -16,36 +16,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 work=$(mktemp -d /tmp/crucible_slurm_train.XXXXXX)
 chmod 755 "$work"
 trap '[[ -n "${KEEP:-}" ]] || rm -rf "$work"' EXIT
-mkdir -p "$work/corpus" && cp /usr/share/games/fortunes/computers "$work/corpus/"
-cat > "$work/cfg.toml" <<TOML
-[model]
-n_layer = 2
-n_head = 2
-n_embd = 64
-vocab_size = 512
-seq_len = 64
-[data]
-source = ["$work/corpus"]
-format = "fortunes"
-cache_dir = "$work/data"
-val_fraction = 0.1
-[train]
-steps = 60
-batch_size = 4
-grad_accum = 2
-seed = 11
-eval_every = 0
-eval_batches = 1
-threads = 1
-[ckpt]
-every = 5
-[run]
-sample_tokens = 0
-[dist]
-reproducible = true
-TOML
-"$bin" train "$work/cfg.toml" --run-dir "$work/one" --set train.grad_accum=4 > "$work/one.log" 2>&1 ||
-  { cat "$work/one.log"; exit 1; }
+source "$here/lib.sh"
+cluster_job "$work"
 # The job script, as docs/cluster.md gives it: exec, so that the batch
 # step's signal reaches the supervisor.
 cat > "$work/job.sh" <<JOB
@@ -93,11 +65,7 @@ rc=$?
 set -e
 if [[ $rc -eq 77 ]]; then cat "$work/slurm.log"; exit 77; fi
 if [[ $rc -ne 0 ]]; then cat "$work/slurm.log"; echo "[slurm train] failed ($rc)"; exit 1; fi
-for run in plain pre; do
-  a=$(sha256sum < "$work/one/ckpt/step_0000060/model.safetensors")
-  b=$(sha256sum < "$work/$run/ckpt/step_0000060/model.safetensors")
-  [[ "$a" == "$b" ]] || { cat "$work"/*.out; echo "[slurm train] $run: weights differ from the one-process run"; exit 1; }
-done
+for run in plain pre; do same_as_one "$work" "$work/$run" "slurm train" || { cat "$work"/*.out; exit 1; }; done
 python3 - "$work" "$(cat "$work/pre.step")" <<'PY'
 import json, sys
 work, at = sys.argv[1], int(sys.argv[2])

@@ -11,7 +11,7 @@ set -euo pipefail
 bin="$(realpath "$1")"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 work=$(mktemp -d /tmp/crucible_two_hosts.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+trap '[[ -n "${KEEP:-}" ]] || rm -rf "$work"' EXIT
 mkdir -p "$work/corpus" && cp /usr/share/games/fortunes/computers "$work/corpus/"
 cat > "$work/cfg.toml" <<TOML
 [model]
@@ -78,4 +78,22 @@ grep -q "without a report from rank 1 (host host2, last in .* of step 6)" "$work
 grep -q "\[supervisor\] job finished after 1 restart" "$work/killed.log" ||
   { cat "$work/killed.log"; echo "[two hosts] the job did not recover by itself"; exit 1; }
 same_weights killed
-echo "[two hosts] mpirun, launch and a killed host's rank over TCP: weights byte-identical to one process"
+# The README's own job (the embedded default: fortunes, curation on, the auto
+# profile), shortened, across the two hosts: stopped at step 3, the same
+# command run again continues it, and the result is one process's run (one
+# thread each: oneDNN splits its sums by the thread count).
+short=(--set train.steps=6 --set train.threads=1 --set dist.reproducible=true --set train.eval_every=0 --set run.sample_tokens=0)
+(cd "$work" && "$bin" train "${short[@]}" --set train.grad_accum=2 --run-dir "$work/default_one" > "$work/default_one.log" 2>&1) ||
+  { cat "$work/default_one.log"; exit 1; }
+default="cd '$work' && $env '$bin' launch --hostfile \$CLUSTER_HOSTFILE -n 2 --threads 1 -- train ${short[*]} --run-dir '$work/default'"
+cluster default_stop "$default --stop-at 3"
+grep -q "stopped at step 3" "$work/default_stop.log" || { cat "$work/default_stop.log"; echo "[two hosts] default: not stopped at 3"; exit 1; }
+cluster default_resume "$default"
+grep -q "resumed from .*step_0000003" "$work/default_resume.log" ||
+  { cat "$work/default_resume.log"; echo "[two hosts] default: not resumed from step 3"; exit 1; }
+a=$(sha256sum < "$work/default_one/ckpt/step_0000006/model.safetensors")
+b=$(sha256sum < "$work/default/ckpt/step_0000006/model.safetensors")
+[[ "$a" == "$b" ]] || { echo "[two hosts] default job: stopped and resumed across hosts, weights differ from one process"; exit 1; }
+cmp -s "$work/default_one/tokenizer.model" "$work/default/tokenizer.model" ||
+  { echo "[two hosts] default job: another tokenizer after the resume"; exit 1; }
+echo "[two hosts] mpirun, launch, a killed host's rank and the default job stopped and resumed over TCP: weights byte-identical to one process"
