@@ -1,5 +1,7 @@
 #include "plan/memory_model.h"
 
+#include "plan/time_model.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -59,7 +61,7 @@ std::string MemoryEstimate::describe() const {
 }
 
 MemoryEstimate estimate_memory(const nn::GPTConfig& model, const Candidate& c, const parallel::Layout& layout,
-                               int rank) {
+                               int rank, bool widened_bf16_gemms) {
   MemoryEstimate e;
   const parallel::Coords at = layout.coords(rank);
   const nn::GPTPart part = part_of(model, layout, at, c);
@@ -92,6 +94,16 @@ MemoryEstimate estimate_memory(const nn::GPTConfig& model, const Candidate& c, c
   // into the arena instead).
   if (tp > 1) e.staging = uint64_t(tp) * (part.sequence_parallel ? 1 : B * T) * uint64_t(model.n_embd) * 4;
   e.other += kGemmScratchAllowance;
+  // A CPU without a bf16 matmul runs a bf16 GEMM on f32 copies of its
+  // operands and its product (kernels/gemm.cc's widening buffer, grown to
+  // the largest GEMM): forward (m, n, k) and both backward GEMMs touch the
+  // same m k + k n + m n elements.
+  if (bf16 && widened_bf16_gemms) {
+    double widest = 0;
+    for (const GemmShape& g : forward_gemms(model, c))
+      if (g.block || part.head) widest = std::max(widest, g.m * g.k + g.k * g.n + g.m * g.n);
+    e.other += rounded(uint64_t(widest) * 4);
+  }
   // The gradient reduction's buffers (parallel/data_parallel.h,
   // tree_reduce.h): the reproducible tree's log2(m) + 1 partial sums and
   // its receive buffer; else ZeRO-2's reduce-scatter target (f32 gradients),
@@ -114,7 +126,8 @@ MemoryEstimate estimate_memory(const nn::GPTConfig& model, const Candidate& c, c
   return e;
 }
 
-LargestRank largest_rank(const nn::GPTConfig& model, const Candidate& c, const parallel::Layout& layout) {
+LargestRank largest_rank(const nn::GPTConfig& model, const Candidate& c, const parallel::Layout& layout,
+                         bool widened_bf16_gemms) {
   // Every (pp index) of data-parallel rank 0 and tensor rank 0 (the others
   // hold as much or less: no checkpoint copy, the same shard sizes). Under
   // the even split the middle stages hold no more blocks than the ends, no
@@ -126,7 +139,7 @@ LargestRank largest_rank(const nn::GPTConfig& model, const Candidate& c, const p
   bool first = true;
   for (int p : stages) {
     const int r = layout.rank_of({0, p, 0});
-    MemoryEstimate e = estimate_memory(model, c, layout, r);
+    MemoryEstimate e = estimate_memory(model, c, layout, r, widened_bf16_gemms);
     if (first || e.total() > best.estimate.total()) best = {r, e}, first = false;
   }
   return best;

@@ -17,8 +17,9 @@
 //   other        the GEMM's row of ones for bias gradients (and its bf16
 //                twin), the gradient reduction's buffers (ZeRO-2's
 //                reduce-scatter target, bf16 gradients' wire and receive
-//                copies, the reproducible tree's partial sums), and an
-//                allowance for oneDNN's scratchpad
+//                copies, the reproducible tree's partial sums), an
+//                allowance for oneDNN's scratchpad, and on CPUs without a
+//                bf16 matmul the f32 widening buffer of bf16 GEMMs
 //   staging      outside crucible's allocator: the tensor-parallel
 //                allreduce's staging vector
 //   snapshot     outside crucible's allocator: the host copy a checkpoint is
@@ -51,8 +52,11 @@ struct MemoryEstimate {
 std::string format_bytes(uint64_t bytes);
 
 // Rank `rank` of `layout` (checked: plan::check) running `c`.
+// `widened_bf16_gemms`: the machine has no bf16 matmul, so bf16 GEMMs run on
+// f32 copies of their operands (kernels::gemm_bf16_native() false); the
+// planner's clusters are taken to have one.
 MemoryEstimate estimate_memory(const nn::GPTConfig& model, const Candidate& c, const parallel::Layout& layout,
-                               int rank);
+                               int rank, bool widened_bf16_gemms = false);
 
 // The rank that needs the most (the first and last pipeline stages hold
 // more than the middle ones, rank 0 writes the checkpoint), and its estimate.
@@ -60,6 +64,7 @@ struct LargestRank {
   int rank = 0;
   MemoryEstimate estimate;
 };
-LargestRank largest_rank(const nn::GPTConfig& model, const Candidate& c, const parallel::Layout& layout);
+LargestRank largest_rank(const nn::GPTConfig& model, const Candidate& c, const parallel::Layout& layout,
+                         bool widened_bf16_gemms = false);
 
 }  // namespace crucible::plan

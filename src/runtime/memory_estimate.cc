@@ -1,5 +1,7 @@
 #include "runtime/memory_estimate.h"
 
+#include "kernels/gemm.h"
+
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -34,7 +36,7 @@ MemoryEstimate estimate_memory(const Config& cfg, int world, int rank) {
     layout = parallel::Layout::make({}, 1, cfg.model, 1);
     rank = 0;
   }
-  MemoryEstimate e = plan::estimate_memory(cfg.model, c, *layout, rank);
+  MemoryEstimate e = plan::estimate_memory(cfg.model, c, *layout, rank, !kernels::gemm_bf16_native());
   // After training, samples: the KV cache ((L, T, C) keys and values).
   const uint64_t kv = 2ull * uint64_t(cfg.model.n_layer) * uint64_t(cfg.model.seq_len) * uint64_t(cfg.model.n_embd) * 4;
   e.snapshot += cfg.run.sample_tokens > 0 && rank == 0 ? kv : 0;

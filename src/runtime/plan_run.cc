@@ -1,5 +1,7 @@
 #include "runtime/plan_run.h"
 
+#include "kernels/gemm.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -55,7 +57,7 @@ nlohmann::json run_prediction(const Config& cfg, int world, const Result<plan::C
     plan::Prediction p;
     p.layout = c;
     if (layout) {
-      const plan::LargestRank big = plan::largest_rank(cfg.model, c, *layout);
+      const plan::LargestRank big = plan::largest_rank(cfg.model, c, *layout, !kernels::gemm_bf16_native());
       p.memory = big.estimate, p.peak_rank = big.rank;
     } else {
       p.why_not = layout.status().message();

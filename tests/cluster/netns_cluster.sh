@@ -74,8 +74,11 @@ for k in $(seq 1 "$n"); do
   ip netns exec "$ns" ip link set eth0 up
   if [[ -n "$rate" ]]; then
     # Both directions: the host's egress inside its namespace, its ingress on the bridge port.
-    ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "${rate}mbit" burst 256kb latency 50ms || exit 1
-    tc qdisc add dev "${tag}v$k" root tbf rate "${rate}mbit" burst 256kb latency 50ms || exit 1
+    # The bucket must hold a timer tick's worth of bytes (rate / 250 Hz) or
+    # tbf cannot reach fast rates: at least 256 KiB.
+    burst=$(( rate * 1000 / 8 / 250 )); (( burst < 262144 )) && burst=262144
+    ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "${rate}mbit" burst "$burst" latency 50ms || exit 1
+    tc qdisc add dev "${tag}v$k" root tbf rate "${rate}mbit" burst "$burst" latency 50ms || exit 1
   fi
   echo "$host slots=$slots" >> "$work/hostfile"
 done

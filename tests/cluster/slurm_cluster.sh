@@ -30,7 +30,7 @@
 # munge not installed; else COMMAND's exit code (1 if the cluster never came
 # up, with the daemon logs on stderr).
 set -uo pipefail
-cpus=$(nproc)
+cpus=$(nproc --all)  # not OMP_NUM_THREADS, which nproc honours
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --cpus) cpus="$2"; shift 2 ;;

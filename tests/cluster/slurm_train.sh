@@ -60,7 +60,7 @@ scancel --signal=USR1 --batch "$pre"
 finish "$pre" 240
 SCENARIO
 set +e
-"$here/slurm_cluster.sh" -- bash "$work/scenario.sh" "$work" > "$work/slurm.log" 2>&1
+"$here/slurm_cluster.sh" --cpus 2 -- bash "$work/scenario.sh" "$work" > "$work/slurm.log" 2>&1
 rc=$?
 set -e
 if [[ $rc -eq 77 ]]; then cat "$work/slurm.log"; exit 77; fi

@@ -375,6 +375,8 @@ def run_parity(cfg, weights_path, tokens_path, out_path):
         opt.step()
 
     out["grad_norms"] = torch.tensor(norms, dtype=torch.float32)
+    if cfg.get("autocast", "") == "bf16":
+        out["matmul_error"] = torch.tensor([autocast_matmul_error(cfg)], dtype=torch.float32)
     out.update(grads)
     for n, p in zip(names, params):
         out[f"param3.{n}"] = p.detach().clone()
@@ -538,6 +540,22 @@ def selftest():
 
 
 # ----------------------------------------------------------------------------- CLI
+
+
+def autocast_matmul_error(cfg):
+    """This torch's own bf16 error: one autocast GEMM of the model's longest
+    reduction (the MLP projection, k = 4 C) against the f32 product of the
+    same bf16-rounded operands, relative L2. About 2^-9 where the GEMM
+    accumulates in f32 (only its output is rounded); percents where it
+    accumulates in bf16 (Debian's torch 1.13 on CPUs without AVX512_BF16)."""
+    g = torch.Generator().manual_seed(7)
+    C = cfg["n_embd"]
+    a = torch.randn(256, 4 * C, generator=g).bfloat16().float()
+    b = torch.randn(4 * C, C, generator=g).bfloat16().float()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = (a @ b).float()
+    ref = a.double() @ b.double()
+    return float((y.double() - ref).norm() / ref.norm())
 
 
 def main(argv=None):

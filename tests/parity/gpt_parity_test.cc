@@ -215,8 +215,21 @@ TEST(PytorchParity, Bf16AutocastLogitsLossAndGradients) {
   const float loss = gpt.forward(arena, c.in.data(), c.tgt.data(), c.B, c.T, 1.0f);
   gpt.backward(arena);
   const float ref_loss = c.ref.find("loss")->f32()[0];
-  std::printf("[parity bf16] logits %.2e, loss %.6f vs %.6f\n", logit_err, loss, ref_loss);
-  EXPECT_LE(logit_err, 3e-2) << "logits";
+  // The peer's own bf16 GEMM error, measured by gpt2_torch.py on this
+  // machine (autocast_matmul_error): ~2e-3 where torch accumulates in f32,
+  // what the bounds above assume. Where it accumulates in bf16 (Debian's
+  // torch 1.13 on CPUs without AVX512_BF16, ~1-4% per GEMM), the comparison
+  // measures the peer: every bound widens by PEER x the peer's error, PEER
+  // = 1.5 for the logits (their error over 2 layers, measured 1.7-3.8e-2 at
+  // a peer error of 1.9e-2) and 4 for a gradient tensor (backward chains
+  // twice as many GEMMs and the norm gradients sum them), and the cosine
+  // by the square of it.
+  const ckpt::LoadedTensor* peer_t = c.ref.find("matmul_error");
+  const double peer = peer_t ? peer_t->f32()[0] : 0;
+  const double peer_extra = peer > 1e-2 ? peer : 0;
+  std::printf("[parity bf16] logits %.2e, loss %.6f vs %.6f; the peer's bf16 GEMM error %.2e\n", logit_err, loss,
+              ref_loss, peer);
+  EXPECT_LE(logit_err, 3e-2 + 1.5 * peer_extra) << "logits";
   EXPECT_LE(std::fabs(loss - ref_loss) / ref_loss, 1e-2) << "loss";
   double dot = 0, ng = 0, nr = 0, worst = 0;
   std::string worst_name;
@@ -234,11 +247,11 @@ TEST(PytorchParity, Bf16AutocastLogitsLossAndGradients) {
     }
     const double rel = std::sqrt(diff / std::max(size, 1e-30));
     if (rel > worst) worst = rel, worst_name = spec.name;
-    EXPECT_LE(rel, 5e-2) << "gradient of " << spec.name;
+    EXPECT_LE(rel, 5e-2 + 4 * peer_extra) << "gradient of " << spec.name;
   }
   const double cosine = dot / std::sqrt(ng * nr);
   std::printf("[parity bf16] gradients: worst tensor %.2e (%s), cosine %.6f\n", worst, worst_name.c_str(), cosine);
-  EXPECT_GT(cosine, 0.998);
+  EXPECT_GT(cosine, 0.998 - 16 * peer_extra * peer_extra);
 }
 
 }  // namespace
