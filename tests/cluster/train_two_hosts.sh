@@ -12,37 +12,8 @@ bin="$(realpath "$1")"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 work=$(mktemp -d /tmp/crucible_two_hosts.XXXXXX)
 trap '[[ -n "${KEEP:-}" ]] || rm -rf "$work"' EXIT
-mkdir -p "$work/corpus" && cp /usr/share/games/fortunes/computers "$work/corpus/"
-cat > "$work/cfg.toml" <<TOML
-[model]
-n_layer = 2
-n_head = 2
-n_embd = 32
-vocab_size = 512
-seq_len = 32
-[data]
-source = ["$work/corpus"]
-format = "fortunes"
-cache_dir = "$work/data"
-val_fraction = 0.1
-[train]
-steps = 8
-batch_size = 2
-grad_accum = 2
-seed = 5
-eval_every = 0
-eval_batches = 1
-threads = 1
-[ckpt]
-every = 4
-[run]
-sample_tokens = 0
-[dist]
-reproducible = true
-TOML
-# One process with the global batch of the two ranks: grad_accum 4.
-"$bin" train "$work/cfg.toml" --run-dir "$work/one" --set train.grad_accum=4 > "$work/one.log" 2>&1 ||
-  { cat "$work/one.log"; exit 1; }
+source "$here/lib.sh"
+cluster_job "$work"
 # cluster NAME COMMAND: COMMAND (a shell string: \$CLUSTER_* expand inside) on the two hosts.
 cluster() {
   local name="$1"; shift
@@ -53,11 +24,7 @@ cluster() {
   if [[ $rc -eq 77 ]]; then cat "$work/$name.log"; exit 77; fi
   if [[ $rc -ne 0 ]]; then cat "$work/$name.log"; echo "[two hosts] $name failed ($rc)"; exit 1; fi
 }
-same_weights() {
-  a=$(sha256sum < "$work/one/ckpt/step_0000008/model.safetensors")
-  b=$(sha256sum < "$work/$1/ckpt/step_0000008/model.safetensors")
-  if [[ "$a" != "$b" ]]; then echo "[two hosts] $1: weights differ from the one-process run"; exit 1; fi
-}
+same_weights() { same_as_one "$work" "$work/$1" "two hosts"; }
 mca="--mca btl self,tcp --mca btl_tcp_if_include \$CLUSTER_SUBNET --mca oob_tcp_if_include \$CLUSTER_SUBNET"
 cluster two "mpirun --allow-run-as-root --hostfile \$CLUSTER_HOSTFILE --mca plm_rsh_agent \$CLUSTER_AGENT $mca \
   --bind-to none -x OMP_NUM_THREADS=1 -n 2 '$bin' train '$work/cfg.toml' --run-dir '$work/two'"
