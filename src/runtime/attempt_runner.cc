@@ -39,8 +39,6 @@ double mono_s() { return now_ns() * 1e-9; }  // the one monotonic clock (core/cl
 // fences itself (exits), so a host cut off from its supervisor stops
 // writing into a run that is continuing without it.
 constexpr double kAckInterval = 0.5;
-// How long a silent rank's address gets to answer the probe.
-constexpr double kProbeTimeout = 0.5;
 
 }  // namespace
 
@@ -119,7 +117,7 @@ void AttemptRunner::send_to_ranks(const char* msg) {
 std::vector<Reach> AttemptRunner::probe(const std::vector<int>& ranks) {
   std::vector<sockaddr_storage> addrs;
   for (int k : ranks) addrs.push_back(addrs_[size_t(k)]);
-  std::vector<Reach> answers = probe_ranks(sock_, addrs, kProbeTimeout);
+  std::vector<Reach> answers = probe_ranks(sock_, addrs, kReachTimeout_s);
   std::vector<Reach> out(ranks_.size(), Reach::kUnknown);
   for (size_t i = 0; i < ranks.size(); ++i) out[size_t(ranks[i])] = answers[i];
   return out;

@@ -17,6 +17,9 @@
 
 namespace crucible::runtime {
 
+// How long an address gets to answer (a LAN's round trip is far below it).
+inline constexpr double kReachTimeout_s = 0.5;
+
 // Makes `fd` (an unconnected UDP socket) queue the ICMP errors of what it
 // sends (IP_RECVERR), for probe_ranks.
 void enable_send_errors(int fd);

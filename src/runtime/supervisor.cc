@@ -75,7 +75,7 @@ class Supervisor {
 // A grow (SIGHUP) brings the dropped hosts back: only when each answers again.
 bool Supervisor::grow_possible(std::string& why) const {
   for (const std::string& h : dropped_)
-    if (!host_answers(h, 0.5)) {
+    if (!host_answers(h, kReachTimeout_s)) {
       why = "host " + h + " still does not answer";
       return false;
     }
