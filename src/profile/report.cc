@@ -317,35 +317,34 @@ Result<std::string> ranks_section(const std::string& run_dir) {
   return section("ranks", "Per-rank comparison", svg::render(c) + table);
 }
 
+// An event's field as text: a string as it is, anything else as JSON; "" when absent.
+std::string field_text(const json& e, const char* k) {
+  if (!e.contains(k)) return std::string();
+  return e[k].is_string() ? e[k].get<std::string>() : e[k].dump();
+}
+
 std::string events_section(const std::vector<json>& events) {
   std::string t =
       "<table class=\"grid\"><tr><th>time</th><th>t "
       "(s)</th><th>event</th><th>attempt</th><th>step</th><th>details</th></tr>";
+  // Inside Slurm: each start's wait in the queue (supervisor: "queue" events).
+  std::string queue;
   for (const json& e : events) {
     std::string details;
     for (const auto& [k, v] : e.items()) {
       if (k == "time" || k == "t_s" || k == "event" || k == "attempt" || k == "step") continue;
-      details += (details.empty() ? "" : "; ") + k + "=" +
-                 (v.is_string() ? v.get<std::string>() : v.dump());
+      details += (details.empty() ? "" : "; ") + k + "=" + field_text(e, k.c_str());
     }
-    auto str = [&](const char* k) {
-      if (!e.contains(k)) return std::string();
-      return e[k].is_string() ? e[k].get<std::string>() : e[k].dump();
-    };
+    auto str = [&](const char* k) { return field_text(e, k); };
     const std::string ev = str("event");
     t += std::string("<tr") + (ev == "failure" || ev == "gave_up" ? " class=\"bad\"" : "") +
          "><td>" + escape(str("time")) + "</td><td>" + escape(str("t_s")) + "</td><td>" +
          escape(ev) + "</td><td>" + escape(str("attempt")) + "</td><td>" + escape(str("step")) +
          "</td><td>" + escape(details) + "</td></tr>";
-  }
-  // Inside Slurm: each start's wait in the queue (supervisor: "queue" events).
-  std::string queue;
-  for (const json& e : events) {
-    if (e.value("event", "") != "queue") continue;
-    auto str = [&](const char* k) { return e.contains(k) && e[k].is_string() ? e[k].get<std::string>() : std::string(); };
-    queue += "<tr><td>" + escape(str("job_id")) + "</td><td>" + format_number(num(e, "restarts")) + "</td><td>" +
-             escape(str("submit")) + "</td><td>" + escape(str("start")) + "</td><td>" + format_number(num(e, "wait_s")) +
-             "</td><td>" + escape(str("reason")) + "</td></tr>";
+    if (ev == "queue")
+      queue += "<tr><td>" + escape(str("job_id")) + "</td><td>" + format_number(num(e, "restarts")) + "</td><td>" +
+               escape(str("submit")) + "</td><td>" + escape(str("start")) + "</td><td>" +
+               format_number(num(e, "wait_s")) + "</td><td>" + escape(str("reason")) + "</td></tr>";
   }
   if (!queue.empty())
     queue = "<p>Time each start of the job waited in the Slurm queue (submit to start; a requeue submits again):</p>"

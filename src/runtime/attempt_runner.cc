@@ -24,6 +24,7 @@
 #include "runtime/heartbeat.h"
 #include "runtime/launcher.h"
 #include "runtime/reach.h"
+#include "runtime/slurm.h"
 #include "runtime/stop_signals.h"
 
 namespace crucible::runtime {
@@ -51,7 +52,7 @@ Status AttemptRunner::open() {
   // name may resolve to a loopback address, 127.0.1.1 on a stock Debian).
   // Under Slurm on several nodes the ranks find this one by its name.
   const char* nodes = std::getenv("SLURM_JOB_NUM_NODES");
-  const bool slurm_far = std::getenv("SLURM_JOB_ID") && nodes && std::atoi(nodes) > 1;
+  const bool slurm_far = !slurm_job_id().empty() && nodes && std::atoi(nodes) > 1;
   const bool far = !opt_.launch.hostfile.empty() || slurm_far;
   reach_ = slurm_far ? host_ : "127.0.0.1";
   if (!opt_.launch.hostfile.empty()) {
@@ -77,7 +78,7 @@ Status AttemptRunner::open() {
 // Reads every datagram waiting. Beats of another attempt are dropped: the
 // ranks of a killed attempt may have sent some just before they died, and
 // they would read as this attempt's ranks (and then as dead ones).
-void AttemptRunner::drain(double now, int attempt) {
+void AttemptRunner::drain(double now) {
   char buf[1024];
   for (;;) {
     sockaddr_storage from{};
@@ -87,7 +88,7 @@ void AttemptRunner::drain(double now, int attempt) {
     if (n <= 0) break;
     Beat b;
     if (!decode(std::string(buf, size_t(n)), b)) continue;
-    if (b.attempt != attempt || b.rank < 0 || b.rank >= int(ranks_.size())) continue;
+    if (b.attempt != attempt_ || b.rank < 0 || b.rank >= int(ranks_.size())) continue;
     RankState& r = ranks_[size_t(b.rank)];
     // A pipeline action is progress too (it does not count in seq).
     if (!r.seen || b.seq != r.last.seq || b.step != r.last.step || b.op != r.last.op ||
@@ -104,7 +105,11 @@ void AttemptRunner::drain(double now, int attempt) {
       r.message = b.message;
     }
   }
-  drain_send_errors(sock_);  // the errors of acks to ranks that are gone: the probe asks afresh
+  // Acks that came back refused: the host answered for a rank whose process
+  // is gone (kept: the host's kernel answers only about once a second).
+  for (const sockaddr_storage& dest : take_send_errors(sock_))
+    for (size_t k = 0; k < addrs_.size(); ++k)
+      if (ranks_[k].seen && same_endpoint(dest, addrs_[k])) refused_at_[k] = now;
 }
 
 void AttemptRunner::send_to_ranks(const char* msg) {
@@ -119,7 +124,12 @@ std::vector<Reach> AttemptRunner::probe(const std::vector<int>& ranks) {
   for (int k : ranks) addrs.push_back(addrs_[size_t(k)]);
   std::vector<Reach> answers = probe_ranks(sock_, addrs, kReachTimeout_s);
   std::vector<Reach> out(ranks_.size(), Reach::kUnknown);
-  for (size_t i = 0; i < ranks.size(); ++i) out[size_t(ranks[i])] = answers[i];
+  drain(mono_s());  // errors that came in meanwhile
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const size_t k = size_t(ranks[i]);
+    // A refusal since the rank's last beat answers as well as the probe's own.
+    out[k] = refused_at_[k] > ranks_[k].last_beat ? Reach::kAnswers : answers[i];
+  }
   return out;
 }
 
@@ -184,6 +194,8 @@ AttemptResult AttemptRunner::run(int attempt, const AttemptLayout& at, bool resu
 
   ranks_.assign(size_t(at.world), RankState{});
   addrs_.assign(size_t(at.world), sockaddr_storage{});
+  refused_at_.assign(size_t(at.world), -1);
+  attempt_ = attempt;
   AttemptResult res;
   const double start = mono_s();
   pid_t child = ::fork();
@@ -226,7 +238,7 @@ AttemptResult AttemptRunner::run(int attempt, const AttemptLayout& at, bool resu
     pollfd p{sock_, POLLIN, 0};
     ::poll(&p, 1, 20);
     double now = mono_s();
-    drain(now, attempt);
+    drain(now);
     if (now - last_ack >= kAckInterval) {
       send_to_ranks("{\"t\":\"ok\"}");
       last_ack = now;
@@ -264,14 +276,15 @@ AttemptResult AttemptRunner::run(int attempt, const AttemptLayout& at, bool resu
 
     int st = 0;
     if (::waitpid(child, &st, WNOHANG) == child) {
-      drain(mono_s(), attempt);
+      drain(mono_s());
       while (::waitpid(-1, &st, WNOHANG) > 0) {
       }
       const int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
       std::vector<int> unreported;
       for (size_t i = 0; i < ranks_.size(); ++i)
         if (ranks_[i].seen && !ranks_[i].exited) unreported.push_back(int(i));
-      const std::vector<Reach> reach = code != 0 && !unreported.empty() ? probe(unreported) : std::vector<Reach>{};
+      // Asked whatever the code: mpirun can end with 0 when another host's ranks were killed.
+      const std::vector<Reach> reach = unreported.empty() ? std::vector<Reach>{} : probe(unreported);
       const int64_t target = opt_.stop_at > 0 ? opt_.stop_at : plan_.config.train.steps;
       res = classify_end(ranks_, code, target, stopping, reach, mono_s());
       annotate_hosts(res);
@@ -283,7 +296,7 @@ AttemptResult AttemptRunner::run(int attempt, const AttemptLayout& at, bool resu
     for (size_t i = 0; i < ranks_.size(); ++i) {
       const RankState& r = ranks_[i];
       if (!r.seen || r.exited || !r.local || process_alive(pid_t(r.last.pid))) continue;
-      drain(now, attempt);  // its exit report may have just arrived
+      drain(now);  // its exit report may have just arrived
       if (r.exited) continue;
       AttemptResult d;
       d.what = "died";
@@ -304,7 +317,7 @@ AttemptResult AttemptRunner::run(int attempt, const AttemptLayout& at, bool resu
     if (std::vector<int> silent = silent_ranks(ranks_, now, fc.heartbeat_window_s); !silent.empty()) {
       const std::vector<Reach> reach = probe(silent);
       now = mono_s();
-      drain(now, attempt);
+      drain(now);
       silent = silent_ranks(ranks_, now, fc.heartbeat_window_s);  // a late beat clears it
       if (!silent.empty()) return fail(classify_silence(ranks_, silent, reach, fc.heartbeat_window_s, now));
     }

@@ -51,7 +51,7 @@ class AttemptRunner {
   bool grow_requested() const { return grow_pending_; }
 
  private:
-  void drain(double now, int attempt);
+  void drain(double now);  // every datagram waiting, of the attempt attempt_
   void send_to_ranks(const char* msg);
   void kill_job(pid_t child);
   std::vector<Reach> probe(const std::vector<int>& ranks);
@@ -67,6 +67,8 @@ class AttemptRunner {
   // The running attempt's ranks, and where each one's heartbeats come from.
   std::vector<RankState> ranks_;
   std::vector<sockaddr_storage> addrs_;
+  std::vector<double> refused_at_;  // when a datagram to the rank last came back refused (-1: never)
+  int attempt_ = 0;                 // the running attempt's number
   bool grow_pending_ = false;
   int grows_handled_ = 0;  // SIGHUPs acted on; one that came between attempts is acted on by the next
 };

@@ -19,13 +19,6 @@ namespace {
 
 double mono_s() { return now_ns() * 1e-9; }
 
-bool same_endpoint(const sockaddr_storage& a, const sockaddr_storage& b) {
-  if (a.ss_family != AF_INET || b.ss_family != AF_INET) return false;
-  const auto& x = reinterpret_cast<const sockaddr_in&>(a);
-  const auto& y = reinterpret_cast<const sockaddr_in&>(b);
-  return x.sin_addr.s_addr == y.sin_addr.s_addr && x.sin_port == y.sin_port;
-}
-
 // One queued error: the destination of the datagram that caused it. False
 // when the queue is empty.
 bool next_error(int fd, sockaddr_storage& dest) {
@@ -43,20 +36,26 @@ bool next_error(int fd, sockaddr_storage& dest) {
 
 }  // namespace
 
+bool same_endpoint(const sockaddr_storage& a, const sockaddr_storage& b) {
+  if (a.ss_family != AF_INET || b.ss_family != AF_INET) return false;
+  const auto& x = reinterpret_cast<const sockaddr_in&>(a);
+  const auto& y = reinterpret_cast<const sockaddr_in&>(b);
+  return x.sin_addr.s_addr == y.sin_addr.s_addr && x.sin_port == y.sin_port;
+}
+
 void enable_send_errors(int fd) {
   int on = 1;
   ::setsockopt(fd, IPPROTO_IP, IP_RECVERR, &on, sizeof on);
 }
 
-void drain_send_errors(int fd) {
-  sockaddr_storage dest{};
-  while (next_error(fd, dest)) {
-  }
+std::vector<sockaddr_storage> take_send_errors(int fd) {
+  std::vector<sockaddr_storage> out;
+  for (sockaddr_storage dest{}; next_error(fd, dest); dest = {}) out.push_back(dest);
+  return out;
 }
 
 std::vector<Reach> probe_ranks(int fd, const std::vector<sockaddr_storage>& addrs, double timeout_s) {
   std::vector<Reach> out(addrs.size(), Reach::kNoAnswer);
-  drain_send_errors(fd);
   static const char kProbe[] = "{\"t\":\"probe\"}";
   for (const sockaddr_storage& a : addrs)
     ::sendto(fd, kProbe, sizeof kProbe - 1, MSG_DONTWAIT, reinterpret_cast<const sockaddr*>(&a),

@@ -23,12 +23,17 @@ inline constexpr double kReachTimeout_s = 0.5;
 // Makes `fd` (an unconnected UDP socket) queue the ICMP errors of what it
 // sends (IP_RECVERR), for probe_ranks.
 void enable_send_errors(int fd);
-// Empties `fd`'s error queue.
-void drain_send_errors(int fd);
+// Empties `fd`'s error queue: the destinations whose datagrams came back
+// refused (each host's kernel answers at most about once a second per peer:
+// ICMP rate limiting, so every answer counts).
+std::vector<sockaddr_storage> take_send_errors(int fd);
+// Whether `a` and `b` are the same IPv4 address and port.
+bool same_endpoint(const sockaddr_storage& a, const sockaddr_storage& b);
 
 // Sends one datagram from `fd` to each address and waits up to `timeout_s`
 // for the hosts' answers: kAnswers where an error came back (the port is
-// closed), kNoAnswer where nothing did.
+// closed), kNoAnswer where nothing did. Errors queued before the call are
+// the caller's (take_send_errors).
 std::vector<Reach> probe_ranks(int fd, const std::vector<sockaddr_storage>& addrs, double timeout_s);
 
 // Whether `host` (a name or an address) answers at all: a datagram to its

@@ -43,12 +43,16 @@ SlurmJob parse_scontrol_job(const std::string& line) {
   return j;
 }
 
-std::optional<SlurmJob> current_slurm_job() {
+std::string slurm_job_id() {
   const char* id = std::getenv("SLURM_JOB_ID");
-  if (!id || !*id) return std::nullopt;
-  for (const char* c = id; *c; ++c)
-    if (*c < '0' || *c > '9') return std::nullopt;  // it goes into a command line
-  const std::string cmd = std::string("scontrol show job -o ") + id + " 2>/dev/null";
+  if (!id || !*id || std::string(id).find_first_not_of("0123456789") != std::string::npos) return "";
+  return id;
+}
+
+std::optional<SlurmJob> current_slurm_job() {
+  const std::string id = slurm_job_id();
+  if (id.empty()) return std::nullopt;
+  const std::string cmd = "scontrol show job -o " + id + " 2>/dev/null";
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return std::nullopt;
   std::string out;

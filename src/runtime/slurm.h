@@ -19,6 +19,10 @@ struct SlurmJob {
 // words. Pure; unknown or missing fields stay empty.
 SlurmJob parse_scontrol_job(const std::string& line);
 
+// $SLURM_JOB_ID when this process runs inside a Slurm job and it is a job
+// number (it goes into scontrol's command line); "" otherwise.
+std::string slurm_job_id();
+
 // Runs `scontrol show job -o $SLURM_JOB_ID`; nothing when not inside a Slurm
 // job or when scontrol cannot tell.
 std::optional<SlurmJob> current_slurm_job();

@@ -34,16 +34,16 @@ namespace {
 // `launch --requeue` after a stop: Slurm puts the job back in the queue (and
 // ends this allocation); its script then runs the same command again.
 void requeue_slurm_job(EventLog& events) {
-  const char* id = std::getenv("SLURM_JOB_ID");
-  if (!id || std::string(id).find_first_not_of("0123456789") != std::string::npos || !*id) {
+  const std::string id = slurm_job_id();
+  if (id.empty()) {
     events.emit("requeue_skipped", {}, "--requeue: not inside a Slurm job; nothing to requeue");
     return;
   }
-  events.emit("requeue", {{"job_id", id}}, std::string("asking Slurm to requeue job ") + id);
-  const int rc = std::system((std::string("scontrol requeue ") + id).c_str());
+  events.emit("requeue", {{"job_id", id}}, "asking Slurm to requeue job " + id);
+  const int rc = std::system(("scontrol requeue " + id).c_str());
   if (rc != 0)
     events.emit("requeue_failed", {{"job_id", id}, {"code", rc}},
-                std::string("scontrol requeue ") + id + " failed (was the job submitted with --requeue?)");
+                "scontrol requeue " + id + " failed (was the job submitted with --requeue?)");
 }
 
 // The job: its attempts, one after another, and what follows each.
@@ -196,7 +196,7 @@ Result<int> Supervisor::run() {
       }
     int cap = at.world - 1;
     std::string hostfile = at.hostfile;
-    if (!drop.empty()) {
+    if (!drop.empty() && at.world > min_ranks) {  // (at min_ranks there is nothing to shrink to)
       std::vector<std::string> all = dropped_;
       all.insert(all.end(), drop.begin(), drop.end());
       const std::string active = plan_.run_dir + "/hostfile.active";
