@@ -12,6 +12,12 @@
 #           shrink, same global batch), then the link comes back, SIGHUP
 #           grows it back to both hosts, and it finishes with the
 #           one-process weights.
+#   fence   host 2's link set down for good, --min-ranks 1: besides the
+#           shrink, host 2's rank, cut off from its supervisor, must fence
+#           itself (exit: a partitioned host stops working on the run)
+#           CRUCIBLE_FENCE_S = max(10, 3 x window) after the cut, not before
+#           (nothing else can reach it) and not much later; the job finishes
+#           on host 1 with the one-process weights.
 # Started by ctest with the crucible binary's path; exit 77 (skip) where the
 # cluster harness cannot run.
 #   tests/cluster/host_faults.sh BUILD/crucible
@@ -37,7 +43,7 @@ read -r -a ns <<< "$CLUSTER_NS"
 run="$work/$kind"
 export OMPI_MCA_plm_rsh_agent=$CLUSTER_AGENT OMPI_MCA_btl=self,tcp
 export OMPI_MCA_btl_tcp_if_include=$CLUSTER_SUBNET OMPI_MCA_oob_tcp_if_include=$CLUSTER_SUBNET
-min=(); [[ "$kind" == cut ]] && min=(--min-ranks 1)
+min=(); [[ "$kind" != vanish ]] && min=(--min-ranks 1)
 "$bin" launch --hostfile "$CLUSTER_HOSTFILE" -n 2 --threads 1 "${min[@]}" -- train "$work/cfg.toml" \
   --run-dir "$run" > "$work/$kind.log" 2>&1 &
 sup=$!
@@ -55,8 +61,24 @@ wait_for() {
 at=$((8 + RANDOM % 20))
 echo "$at" > "$work/$kind.step"
 wait_for "step $at" 120 bash -c "(( \$(wc -l < '$run/metrics.jsonl' 2>/dev/null || echo 0) >= $at ))"
+# ranks_alive NS: host NS still runs a crucible process.
+ranks_alive() {
+  local pid
+  for pid in $(ip netns pids "$1"); do [[ "$(cat /proc/$pid/comm 2>/dev/null)" == crucible ]] && return 0; done
+  return 1
+}
 if [[ "$kind" == vanish ]]; then
   ip netns pids "${ns[1]}" | xargs -r kill -9
+elif [[ "$kind" == fence ]]; then
+  ranks_alive "${ns[1]}" || { echo "[host faults] fence: no rank on host 2 before the cut"; exit 1; }
+  ip netns exec "${ns[1]}" ip link set eth0 down
+  cut=$(date +%s.%N)
+  end=$((SECONDS + 40))
+  while ranks_alive "${ns[1]}"; do
+    ((SECONDS < end)) || { echo "[host faults] fence: host 2's rank still runs 40 s after the cut"; exit 1; }
+    sleep 0.05
+  done
+  python3 -c "import sys, time; print(f'{time.time() - float(sys.argv[1]):.2f}')" "$cut" > "$work/fence.gone_s"
 else
   ip netns exec "${ns[1]}" ip link set eth0 down
   wait_for "shrink to one host" 60 grep -q '"event":"shrink"' "$run/events.jsonl"
@@ -66,16 +88,16 @@ else
 fi
 wait "$sup" || { cat "$work/$kind.log"; echo "[host faults] $kind: the job did not finish by itself"; exit 1; }
 SCENARIO
-for kind in vanish cut; do
+for kind in vanish cut fence; do
   set +e
   "$here/netns_cluster.sh" -n 2 -- bash "$work/scenario.sh" "$kind" "$bin" "$work" > "$work/$kind.cluster.log" 2>&1
   rc=$?
   set -e
   if [[ $rc -eq 77 ]]; then cat "$work/$kind.cluster.log"; exit 77; fi
   if [[ $rc -ne 0 ]]; then cat "$work/$kind.cluster.log"; echo "[host faults] $kind failed ($rc)"; exit 1; fi
-  python3 - "$work/$kind/events.jsonl" "$kind" "$window" "$(cat "$work/$kind.step")" <<'PY' || { cat "$work/$kind.log"; exit 1; }
+  python3 - "$work/$kind/events.jsonl" "$kind" "$window" "$(cat "$work/$kind.step")" "$work" <<'PY' || { cat "$work/$kind.log"; exit 1; }
 import json, sys
-path, kind, window, at = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
+path, kind, window, at, work = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 ev = [json.loads(l) for l in open(path)]
 def fail(msg):
     print(f"[host faults] {kind}: {msg}"); sys.exit(1)
@@ -88,19 +110,27 @@ if len(hosts) != 1 or hosts[0]["host"] != "host2" or not hosts[0]["whole_host"] 
     fail(f"the failure does not name host2 as a whole: {f}")
 want = ("died", "answers") if kind == "vanish" else ("host lost", "no answer")
 if (f["what"], hosts[0]["reach"]) != want: fail(f"expected {want}, got {(f['what'], hosts[0]['reach'])}: {f['message']}")
-if kind == "cut" and "host host2 is unreachable" not in f["message"]: fail(f"message: {f['message']}")
+if kind != "vanish" and "host host2 is unreachable" not in f["message"]: fail(f"message: {f['message']}")
 if kind == "vanish" and "host2" not in f["message"]: fail(f"message: {f['message']}")
 # Detected within the heartbeat window (the probe adds 0.5 s, a poll 20 ms).
 if not f["detect_s"] <= window + 1.5: fail(f"detected after {f['detect_s']} s (window {window} s)")
 names = [e["event"] for e in ev]
-if kind == "cut":
+if kind != "vanish":
     shrink = [e for e in ev if e["event"] == "shrink"]
     if not shrink or shrink[0]["to"] != 1 or shrink[0]["grad_accum"] != 4: fail(f"no shrink to 1 rank x 4: {shrink}")
-    if "grow" not in names: fail("no grow back after SIGHUP")
+if kind == "cut" and "grow" not in names: fail("no grow back after SIGHUP")
+world = 1 if kind == "fence" else 2
 fin = [e for e in ev if e["event"] == "finished"]
-if not fin or fin[-1]["world"] != 2 or fin[-1]["step"] != 60: fail(f"not finished at full size: {fin}")
+if not fin or fin[-1]["world"] != world or fin[-1]["step"] != 60: fail(f"not finished on {world} rank(s): {fin}")
 print(f"[host faults] {kind}: fault at step {at}, detected after {f['detect_s']:.2f} s: {f['message']}")
+if kind == "fence":
+    # The rank's heartbeat thread exits after CRUCIBLE_FENCE_S of silence
+    # (its last ack came at most 0.5 s before the cut; it checks every 0.2 s).
+    fence = max(10.0, 3 * window)
+    gone = float(open(f"{work}/fence.gone_s").read())
+    if not fence - 1.0 <= gone <= fence + 3.0: fail(f"host 2's rank exited {gone} s after the cut (fence {fence} s)")
+    print(f"[host faults] fence: host 2's rank fenced itself {gone:.2f} s after the cut (CRUCIBLE_FENCE_S {fence:.0f})")
 PY
   same_as_one "$work" "$work/$kind" "host faults" || { cat "$work/$kind.log"; exit 1; }
 done
-echo "[host faults] a vanished host and a cut link: named within the window, recovered, weights byte-identical"
+echo "[host faults] a vanished host, a cut link and a partition: named within the window, recovered (the cut-off rank fenced), weights byte-identical"
