@@ -9,7 +9,8 @@
 #
 # COMMAND sees CLUSTER_HOSTFILE, CLUSTER_AGENT, CLUSTER_SUBNET (CIDR, for
 # btl_tcp_if_include / oob_tcp_if_include), CLUSTER_HOSTS (space separated)
-# and CLUSTER_NS (the namespaces, in host order). --rate shapes every host's
+# and CLUSTER_NS (the namespaces, in host order); inside the hosts, host1..hostN
+# resolve to their addresses (/etc/netns/NS/hosts). --rate shapes every host's
 # link to MBIT Mbit/s (tc tbf); --slots gives each host S slots (default 1). The subnet 10.213.<id>.0/24 exists only on
 # this cluster's bridge. Exit 77 (a skip to ctest) when the machine cannot:
 # not root, or no network namespaces or bridges; else COMMAND's exit code.
@@ -37,6 +38,11 @@ for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^cr[0-9]+h[0
   pid="${ns#cr}"; pid="${pid%h*}"
   kill -0 "$pid" 2>/dev/null || ip netns del "$ns" 2>/dev/null
 done
+for etc in /etc/netns/cr[0-9]*h[0-9]; do
+  [[ -d "$etc" ]] || continue
+  pid="${etc#/etc/netns/cr}"; pid="${pid%h*}"
+  kill -0 "$pid" 2>/dev/null || rm -rf "$etc"
+done
 for link in $(ip -o link show type bridge 2>/dev/null | awk -F': ' '{print $2}' | grep -E '^cr[0-9]+br$'); do
   pid="${link#cr}"; pid="${pid%br}"
   kill -0 "$pid" 2>/dev/null || ip link del "$link" 2>/dev/null
@@ -46,7 +52,7 @@ tag="cr$$"
 br="${tag}br"
 subnet="10.213.${id}.0/24"
 work=$(mktemp -d /tmp/crucible_cluster.XXXXXX)
-ns_list=() hosts=()
+ns_list=() hosts=() etc_list=()
 
 teardown() {
   for ns in "${ns_list[@]}"; do
@@ -54,7 +60,7 @@ teardown() {
     ip netns del "$ns" 2>/dev/null
   done
   ip link del "$br" 2>/dev/null
-  rm -rf "$work"
+  rm -rf "$work" "${etc_list[@]}"
 }
 trap teardown EXIT
 trap 'exit 130' INT TERM
@@ -81,6 +87,14 @@ for k in $(seq 1 "$n"); do
     tc qdisc add dev "${tag}v$k" root tbf rate "${rate}mbit" burst "$burst" latency 50ms || exit 1
   fi
   echo "$host slots=$slots" >> "$work/hostfile"
+done
+# Name resolution, as a cluster's DNS gives it: inside each namespace
+# (ip netns exec bind-mounts /etc/netns/NS/hosts over /etc/hosts) every host
+# name resolves to its address.
+for k in $(seq 1 "$n"); do
+  etc="/etc/netns/${tag}h$k"
+  mkdir -p "$etc" && etc_list+=("$etc")
+  { echo "127.0.0.1 localhost"; for j in $(seq 1 "$n"); do echo "${hosts[j-1]} host$j"; done; } > "$etc/hosts"
 done
 
 # The agent: `AGENT HOST COMMAND...` runs COMMAND (one shell string, as ssh

@@ -6,7 +6,11 @@
 # with the cluster up and tears everything down on exit, after a failure or a
 # signal alike.
 #
-#   tests/cluster/slurm_cluster.sh [--cpus N] -- COMMAND...
+#   tests/cluster/slurm_cluster.sh [--cpus N] [--netns] -- COMMAND...
+#
+# --netns: run inside tests/cluster/netns_cluster.sh; the nodes are its hosts
+# (host1..hostN, one slurmd in each namespace, NodeAddr its address), and
+# slurmctld listens on the bridge's address (.254). Without it: one node.
 #
 # The node has N CPUs (default nproc; more than the machine has is allowed,
 # SlurmdParameters=config_overrides) in partition "debug" (Default, no time
@@ -14,7 +18,7 @@
 # else a job that does not fit pends with Reason=Resources).
 # COMMAND sees SLURM_CONF (every Slurm command reads it; jobs inherit it),
 # SLURM_CLUSTER_DIR (the private directory), SLURM_CLUSTER_LOGS (slurmctld.log,
-# slurmd.log, munged.log), SLURM_CLUSTER_NODE (the node name),
+# slurmd.log, munged.log), SLURM_CLUSTER_NODE (the first node's name),
 # SLURM_CLUSTER_CPUS, SLURM_CLUSTER_MPI (pmix: `srun --mpi=pmix` makes Open MPI
 # ranks one world; MpiDefault is none), SLURM_CLUSTER_MUNGE_SOCKET (`munge -n
 # --socket=...`; Slurm itself reads it from AuthInfo), SLURM_CLUSTER_WAIT (a
@@ -31,9 +35,11 @@
 # up, with the daemon logs on stderr).
 set -uo pipefail
 cpus=$(nproc --all)  # not OMP_NUM_THREADS, which nproc honours
+netns=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --cpus) cpus="$2"; shift 2 ;;
+    --netns) netns=1; shift ;;
     --) shift; break ;;
     *) echo "[slurm] unknown option $1 (usage: slurm_cluster.sh [--cpus N] -- COMMAND...)" >&2; exit 2 ;;
   esac
@@ -82,6 +88,16 @@ for dir in /tmp/crucible_slurm.*; do
 done
 
 node=$(hostname -s)
+# The nodes: NAME ADDR, and where each slurmd runs (a namespace, or here).
+names=("$node") addrs=(127.0.0.1) spaces=("") ctld_addr=127.0.0.1
+if [[ -n "$netns" ]]; then
+  [[ -n "${CLUSTER_NS:-}" ]] || { echo "[slurm] --netns: not inside tests/cluster/netns_cluster.sh" >&2; exit 2; }
+  read -r -a spaces <<< "$CLUSTER_NS"
+  read -r -a addrs <<< "$CLUSTER_HOSTS"
+  names=()
+  for k in $(seq 1 "${#spaces[@]}"); do names+=("host$k"); done
+  ctld_addr="${addrs[0]%.*}.254"
+fi
 # Two ports below the ephemeral range (32768-), picked from our PID, passed
 # over while something listens on either.
 ctld_port=$(( 20000 + ($$ % 6000) * 2 ))
@@ -148,7 +164,7 @@ t_munge=$(( $(now) - t0 ))
 
 cat > "$conf" <<CONF
 ClusterName=crucible
-SlurmctldHost=$node(127.0.0.1)
+SlurmctldHost=$node($ctld_addr)
 SlurmctldPort=$ctld_port
 SlurmdPort=$slurmd_port
 SlurmUser=root
@@ -157,11 +173,11 @@ AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket=$msock,cred_expire=5
 StateSaveLocation=$work/ctld
-SlurmdSpoolDir=$work/slurmd
+SlurmdSpoolDir=$work/slurmd/%n
 SlurmctldPidFile=$work/slurmctld.pid
-SlurmdPidFile=$work/slurmd.pid
+SlurmdPidFile=$work/slurmd.%n.pid
 SlurmctldLogFile=$logs/slurmctld.log
-SlurmdLogFile=$logs/slurmd.log
+SlurmdLogFile=$logs/slurmd.%n.log
 SlurmctldDebug=info
 SlurmdDebug=info
 PlugStackConfig=$work/plugstack.conf
@@ -183,9 +199,16 @@ MailProg=/bin/true
 InactiveLimit=0
 KillWait=5
 MinJobAge=300
-NodeName=$node NodeHostname=$node NodeAddr=127.0.0.1 CPUs=$cpus State=UNKNOWN
-PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+$(for k in "${!names[@]}"; do
+  echo "NodeName=${names[k]} NodeHostname=${names[k]} NodeAddr=${addrs[k]} CPUs=$cpus State=UNKNOWN"
+done)
+PartitionName=debug Nodes=$(IFS=,; echo "${names[*]}") Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 CONF
+# The nodes share this machine's /tmp, where Slurm's PMIx plugin makes one
+# directory per job step and node: a directory of each node's own instead
+# (bind-mounted over nodetmp inside the node's namespaces).
+mkdir -p "$work/nodetmp"
+[[ -n "$netns" ]] && echo "PMIxCliTmpDirBase=$work/nodetmp" > "$work/mpi.conf"
 export SLURM_CONF="$conf"
 
 t0=$(now)
@@ -198,16 +221,30 @@ done
 t_ctld=$(( $(now) - t0 ))
 
 t0=$(now)
-slurmd -f "$conf" || fail "slurmd did not start"
+for k in "${!names[@]}"; do
+  mkdir -p "$work/slurmd/${names[k]}" "$work/nodetmp.${names[k]}"
+  if [[ -n "${spaces[k]}" ]]; then
+    # Inside the host: its network, its name and its /etc/hosts (not
+    # through ip netns exec, whose fresh /sys lacks the cgroup mounts
+    # slurmd insists on).
+    nsenter --net="/run/netns/${spaces[k]}" unshare --mount --uts bash -c "hostname ${names[k]};
+      [[ -f /etc/netns/${spaces[k]}/hosts ]] && mount --bind /etc/netns/${spaces[k]}/hosts /etc/hosts;
+      mount --bind '$work/nodetmp.${names[k]}' '$work/nodetmp';
+      exec slurmd -f '$conf' -N ${names[k]}" ||
+      fail "slurmd of ${names[k]} did not start"
+  else
+    slurmd -f "$conf" || fail "slurmd did not start"
+  fi
+done
 for k in $(seq 150); do
-  state=$(timeout 5 sinfo -h -n "$node" -o %t 2>/dev/null)
-  [[ "$state" == idle ]] && break
-  [[ $k -eq 150 ]] && fail "node $node not idle within 30 s (sinfo: ${state:-nothing})"
+  state=$(timeout 5 sinfo -h -o %t 2>/dev/null | sort -u | tr '\n' ' ')
+  [[ "$state" == "idle " ]] && break
+  [[ $k -eq 150 ]] && fail "nodes ${names[*]} not idle within 30 s (sinfo: ${state:-nothing})"
   sleep 0.2
 done
 t_slurmd=$(( $(now) - t0 ))
 echo "[slurm] up: munged $(secs $t_munge) s, slurmctld $(secs $t_ctld) s, slurmd $(secs $t_slurmd) s;" \
-  "node $node, $cpus CPUs, ports $ctld_port/$slurmd_port, $work" >&2
+  "nodes ${names[*]}, $cpus CPUs each, ports $ctld_port/$slurmd_port, $work" >&2
 
 # wait_job JOBID [TIMEOUT_S]: sbatch --wait polls after 2, 10, 42, 170 s;
 # this polls every 0.2 s until the job has ended for good (a requeue is not
@@ -235,7 +272,7 @@ exit 1
 WAIT
 chmod +x "$work/wait_job"
 
-export SLURM_CLUSTER_DIR="$work" SLURM_CLUSTER_LOGS="$logs" SLURM_CLUSTER_NODE="$node"
+export SLURM_CLUSTER_DIR="$work" SLURM_CLUSTER_LOGS="$logs" SLURM_CLUSTER_NODE="${names[0]}"
 export SLURM_CLUSTER_CPUS="$cpus" SLURM_CLUSTER_MPI=pmix SLURM_CLUSTER_MUNGE_SOCKET="$msock"
 export SLURM_CLUSTER_WAIT="$work/wait_job"
 export PMIX_MCA_gds=hash
