@@ -120,22 +120,38 @@ struct FoundCheckpoint {
 
 };
 
+// How the ranks of a job share the verification of a checkpoint: rank r of
+// `ranks` hashes the files listed at r, r + ranks, ... of each manifest (all
+// ranks parse the manifest and check every file's size), so every byte is
+// read once per job rather than once per rank. The hooks are collective
+// (runtime/world.h verify_share): `agree` turns each rank's verdict into the
+// job's (the first failure, with its message, on every rank) and
+// `broadcast` gives every rank rank 0's text.
+struct VerifyShare {
+  int rank = 0, ranks = 1;
+  std::function<Status(const Status&)> agree;
+  std::function<Status(std::string&)> broadcast;
+};
+
 // The newest valid checkpoint in ckpt_dir. Every step_* directory counts,
 // newest first (`latest` is for users and tools: a complete directory newer
 // than it, left by a crash between the rename and the update, is used).
 // not_found when ckpt_dir is missing or holds no checkpoint; corrupt (naming
 // every problem) when checkpoints exist but none is valid, so a run does not
 // silently start over.
-Result<FoundCheckpoint> find_latest_valid(const std::string& ckpt_dir);
+// With a share, collective: every rank of it calls it and gets the same
+// answer (rank 0's list of checkpoints, the verdicts agreed).
+Result<FoundCheckpoint> find_latest_valid(const std::string& ckpt_dir, const VerifyShare* share = nullptr);
 
-// Verifies step_dir, then loads the weights (names and shapes must match the
+// Verifies step_dir (verified: find_latest_valid just did, so the manifest is
+// checked again but the files' hashes are not), then loads the weights (names and shapes must match the
 // model; part: `params` is a part of it, a pipeline stage or tensor-parallel
 // shard, and loads its tensors only; from a sharded checkpoint each tensor
 // is assembled from the slices that overlap it, reading only their files) and, if opt is non-null, the AdamW moments and step count. Returns
 // the state from the manifest. On error params / opt may be partly
 // overwritten; the caller must not train from them.
 Result<CheckpointState> load_checkpoint(const std::string& step_dir, nn::ParamRegistry& params,
-                                        optim::AdamW* opt, bool part = false);
+                                        optim::AdamW* opt, bool part = false, bool verified = false);
 
 // Test facility (also behind the trainer's `fault.inject`): the next
 // write_checkpoint for `step` fails while writing `file` (e.g.
@@ -178,5 +194,11 @@ std::string xxh64_hex(uint64_t h);
 // `recorded`, else npos.
 inline constexpr const char* kManifestChecksumKey = "manifest_xxh64";
 size_t manifest_checksum_pos(const std::string& text, const std::string& recorded);
+
+namespace detail {
+// Bytes this process has hashed to verify checkpoint files (tests: each
+// byte once per job under a VerifyShare).
+uint64_t hashed_bytes();
+}  // namespace detail
 
 }  // namespace crucible::ckpt

@@ -7,6 +7,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cinttypes>
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <sstream>
 
@@ -34,6 +36,8 @@ std::string dir_label(const std::string& step_dir) {
   return fs::path(d).filename().string();
 }
 
+std::atomic<uint64_t> g_hashed_bytes{0};
+
 // Streams a file through XXH64 (seed 0).
 Result<uint64_t> hash_file(const std::string& path, const std::string& label) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -51,6 +55,7 @@ Result<uint64_t> hash_file(const std::string& path, const std::string& label) {
     }
     if (r == 0) break;
     XXH64_update(&state, buf.data(), size_t(r));
+    g_hashed_bytes.fetch_add(uint64_t(r), std::memory_order_relaxed);
   }
   ::close(fd);
   return uint64_t(XXH64_digest(&state));
@@ -60,10 +65,16 @@ bool is_plain_file_name(const std::string& name) {
   return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos;
 }
 
+// Which of a manifest's files (by index in "files") this caller hashes; the
+// sizes of all are checked either way.
+using HashFilter = std::function<bool(size_t)>;
+bool hash_all(size_t) { return true; }
+
 // Verifies step_dir and returns its parsed manifest. The manifest must record
 // expected_step, or without one the step in the directory's name (if any).
 Result<nlohmann::json> verified_manifest(const std::string& step_dir,
-                                         std::optional<int64_t> expected_step = {}) {
+                                         std::optional<int64_t> expected_step = {},
+                                         const HashFilter& hash_this = hash_all) {
   const std::string label = dir_label(step_dir);
   std::error_code ec;
   if (!fs::is_directory(step_dir, ec))
@@ -111,7 +122,8 @@ Result<nlohmann::json> verified_manifest(const std::string& step_dir,
     return Status::corrupt("[ckpt] " + mlabel + ": records step " +
                            std::to_string(m["step"].get<int64_t>()) + ", not " +
                            std::to_string(*expected_step));
-  for (const auto& f : m["files"]) {
+  for (size_t i = 0; i < m["files"].size(); ++i) {
+    const nlohmann::json& f = m["files"][i];
     if (!f.is_object() || !f.contains("name") || !f["name"].is_string() || !f.contains("bytes") ||
         !f["bytes"].is_number_unsigned() || !f.contains("xxh64") || !f["xxh64"].is_string() ||
         !is_plain_file_name(f["name"].get<std::string>()))
@@ -126,6 +138,7 @@ Result<nlohmann::json> verified_manifest(const std::string& step_dir,
       return Status::corrupt("[ckpt] " + flabel + ": " + std::to_string(size) +
                              " bytes, the manifest says " + std::to_string(want) +
                              (size < want ? " (truncated)" : ""));
+    if (!hash_this(i)) continue;
     auto h = hash_file(path, flabel);
     if (!h) return h.status();
     if (xxh64_hex(*h) != f["xxh64"].get<std::string>())
@@ -239,17 +252,38 @@ CheckpointState state_from_manifest(const nlohmann::json& m) {
 
 }  // namespace
 
-Result<FoundCheckpoint> find_latest_valid(const std::string& ckpt_dir) {
+Result<FoundCheckpoint> find_latest_valid(const std::string& ckpt_dir, const VerifyShare* share) {
   std::error_code ec;
-  if (!fs::is_directory(ckpt_dir, ec))
-    return Status::not_found("[ckpt] no checkpoint in " + ckpt_dir + ": no such directory");
-  auto listed = list_checkpoints(ckpt_dir);
-  if (!listed) return listed.status();
-  if (listed->empty()) return Status::not_found("[ckpt] no checkpoint in " + ckpt_dir);
+  Status there = fs::is_directory(ckpt_dir, ec)
+                     ? Status::ok()
+                     : Status::not_found("[ckpt] no checkpoint in " + ckpt_dir + ": no such directory");
+  std::vector<std::pair<int64_t, std::string>> listed;
+  if (there.is_ok()) {
+    auto l = list_checkpoints(ckpt_dir);
+    there = l.status();
+    if (l) listed = std::move(*l);
+  }
+  if (share) {  // one list for every rank (rank 0's): each candidate is then one agreement
+    std::string names;
+    for (const auto& c : listed) names += c.second + "\n";
+    CRUCIBLE_RETURN_IF_ERROR(share->agree(there));
+    CRUCIBLE_RETURN_IF_ERROR(share->broadcast(names));
+    listed.clear();
+    for (size_t at = 0, nl; (nl = names.find('\n', at)) != std::string::npos; at = nl + 1)
+      if (auto step = parse_step_dir_name(names.substr(at, nl - at))) listed.emplace_back(*step, names.substr(at, nl - at));
+  }
+  CRUCIBLE_RETURN_IF_ERROR(there);
+  if (listed.empty()) return Status::not_found("[ckpt] no checkpoint in " + ckpt_dir);
+  const HashFilter mine = share ? HashFilter([share](size_t i) { return int(i % size_t(share->ranks)) == share->rank; })
+                                : HashFilter(hash_all);
   FoundCheckpoint found;
-  for (const auto& [step, name] : *listed) {  // newest first
+  for (const auto& [step, name] : listed) {  // newest first
     const std::string dir = ckpt_dir + "/" + name;
-    auto m = verified_manifest(dir);
+    auto m = verified_manifest(dir, {}, mine);
+    if (share) {
+      Status all = share->agree(m.status());
+      if (!all.is_ok()) m = all;
+    }
     if (m) {
       found.dir = dir;
       found.step = step;
@@ -397,8 +431,8 @@ Status load_sharded(const std::string& step_dir, const nlohmann::json& m, nn::Pa
 }  // namespace
 
 Result<CheckpointState> load_checkpoint(const std::string& step_dir, nn::ParamRegistry& params,
-                                        optim::AdamW* opt, bool part) {
-  auto manifest = verified_manifest(step_dir);
+                                        optim::AdamW* opt, bool part, bool verified) {
+  auto manifest = verified_manifest(step_dir, {}, verified ? HashFilter([](size_t) { return false; }) : hash_all);
   if (!manifest) return manifest.status();
   const nlohmann::json& m = *manifest;
   const std::string label = dir_label(step_dir);
@@ -437,5 +471,9 @@ Result<CheckpointState> load_checkpoint(const std::string& step_dir, nn::ParamRe
 
   return state_from_manifest(m);
 }
+
+namespace detail {
+uint64_t hashed_bytes() { return g_hashed_bytes.load(std::memory_order_relaxed); }
+}  // namespace detail
 
 }  // namespace crucible::ckpt

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <thread>
 
+#include "core/process.h"
 #include "core/trace.h"
 
 namespace crucible::comm {
@@ -281,6 +282,18 @@ Result<Comm*> world() {
   }();
   if (!w.comm) return w.status;
   return w.comm.get();
+}
+
+Result<std::vector<std::string>> host_names(Comm& comm) {
+  constexpr size_t kNameBytes = 256;
+  char mine[kNameBytes] = {0};
+  const std::string me = host_name();
+  std::strncpy(mine, me.c_str(), kNameBytes - 1);
+  std::vector<char> all(kNameBytes * size_t(comm.size()));
+  CRUCIBLE_RETURN_IF_ERROR(comm.allgather_bytes(mine, kNameBytes, all.data()));
+  std::vector<std::string> names;
+  for (int r = 0; r < comm.size(); ++r) names.emplace_back(all.data() + size_t(r) * kNameBytes);
+  return names;
 }
 
 Status quiet_barrier(Comm& comm, std::chrono::microseconds poll) {

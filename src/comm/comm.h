@@ -180,6 +180,10 @@ Result<Comm*> world();
 // A single-process Comm (rank 0 of 1), for tests and world size 1.
 std::unique_ptr<Comm> make_single_comm();
 
+// Every rank's host name (core/process.h host_name(), at most 255 bytes), in
+// rank order. Collective.
+Result<std::vector<std::string>> host_names(Comm& comm);
+
 // A barrier that sleeps between polls instead of spinning: for ranks that
 // wait while another rank of the same machine measures or works (a spinning
 // MPI wait takes a core from it). Costs up to `poll` of latency.

@@ -139,6 +139,24 @@ std::string Layout::describe() const {
          " pp=" + std::to_string(pp_) + " (v=" + std::to_string(v_) + ", " + schedule_ + ")";
 }
 
+std::string tp_hosts_warning(const Layout& l, const std::vector<std::string>& hosts) {
+  if (l.tp() < 2 || int(hosts.size()) != l.world()) return "";
+  for (int first = 0; first < l.world(); first += l.tp()) {  // tp varies fastest: groups are runs
+    std::vector<std::string> on;
+    for (int r : l.tp_group(first))
+      if (std::find(on.begin(), on.end(), hosts[size_t(r)]) == on.end()) on.push_back(hosts[size_t(r)]);
+    if (on.size() < 2) continue;
+    std::string names;
+    for (const std::string& h : on) names += (names.empty() ? "" : ", ") + h;
+    const std::string t = std::to_string(l.tp());
+    return "[dist] warning: the tensor-parallel group of ranks " + std::to_string(first) + "-" +
+           std::to_string(first + l.tp() - 1) + " spans hosts " + names +
+           ": its allreduces cross the network every block; give each host a multiple of dist.tp = " + t +
+           " slots (ranks fill hosts in order)";
+  }
+  return "";
+}
+
 Result<Groups> make_groups(comm::Comm& world, const Layout& l) {
   if (world.size() != l.world())
     return Status::invalid("[layout] the layout is for " + std::to_string(l.world()) + " ranks, the world has " +

@@ -88,6 +88,13 @@ class Layout {
 // of it), and its tensor-parallel shard of them; fp32, no recomputation.
 nn::GPTPart stage_part(const Layout& layout, const Coords& at, const nn::GPTConfig& model);
 
+// Tensor-parallel groups belong inside one host: their allreduces (two per
+// block in forward and two in backward, on the critical path) are the most
+// frequent collectives of a step. hosts[r] is world rank r's host
+// (comm::host_names). "" when every TP group is inside one host, else one
+// warning line naming the first group that is not and how to place it.
+std::string tp_hosts_warning(const Layout& layout, const std::vector<std::string>& hosts);
+
 // This rank's three groups as sub-communicators of `world` (collective over
 // it: every rank calls it with the same layout).
 struct Groups {

@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 
-#include "core/process.h"
 #include "core/stats.h"
 
 namespace crucible::profile {
@@ -12,21 +10,17 @@ namespace crucible::profile {
 using nlohmann::json;
 
 namespace {
-constexpr size_t kNameBytes = 256;
 constexpr int kTagSize = 7101, kTagText = 7102;
 }  // namespace
 
 bool HostMap::leads(int rank) const { return std::find(leaders.begin(), leaders.end(), rank) != leaders.end(); }
 
 Result<HostMap> map_hosts(comm::Comm& comm) {
-  char mine[kNameBytes] = {0};
-  const std::string me = host_name();
-  std::strncpy(mine, me.c_str(), kNameBytes - 1);
-  std::vector<char> all(kNameBytes * size_t(comm.size()));
-  CRUCIBLE_RETURN_IF_ERROR(comm.allgather_bytes(mine, kNameBytes, all.data()));
+  auto names = comm::host_names(comm);
+  if (!names) return names.status();
   HostMap m;
   for (int r = 0; r < comm.size(); ++r) {
-    m.host_of.emplace_back(all.data() + size_t(r) * kNameBytes);
+    m.host_of.push_back((*names)[size_t(r)]);
     if (std::find(m.host_of.begin(), m.host_of.end() - 1, m.host_of.back()) == m.host_of.end() - 1)
       m.leaders.push_back(r);
   }

@@ -448,16 +448,6 @@ Result<json> probe_pingpong(Comm& comm, const Mode& mode, const InterconnectOpti
   return out;
 }
 
-Result<json> host_names(Comm& comm) {
-  char mine[256] = {};
-  if (gethostname(mine, sizeof mine - 1) != 0) std::snprintf(mine, sizeof mine, "?");
-  std::vector<char> all(sizeof mine * comm.size());
-  CRUCIBLE_RETURN_IF_ERROR(comm.allgather_bytes(mine, sizeof mine, all.data()));
-  json hosts = json::array();
-  for (int r = 0; r < comm.size(); ++r) hosts.push_back(std::string(&all[r * sizeof mine]));
-  return hosts;
-}
-
 }  // namespace
 
 namespace detail {
@@ -507,7 +497,7 @@ Result<json> probe_interconnect(Comm& comm, const InterconnectOptions& options) 
   if (mode.max_bytes < 8)
     return Status::invalid("[profile] interconnect: max_bytes " + std::to_string(mode.max_bytes) +
                            " is below the smallest size measured (8 B)");
-  auto hosts = host_names(comm);
+  auto hosts = comm::host_names(comm);
   if (!hosts) return hosts.status();
   json out = {{"ranks", comm.size()},
               {"hosts", *hosts},

@@ -75,8 +75,8 @@ Status check_resume_config(const nlohmann::json& ckpt_config, const Config& cfg,
   return Status::ok();
 }
 
-Result<ResumePoint> find_resume_point(Config& cfg, const std::string& run_dir) {
-  auto found = ckpt::find_latest_valid(run_dir + "/ckpt");
+Result<ResumePoint> find_resume_point(Config& cfg, const std::string& run_dir, const ckpt::VerifyShare* share) {
+  auto found = ckpt::find_latest_valid(run_dir + "/ckpt", share);
   if (!found) return found.status();
   const std::string name = std::filesystem::path(found->dir).filename().string();
   CRUCIBLE_RETURN_IF_ERROR(check_resume_config(found->state.config, cfg, name));

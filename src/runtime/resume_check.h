@@ -54,6 +54,8 @@ struct ResumePoint {
 // The checkpoint a resume of run_dir continues, checked against cfg (the
 // model's shape); cfg.data.dataset is pointed at the pinned dataset unless
 // the run was given one explicitly (which the pin then checks).
-Result<ResumePoint> find_resume_point(Config& cfg, const std::string& run_dir);
+// share: the ranks of the job that call this together (see ckpt::VerifyShare).
+Result<ResumePoint> find_resume_point(Config& cfg, const std::string& run_dir,
+                                      const ckpt::VerifyShare* share = nullptr);
 
 }  // namespace crucible::runtime

@@ -144,7 +144,10 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   std::optional<ckpt::FoundCheckpoint> resume_from;
   std::optional<DataPin> pinned;
   if (plan.resume) {
-    auto point = find_resume_point(plan.config, plan.run_dir);
+    // The ranks share the checkpoint's verification (each file hashed once
+    // per job, not once per rank) and the load below does not repeat it.
+    const ckpt::VerifyShare share = verify_share(comm);
+    auto point = find_resume_point(plan.config, plan.run_dir, &share);
     CRUCIBLE_RETURN_IF_ERROR(agree(comm, point.status()));
     resume_from = std::move(point->checkpoint);
     pinned = point->pin;
@@ -233,6 +236,11 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   auto made = TrainStep::create(cfg, comm);
   CRUCIBLE_RETURN_IF_ERROR(agree(comm, made.status()));
   TrainStep& ts = **made;
+  if (layout.tp() > 1) {
+    auto hosts = comm::host_names(comm);
+    CRUCIBLE_RETURN_IF_ERROR(hosts.status());
+    if (const std::string w = parallel::tp_hosts_warning(layout, *hosts); !w.empty()) log(w);
+  }
   nn::GPT& model = ts.model();
   optim::AdamW& adam = ts.optimizer();
   parallel::DataParallel* dp = ts.data_parallel();
@@ -245,7 +253,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     // any other (full-layout tensors; each optimizer takes its shard).
     auto resume = [&]() -> Status {
       const ckpt::FoundCheckpoint* found = &*resume_from;
-      auto state = ckpt::load_checkpoint(found->dir, model.params(), &adam, /*part=*/parts);
+      auto state = ckpt::load_checkpoint(found->dir, model.params(), &adam, /*part=*/parts, /*verified=*/true);
       if (!state) return state.status();
       auto ls = data::loader_state_from_json(state->loader);
       if (!ls) return ls.status();

@@ -30,9 +30,10 @@ std::string first_difference(const nlohmann::json& mine, const nlohmann::json& r
   return "";
 }
 
-}  // namespace
-
-Status agree(comm::Comm& comm, const Status& local) {
+// The first failing rank's status on every rank. everywhere: its message
+// on every rank as it is (a verdict the ranks reached together); else on
+// rank 0 only, naming the rank.
+Status first_failure(comm::Comm& comm, const Status& local, bool everywhere) {
   if (comm.size() == 1) return local;
   char mine[kMessageBytes] = {};
   const int32_t code = int32_t(local.code());
@@ -46,12 +47,26 @@ Status agree(comm::Comm& comm, const Status& local) {
     int32_t c;
     std::memcpy(&c, entry, sizeof c);
     if (c == int32_t(Code::kOk)) continue;
-    std::string msg = comm.rank() != 0 ? ""
-                                       : (r == 0 ? "" : "[rank " + std::to_string(r) + "] ") +
-                                             std::string(entry + sizeof c);
+    std::string msg = everywhere ? std::string(entry + sizeof c)
+                      : comm.rank() != 0
+                          ? ""
+                          : (r == 0 ? "" : "[rank " + std::to_string(r) + "] ") + std::string(entry + sizeof c);
     return Status::error(Code(c), msg);
   }
   return Status::ok();
+}
+
+}  // namespace
+
+Status agree(comm::Comm& comm, const Status& local) { return first_failure(comm, local, false); }
+
+ckpt::VerifyShare verify_share(comm::Comm& comm) {
+  ckpt::VerifyShare share;
+  share.rank = comm.rank();
+  share.ranks = comm.size();
+  share.agree = [&comm](const Status& s) { return first_failure(comm, s, /*everywhere=*/true); };
+  share.broadcast = [&comm](std::string& text) { return broadcast_string(comm, text); };
+  return share;
 }
 
 Status agree_on_config(comm::Comm& comm, Config& cfg, std::string& run_dir) {

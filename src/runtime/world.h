@@ -6,6 +6,7 @@
 // ranks return the same code with an empty message (main prints nothing), so
 // the user reads one line.
 #pragma once
+#include "ckpt/checkpoint.h"
 #include "core/status.h"
 #include "comm/comm.h"
 #include "runtime/config.h"
@@ -13,6 +14,11 @@
 namespace crucible::runtime {
 
 Status agree(comm::Comm& comm, const Status& local);
+
+// The ranks of `comm` sharing the verification of a checkpoint
+// (ckpt::find_latest_valid): each hashes its share of the files, and the
+// verdicts are agreed with every rank getting the failing file's message.
+ckpt::VerifyShare verify_share(comm::Comm& comm);
 
 // Makes every rank use rank 0's run directory (each rank resolved its own
 // default, e.g. a timestamp), then refuses to start when any rank's resolved

@@ -4,7 +4,8 @@
 # byte for byte: under plain mpirun, under `crucible launch --hostfile` (the
 # supervisor hears the other host's heartbeats and the job finishes), and
 # with host 2's rank killed mid-run (the death is named by rank and host, the
-# job restarts itself from its checkpoint). Started by ctest with the crucible
+# job restarts itself from its checkpoint); tensor parallelism across the hosts
+# trains and warns that its group spans them. Started by ctest with the crucible
 # binary's path; exit 77 (skip) where the cluster harness cannot run.
 #   tests/cluster/train_two_hosts.sh BUILD/crucible
 set -euo pipefail
@@ -38,6 +39,12 @@ cluster launched "$env $launch --run-dir '$work/launched'"
 grep -q "\[supervisor\] job finished" "$work/launched.log" ||
   { cat "$work/launched.log"; echo "[two hosts] the supervisor did not see the job finish"; exit 1; }
 same_weights launched
+# Tensor parallelism over 2 hosts x 1 slot: it trains, and the job says that
+# its TP group spans the hosts (every block's allreduces cross the network).
+cluster tp_spans "$env $launch --run-dir '$work/tp_spans' --set dist.tp=2 --set train.steps=4"
+grep -q "\[dist\] warning: the tensor-parallel group of ranks 0-1 spans hosts host1, host2" "$work/tp_spans.log" ||
+  { cat "$work/tp_spans.log"; echo "[two hosts] tp=2 over two hosts: no warning that its group spans them"; exit 1; }
+grep -q "\[supervisor\] job finished" "$work/tp_spans.log" || { cat "$work/tp_spans.log"; echo "[two hosts] tp=2 did not finish"; exit 1; }
 cluster killed "$env $launch --run-dir '$work/killed' --set fault.restart_backoff_s=0.1 \
   --set 'fault.inject=[\"kill@6:rank=1\"]'"
 grep -q "without a report from rank 1 (host host2, last in .* of step 6)" "$work/killed.log" ||

@@ -7,7 +7,11 @@
 //     wrote it, and the same as the whole model's own;
 //   - every rank loads its part of *another* layout from it: exactly its
 //     slices of the whole weights and moments;
-//   - the parts' files hold no rank's more than its part.
+//   - the parts' files hold no rank's more than its part;
+//   - finding the checkpoint to resume, the ranks share the hashing (each
+//     file's bytes read by one rank of the job, not by each) and agree: a
+//     checkpoint with one damaged file, hashed by one rank only, is skipped
+//     by all, every rank naming that file.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -23,6 +27,7 @@
 #include "parallel/layout.h"
 #include "parallel/tensor_parallel.h"
 #include "runtime/train_step.h"
+#include "runtime/world.h"
 #include "support/files.h"
 
 namespace crucible::parallel {
@@ -172,6 +177,55 @@ TEST(ShardedCheckpoint, EveryLayoutConsolidatesToTheSameFileAndReshards) {
     EXPECT_TRUE(m1 == m2 && v1 == v2) << all[i].describe() << " -> " << next.describe() << ": moments";
     ASSERT_TRUE(comm()->barrier());
   }
+}
+
+TEST(ShardedCheckpoint, RanksShareTheVerificationAndAgreeOnTheVerdict) {
+  std::unique_ptr<testutil::TempDir> owner;
+  const std::string dir = shared_dir(owner);
+  const Whole whole;
+  const int W = comm()->size();
+  auto L = Layout::make({W, 1, 1, "1f1b"}, W, kModel, 4);  // tp = W: 2 W files per checkpoint
+  ASSERT_TRUE(L);
+  const std::string ckpt_dir = dir + "/ckpt";
+  write_sharded(*L, whole, ckpt_dir, 7);
+  write_sharded(*L, whole, ckpt_dir, 8);
+  const nlohmann::json manifest = nlohmann::json::parse(testutil::read_file(ckpt_dir + "/step_0000008/manifest.json"));
+  ASSERT_GE(manifest["files"].size(), size_t(2 * W));
+  double total = 0;
+  for (const auto& f : manifest["files"]) total += f["bytes"].get<double>();
+
+  const ckpt::VerifyShare share = runtime::verify_share(*comm());
+  const uint64_t before = ckpt::detail::hashed_bytes();
+  auto found = ckpt::find_latest_valid(ckpt_dir, &share);
+  ASSERT_TRUE(found) << found.status().message();
+  EXPECT_EQ(found->step, 8);
+  EXPECT_TRUE(found->warnings.empty());
+  double sum = double(ckpt::detail::hashed_bytes() - before), most = sum;
+  ASSERT_TRUE(comm()->allreduce(&sum, 1, comm::ReduceOp::kSum));
+  ASSERT_TRUE(comm()->allreduce(&most, 1, comm::ReduceOp::kMax));
+  EXPECT_EQ(sum, total) << "every byte of the checkpoint hashed exactly once in the job";
+  // Files go round-robin (a part's optimizer file is twice its model file).
+  EXPECT_LE(most, total / W * 1.5) << "one rank hashed more than its share";
+
+  // Damage the file listed second: rank 1 alone hashes it.
+  const std::string victim = manifest["files"][1]["name"].get<std::string>();
+  if (comm()->rank() == 0) {
+    std::string bytes = testutil::read_file(ckpt_dir + "/step_0000008/" + victim);
+    bytes[bytes.size() / 2] ^= 0x10;
+    testutil::write_file(ckpt_dir + "/step_0000008/" + victim, bytes);
+  }
+  ASSERT_TRUE(comm()->barrier());
+  auto older = ckpt::find_latest_valid(ckpt_dir, &share);
+  ASSERT_TRUE(older) << older.status().message();
+  EXPECT_EQ(older->step, 7) << "rank " << comm()->rank();
+  ASSERT_EQ(older->warnings.size(), 1u);
+  EXPECT_NE(older->warnings[0].find("step_0000008/" + victim + ": checksum mismatch"), std::string::npos)
+      << "rank " << comm()->rank() << ": " << older->warnings[0];
+  // The one-process search (a supervisor's, an export's) agrees.
+  auto alone = ckpt::find_latest_valid(ckpt_dir);
+  ASSERT_TRUE(alone);
+  EXPECT_EQ(alone->step, 7);
+  ASSERT_TRUE(comm()->barrier());
 }
 
 }  // namespace

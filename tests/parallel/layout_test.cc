@@ -54,6 +54,23 @@ TEST(Layout, EveryGridUpToEightRanksPartitionsTheWorld) {
   EXPECT_EQ(layouts, 1 + 3 + 3 + 6 + 3 + 9 + 3 + 10);  // sum over world of ordered (tp, pp) dividing it
 }
 
+TEST(Layout, TensorParallelGroupsAcrossHostsAreNamed) {
+  auto l = Layout::make({2, 1, 1, "1f1b"}, 4, model(), 4);  // dp=2 tp=2: groups {0,1}, {2,3}
+  ASSERT_TRUE(l);
+  // Two slots per host: each group inside one host.
+  EXPECT_EQ(tp_hosts_warning(*l, {"a", "a", "b", "b"}), "");
+  // One or three slots per host: a group spans two hosts, the first such named.
+  EXPECT_EQ(tp_hosts_warning(*l, {"a", "b", "c", "d"}),
+            "[dist] warning: the tensor-parallel group of ranks 0-1 spans hosts a, b: its allreduces cross the "
+            "network every block; give each host a multiple of dist.tp = 2 slots (ranks fill hosts in order)");
+  const std::string w = tp_hosts_warning(*l, {"a", "a", "a", "b"});
+  EXPECT_NE(w.find("ranks 2-3 spans hosts a, b"), std::string::npos) << w;
+  // tp = 1: nothing to place.
+  auto d = Layout::make({1, 1, 1, "1f1b"}, 4, model(), 4);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(tp_hosts_warning(*d, {"a", "b", "c", "d"}), "");
+}
+
 TEST(Layout, CoordinatesAreDpPpTpWithTpFastest) {
   auto l = Layout::make({2, 2, 1, "1f1b"}, 8, model(), 4);
   ASSERT_TRUE(l);
