@@ -143,13 +143,14 @@ struct VerifyShare {
 // answer (rank 0's list of checkpoints, the verdicts agreed).
 Result<FoundCheckpoint> find_latest_valid(const std::string& ckpt_dir, const VerifyShare* share = nullptr);
 
-// Verifies step_dir (verified: find_latest_valid just did, so the manifest is
-// checked again but the files' hashes are not), then loads the weights (names and shapes must match the
-// model; part: `params` is a part of it, a pipeline stage or tensor-parallel
-// shard, and loads its tensors only; from a sharded checkpoint each tensor
-// is assembled from the slices that overlap it, reading only their files) and, if opt is non-null, the AdamW moments and step count. Returns
-// the state from the manifest. On error params / opt may be partly
-// overwritten; the caller must not train from them.
+// Verifies step_dir (verified: find_latest_valid just did, so the manifest
+// is checked again but the files' hashes are not), then loads the weights
+// (names and shapes must match the model; part: `params` is a part of it, a
+// pipeline stage or tensor-parallel shard, and loads its tensors only; from
+// a sharded checkpoint each tensor is assembled from the slices that overlap
+// it, reading only their files) and, if opt is non-null, the AdamW moments
+// and step count. Returns the state from the manifest. On error params / opt
+// may be partly overwritten; the caller must not train from them.
 Result<CheckpointState> load_checkpoint(const std::string& step_dir, nn::ParamRegistry& params,
                                         optim::AdamW* opt, bool part = false, bool verified = false);
 
