@@ -1,6 +1,7 @@
 // Writing checkpoints: snapshot, the .tmp-fsync-verify-rename sequence,
-// pruning, and the injected write fault and corruption. Reading, verifying and
-// the format helpers: checkpoint_verify.cc.
+// pruning, and the injected write fault and corruption. Several ranks
+// writing one: checkpoint_writers.cc. Reading, verifying and the format
+// helpers: checkpoint_verify.cc.
 #include "ckpt/checkpoint.h"
 
 #include <fcntl.h>
@@ -21,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "ckpt/checkpoint_internal.h"
 #include "ckpt/safetensors.h"
 #include "core/check.h"
 #include "core/clock.h"
@@ -28,6 +30,7 @@
 
 namespace crucible::ckpt {
 namespace fs = std::filesystem;
+using namespace detail;  // the writing steps checkpoint_writers.cc shares
 
 namespace {
 
@@ -108,12 +111,6 @@ void drop_cached_pages(const std::string& dir) {
     ::close(fd);
   }
 }
-
-struct FileRecord {
-  std::string name;
-  uint64_t bytes = 0;
-  uint64_t xxh64 = 0;
-};
 
 // A core/file_io error in the checkpoint's terms: "[ckpt] step_0000020/x: ...".
 Status in_checkpoint(const std::string& label, const Status& st) {
@@ -196,8 +193,10 @@ std::vector<TensorView> tensor_views(const std::vector<nn::ParamSpec>& specs, co
 std::string utc_now() { return wall_time("%Y-%m-%dT%H:%M:%SZ", true); }
 
 // manifest.json with its self-checksum: the xxh64 of the file's bytes with the
-// checksum's 16 digits written as zeros (see manifest_checksum_pos).
-std::string manifest_text(const Snapshot& snap, const std::vector<FileRecord>& records) {
+// checksum's 16 digits written as zeros (see manifest_checksum_pos). shards:
+// the "shards" member of a checkpoint several ranks wrote.
+std::string manifest_text(const Snapshot& snap, const std::vector<FileRecord>& records,
+                          const nlohmann::ordered_json* shards) {
   nlohmann::ordered_json m;
   m["format"] = "crucible-checkpoint";
   m["format_version"] = 1;
@@ -213,22 +212,7 @@ std::string manifest_text(const Snapshot& snap, const std::vector<FileRecord>& r
   for (const FileRecord& r : records)
     files.push_back({{"name", r.name}, {"bytes", r.bytes}, {"xxh64", xxh64_hex(r.xxh64)}});
   m["files"] = files;
-  if (!snap.parts.empty()) {
-    // Every whole tensor: its shape and the slices of it each part holds.
-    nlohmann::ordered_json tensors = nlohmann::ordered_json::object();
-    for (size_t k = 0; k < snap.parts.size(); ++k)
-      for (const nn::ParamSpec& s : snap.parts[k]) {
-        if (s.replica) continue;
-        auto& t = tensors[s.name];
-        if (!t.contains("shape")) t["shape"] = std::vector<int64_t>(s.whole_shape.d.begin(), s.whole_shape.d.begin() + s.whole_shape.ndim);
-        nlohmann::ordered_json slice = {{"part", k}, {"dim", s.shard.dim}};
-        nlohmann::ordered_json pieces = nlohmann::ordered_json::array();
-        for (const nn::Shard::Piece& p : s.shard.pieces) pieces.push_back({p.lo, p.hi});
-        slice["pieces"] = pieces;
-        t["slices"].push_back(slice);
-      }
-    m["shards"] = {{"parts", snap.parts.size()}, {"tensors", tensors}};
-  }
+  if (shards) m["shards"] = *shards;
   const std::string zeros(16, '0');
   m[kManifestChecksumKey] = zeros;
   std::string text = m.dump(2) + "\n";
@@ -251,50 +235,133 @@ Status remove_step_dir(const std::string& ckpt_dir, const std::string& name) {
   return Status::ok();
 }
 
+}  // namespace
+
+namespace detail {
+
 Status validate_snapshot(const Snapshot& snap, int keep) {
   if (keep < 1)
     return Status::invalid("[ckpt] keep must be at least 1, got " + std::to_string(keep));
   if (snap.state.step < 0)
     return Status::invalid("[ckpt] step must be >= 0, got " + std::to_string(snap.state.step));
-  size_t n = snap.params.size();
-  if (snap.exp_avg.size() != n || snap.exp_avg_sq.size() != n)
-    return Status::invalid("[ckpt] snapshot buffers differ in size");
-  for (const nn::ParamSpec& s : snap.specs)
-    if (s.offset + s.numel > n)
-      return Status::invalid("[ckpt] snapshot parameter " + s.name + " lies outside its buffer");
+  size_t moments = 0, end = 0;
+  for (const optim::Range& r : snap.moment_ranges) {
+    if (r.begin < end || r.end <= r.begin) return Status::invalid("[ckpt] snapshot moment ranges are not ascending");
+    moments += r.end - r.begin, end = r.end;
+  }
+  if (snap.exp_avg.size() != moments || snap.exp_avg_sq.size() != moments)
+    return Status::invalid("[ckpt] snapshot moments differ in size from their ranges");
+  if (!snap.params.empty())
+    for (const nn::ParamSpec& s : snap.specs)
+      if (s.offset + s.numel > snap.params.size())
+        return Status::invalid("[ckpt] snapshot parameter " + s.name + " lies outside its buffer");
+  if (snap.writer >= snap.writers) return Status::invalid("[ckpt] snapshot writer outside its writers");
   return Status::ok();
 }
 
-// The weights and the moments of the snapshot (the whole model's, or one
-// part's: part_file_name) into tmp_dir.
+namespace {
+
+// A tensor's moments in the snapshot: the elements [lo, hi) of the tensor
+// (in its own, possibly sharded, layout) that moment_ranges cover, stored
+// contiguously from `data` (ranges are ascending, so a tensor's covered
+// elements are adjacent in the concatenation). whole: all of the tensor.
+struct MomentSpan {
+  std::vector<std::pair<size_t, size_t>> flat;
+  size_t offset = 0, count = 0;  // into exp_avg / exp_avg_sq
+  bool whole = false;
+};
+
+MomentSpan moment_span(const Snapshot& snap, const nn::ParamSpec& s) {
+  MomentSpan span;
+  size_t at = 0;  // where range r's moments start in the concatenation
+  for (const optim::Range& r : snap.moment_ranges) {
+    const size_t lo = std::max(r.begin, s.offset), hi = std::min(r.end, s.offset + s.numel);
+    if (hi > lo) {
+      if (span.flat.empty()) span.offset = at + (lo - r.begin);
+      span.flat.push_back({lo - s.offset, hi - s.offset});
+      span.count += hi - lo;
+    }
+    at += r.end - r.begin;
+  }
+  span.whole = span.count == s.numel;
+  return span;
+}
+
+nlohmann::ordered_json slice_json(const nn::ParamSpec& s) {
+  nlohmann::ordered_json slice = {{"dim", s.shard.dim}};
+  nlohmann::ordered_json pieces = nlohmann::ordered_json::array();
+  for (const nn::Shard::Piece& p : s.shard.pieces) pieces.push_back({p.lo, p.hi});
+  slice["pieces"] = pieces;
+  return slice;
+}
+
+}  // namespace
+
+// The weights and the moments of the snapshot into tmp_dir (file names:
+// Snapshot), and what they hold of each whole tensor for the manifest's
+// "shards" (docs/formats.md): {NAME: {"shape", "slices" (the weights'),
+// "moment_slices" (a ZeRO shard's moments)}}.
 Status write_tensor_files(const std::string& tmp_dir, const std::string& name, const Snapshot& snap,
-                          std::vector<FileRecord>& records) {
+                          std::vector<FileRecord>& records, nlohmann::ordered_json& tensors) {
   const int64_t step = snap.state.step;
-  CRUCIBLE_RETURN_IF_ERROR(write_safetensors_file(tmp_dir, name, step, part_file_name("model", snap.part),
-                                                  tensor_views(snap.specs, snap.params.data(), ""),
-                                                  {{"format", "pt"}}, records));
-  std::vector<TensorView> moments = tensor_views(snap.specs, snap.exp_avg.data(), "exp_avg.");
-  for (TensorView& v : tensor_views(snap.specs, snap.exp_avg_sq.data(), "exp_avg_sq."))
-    moments.push_back(std::move(v));
-  return write_safetensors_file(tmp_dir, name, step, part_file_name("optimizer", snap.part), moments,
+  tensors = nlohmann::ordered_json::object();
+  for (const nn::ParamSpec& s : snap.specs)
+    tensors[s.name]["shape"] = std::vector<int64_t>(s.whole_shape.d.begin(), s.whole_shape.d.begin() + s.whole_shape.ndim);
+  if (!snap.params.empty()) {
+    CRUCIBLE_RETURN_IF_ERROR(write_safetensors_file(tmp_dir, name, step, part_file_name("model", snap.part),
+                                                    tensor_views(snap.specs, snap.params.data(), ""),
+                                                    {{"format", "pt"}}, records));
+    for (const nn::ParamSpec& s : snap.specs) {
+      nlohmann::ordered_json slice = {{"part", snap.part}};
+      slice.update(slice_json(s));
+      tensors[s.name]["slices"].push_back(slice);
+    }
+  }
+  const std::string moments_file = moments_file_name(snap.part, snap.moment_shard);
+  std::vector<TensorView> m, v;
+  for (const nn::ParamSpec& s : snap.specs) {
+    const MomentSpan span = moment_span(snap, s);
+    if (snap.moment_shard < 0 && !span.whole)
+      return Status::invalid("[ckpt] snapshot moments cover part of parameter " + s.name + " outside a ZeRO shard");
+    if (span.count == 0) {
+      if (snap.params.empty()) tensors.erase(s.name);  // neither its weights nor its moments are here
+      continue;
+    }
+    std::vector<int64_t> shape(s.shape.d.begin(), s.shape.d.begin() + s.shape.ndim);
+    if (!span.whole) shape = {int64_t(span.count)};
+    m.push_back({"exp_avg." + s.name, "F32", shape, snap.exp_avg.data() + span.offset});
+    v.push_back({"exp_avg_sq." + s.name, "F32", shape, snap.exp_avg_sq.data() + span.offset});
+    if (snap.moment_shard < 0) continue;  // the moments follow the weights' slices
+    nlohmann::ordered_json slice = {{"file", moments_file}};
+    slice.update(slice_json(s));
+    if (!span.whole) slice["flat"] = span.flat;
+    tensors[s.name]["moment_slices"].push_back(slice);
+  }
+  for (TensorView& t : v) m.push_back(std::move(t));
+  return write_safetensors_file(tmp_dir, name, step, moments_file, m,
                                 {{"format", "pt"}, {"adam_steps", std::to_string(snap.adam_steps)}}, records);
 }
 
 // The manifest, listing `records` (every file written before it), then the
 // directory's fsync.
 Status write_manifest(const std::string& tmp_dir, const std::string& name, const Snapshot& snap,
-                      const std::vector<FileRecord>& records) {
-  std::string text = manifest_text(snap, records);
+                      const std::vector<FileRecord>& records, const nlohmann::ordered_json* shards) {
+  std::string text = manifest_text(snap, records, shards);
   std::vector<FileRecord> manifest_record;
   CRUCIBLE_RETURN_IF_ERROR(write_checkpoint_file(tmp_dir, name, snap.state.step, "manifest.json",
                                                  {text.data()}, {text.size()}, manifest_record));
   return fsync_dir(tmp_dir);
 }
 
+}  // namespace detail
+
+namespace {
+
 // The whole model's checkpoint files into tmp_dir, the manifest last.
 Status write_step_files(const std::string& tmp_dir, const std::string& name, const Snapshot& snap) {
   std::vector<FileRecord> records;
-  CRUCIBLE_RETURN_IF_ERROR(write_tensor_files(tmp_dir, name, snap, records));
+  nlohmann::ordered_json tensors;
+  CRUCIBLE_RETURN_IF_ERROR(write_tensor_files(tmp_dir, name, snap, records, tensors));
   return write_manifest(tmp_dir, name, snap, records);
 }
 
@@ -333,16 +400,18 @@ Status prune(const std::string& ckpt_dir, int64_t step, int keep) {
 }  // namespace
 
 void take_snapshot(const CheckpointState& state, const nn::ParamRegistry& params,
-                   const optim::AdamW& opt, Snapshot& into) {
-  const size_t n = params.numel();
+                   const optim::AdamW& opt, Snapshot& into, bool weights) {
   into.state = state;
   into.specs = params.specs();
-  into.params.assign(params.values(), params.values() + n);
-  // Full layout; a sharded optimizer fills its ranges, the data-parallel
-  // layer gathers the other ranks' (dist/data_parallel.h).
-  into.exp_avg.resize(n);
-  into.exp_avg_sq.resize(n);
-  opt.export_moments(into.exp_avg.data(), into.exp_avg_sq.data());
+  if (weights)
+    into.params.assign(params.values(), params.values() + params.numel());
+  else
+    into.params.clear();
+  // The optimizer's own ranges only: a ZeRO rank's shard, never gathered.
+  into.moment_ranges = opt.shard();
+  into.exp_avg.resize(opt.shard_numel());
+  into.exp_avg_sq.resize(opt.shard_numel());
+  opt.export_shard_moments(into.exp_avg.data(), into.exp_avg_sq.data());
   into.adam_steps = opt.steps_taken();
 }
 
@@ -353,7 +422,7 @@ Snapshot take_snapshot(const CheckpointState& state, const nn::ParamRegistry& pa
   return snap;
 }
 
-namespace {
+namespace detail {
 
 // Creates ckpt_dir (durably) and an empty step_NNNNNNN.tmp in it, after
 // clearing the leftovers of an interrupted write or delete.
@@ -411,89 +480,25 @@ Status publish_step_dir(const std::string& ckpt_dir, const std::string& tmp_dir,
   return prune(ckpt_dir, step, keep);
 }
 
-std::string receipt_name(int part) { return "part-" + std::to_string(part) + ".receipt"; }
-
-// A part's writer: its tensor files in the publisher's step_NNNNNNN.tmp, then
-// its receipt (the files' records, or the error that stopped it).
-Status write_part(const std::string& ckpt_dir, const Snapshot& snap) {
-  const std::string name = step_dir_name(snap.state.step), tmp_dir = ckpt_dir + "/" + name + ".tmp";
-  std::vector<FileRecord> records;
-  Status st = write_tensor_files(tmp_dir, name, snap, records);
-  nlohmann::json receipt = {{"part", snap.part}};
-  if (st) {
-    for (const FileRecord& r : records)
-      receipt["files"].push_back({{"name", r.name}, {"bytes", r.bytes}, {"xxh64", xxh64_hex(r.xxh64)}});
-  } else {
-    receipt["error"] = st.message();
-  }
-  Status written = write_file_atomic(tmp_dir + "/" + receipt_name(snap.part), receipt.dump() + "\n");
-  return st ? written : st;
-}
-
-// The publisher's wait for parts 1.. of snap.parts: their file records.
-Result<std::vector<FileRecord>> wait_for_parts(const std::string& tmp_dir, const std::string& name,
-                                               const Snapshot& snap, const std::function<bool()>& cancelled,
-                                               double timeout_s) {
-  std::vector<FileRecord> records;
-  Stopwatch waited;
-  for (int k = 1; k < int(snap.parts.size()); ++k) {
-    const std::string path = tmp_dir + "/" + receipt_name(k);
-    std::error_code ec;
-    while (!fs::exists(path, ec)) {
-      if ((cancelled && cancelled()) || waited.elapsed_s() > timeout_s)
-        return Status::io("[ckpt] " + name + ": part " + std::to_string(k) + " of " +
-                          std::to_string(snap.parts.size()) + " never reported its files" +
-                          (cancelled && cancelled() ? " (the job is ending)" : " within " + std::to_string(int(timeout_s)) + " s"));
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    auto text = read_file(path);
-    if (!text) return text.status();
-    nlohmann::json r = nlohmann::json::parse(*text, nullptr, false);
-    if (r.is_discarded() || !r.is_object() || r.value("part", -1) != k)
-      return Status::io("[ckpt] " + name + ".tmp/" + receipt_name(k) + ": not a part receipt");
-    if (r.contains("error")) return Status::io(r["error"].get<std::string>() + " (part " + std::to_string(k) + ")");
-    for (const auto& f : r["files"])
-      records.push_back({f["name"].get<std::string>(), f["bytes"].get<uint64_t>(),
-                         std::stoull(f["xxh64"].get<std::string>(), nullptr, 16)});
-    fs::remove(path, ec);  // not part of the checkpoint
-  }
-  return records;
-}
-
-}  // namespace
+}  // namespace detail
 
 std::string part_file_name(const std::string& kind, int part) {
   return part < 0 ? kind + ".safetensors" : kind + ".part-" + std::to_string(part) + ".safetensors";
 }
 
+std::string moments_file_name(int part, int moment_shard) {
+  const std::string base = part < 0 ? "optimizer" : "optimizer.part-" + std::to_string(part);
+  return moment_shard < 0 ? base + ".safetensors" : base + ".dp-" + std::to_string(moment_shard) + ".safetensors";
+}
+
 Status write_checkpoint(const std::string& ckpt_dir, const Snapshot& snap, int keep) {
   CRUCIBLE_RETURN_IF_ERROR(validate_snapshot(snap, keep));
-  if (snap.part >= 0)
-    return snap.parts.empty() ? write_part(ckpt_dir, snap) : publish_sharded_checkpoint(ckpt_dir, snap, keep, nullptr);
+  if (snap.writer >= 0)
+    return snap.writer > 0 ? write_part(ckpt_dir, snap) : publish_sharded_checkpoint(ckpt_dir, snap, keep, nullptr);
   const std::string name = step_dir_name(snap.state.step);
   CRUCIBLE_RETURN_IF_ERROR(make_step_tmp(ckpt_dir, name));
   const std::string tmp_dir = ckpt_dir + "/" + name + ".tmp";
   return publish_step_dir(ckpt_dir, tmp_dir, name, snap.state.step, keep, write_step_files(tmp_dir, name, snap));
-}
-
-Status begin_sharded_checkpoint(const std::string& ckpt_dir, int64_t step) {
-  return make_step_tmp(ckpt_dir, step_dir_name(step));
-}
-
-Status publish_sharded_checkpoint(const std::string& ckpt_dir, const Snapshot& snap, int keep,
-                                  const std::function<bool()>& cancelled, double timeout_s) {
-  CRUCIBLE_RETURN_IF_ERROR(validate_snapshot(snap, keep));
-  CRUCIBLE_CHECK(snap.part == 0 && !snap.parts.empty(), "[ckpt] part 0 publishes a sharded checkpoint");
-  const std::string name = step_dir_name(snap.state.step), tmp_dir = ckpt_dir + "/" + name + ".tmp";
-  // Its own part while the others write theirs, then their receipts.
-  std::vector<FileRecord> records;
-  Status st = write_tensor_files(tmp_dir, name, snap, records);
-  if (st) {
-    auto others = wait_for_parts(tmp_dir, name, snap, cancelled, timeout_s);
-    if (others) records.insert(records.end(), others->begin(), others->end());
-    st = others ? write_manifest(tmp_dir, name, snap, records) : others.status();
-  }
-  return publish_step_dir(ckpt_dir, tmp_dir, name, snap.state.step, keep, st);
 }
 
 void inject_checkpoint_write_fault(int64_t step, std::string file) {

@@ -45,25 +45,40 @@ struct CheckpointState {
   nlohmann::json metrics;
 };
 
-// Host copy of everything a checkpoint holds, taken at a step boundary.
-// params / exp_avg / exp_avg_sq are whole flat buffers (ParamRegistry layout,
-// padding included); specs say where each parameter lives in them.
-// part >= 0: the snapshot of one part of the model for a sharded checkpoint
-// (below): its own tensors only (its replicas are another part's), in its
-// sharded shapes. parts: every part's specs, on the part that publishes.
+// Host copy of what one rank writes of a checkpoint, taken at a step
+// boundary. params is the whole flat buffer (ParamRegistry layout, padding
+// included), or empty when this rank writes no weights (a ZeRO rank other
+// than its part's first data-parallel rank); specs say where each tensor
+// lives in it. exp_avg / exp_avg_sq are the moments of moment_ranges (flat-
+// buffer element ranges, ascending) concatenated: the whole buffer, or
+// under ZeRO this rank's shard of it.
+//
+// File names: part >= 0 is one part of the model (a pipeline stage's
+// tensor-parallel shard: model.part-K.safetensors) with its own tensors only
+// (its replicas are another part's), in its sharded shapes; moment_shard >= 0
+// names the moments' file by the rank's ZeRO shard (optimizer.dp-R...,
+// optimizer.part-K.dp-R...). writer >= 0: one of `writers` ranks, 0 ..
+// writers - 1, writing one checkpoint together, each its own files, rank 0
+// publishing (below); -1: one process writes it all.
 struct Snapshot {
   CheckpointState state;
   std::vector<nn::ParamSpec> specs;
-  std::vector<float> params, exp_avg, exp_avg_sq;
+  std::vector<float> params;
+  std::vector<optim::Range> moment_ranges;
+  std::vector<float> exp_avg, exp_avg_sq;
   int64_t adam_steps = 0;
   int part = -1;
-  std::vector<std::vector<nn::ParamSpec>> parts;
+  int moment_shard = -1;
+  int writer = -1;
+  int writers = 1;
 };
 
-// Copies into `into`, reusing its buffers' capacity: the first snapshot pays
-// the page faults of fresh memory, later ones are plain memcpy.
+// Copies into `into`, reusing its buffers' capacity (the first snapshot pays
+// the page faults of fresh memory, later ones are plain memcpy), and leaves
+// its file naming and writer fields alone. weights = false: no params (a
+// rank that writes moments only).
 void take_snapshot(const CheckpointState& state, const nn::ParamRegistry& params,
-                   const optim::AdamW& opt, Snapshot& into);
+                   const optim::AdamW& opt, Snapshot& into, bool weights = true);
 Snapshot take_snapshot(const CheckpointState& state, const nn::ParamRegistry& params,
                        const optim::AdamW& opt);
 
@@ -79,22 +94,23 @@ Snapshot take_snapshot(const CheckpointState& state, const nn::ParamRegistry& pa
 // error or the mismatch.
 Status write_checkpoint(const std::string& ckpt_dir, const Snapshot& snap, int keep);
 
-// ---- Sharded checkpoints (pipeline and tensor parallelism) ----
+// ---- Checkpoints several ranks write (pipeline, tensor parallelism, ZeRO) ----
 // Each part of the model (a pipeline stage's tensor-parallel shard) is one
-// pair of files, model.part-K.safetensors and optimizer.part-K.safetensors:
-// its own tensors under the whole model's names, in the part's shapes. The
-// manifest's "shards" member maps every whole tensor to the slices of it the
-// parts hold (docs/formats.md), so no rank ever gathers the whole model:
-// each part's writer writes its pair in parallel, in the background, reads
-// it back, and leaves a receipt (part-K.receipt: its files' sizes and
-// xxh64, or its error); the publisher (part 0) waits for every receipt,
-// then writes the manifest and publishes as write_checkpoint does.
+// model file, model.part-K.safetensors, of its own tensors under the whole
+// model's names, in the part's shapes; its moments are optimizer.part-K.
+// safetensors, or under ZeRO one file per data-parallel rank holding that
+// rank's shard (optimizer[.part-K].dp-R.safetensors), so no rank ever
+// gathers the whole model or optimizer. The manifest's "shards" member maps
+// every whole tensor to the slices of it each file holds (docs/formats.md).
+// Every writer writes its files in parallel, in the background, reads them
+// back, and leaves a receipt (writer-N.receipt: its files' sizes and xxh64
+// and its slices, or its error); the publisher (rank 0) waits for every
+// receipt, then writes the manifest and publishes as write_checkpoint does.
 //
 // The sequence: the publisher's begin_sharded_checkpoint (on the training
-// thread, before any part writes), then every part's write_checkpoint
-// (which dispatches on Snapshot::part: the publisher holds `parts`).
-// Writers share the checkpoint directory (one file system: one machine, or
-// storage every host mounts).
+// thread, before any rank writes), then every writer's write_checkpoint
+// (which dispatches on Snapshot::writer). Writers share the checkpoint
+// directory (one file system: one machine, or storage every host mounts).
 Status begin_sharded_checkpoint(const std::string& ckpt_dir, int64_t step);
 // The publisher's wait for receipts polls `cancelled` (the job is ending),
 // and gives up after `timeout_s`.
@@ -182,6 +198,9 @@ void inject_checkpoint_corruption(int64_t step, std::string file = "model.safete
 
 // "model.safetensors" (part < 0: the whole model's), "model.part-3.safetensors".
 std::string part_file_name(const std::string& kind, int part);
+// The moments' file: part_file_name("optimizer", part), or of ZeRO shard
+// moment_shard >= 0: "optimizer.dp-1.safetensors", "optimizer.part-3.dp-1.safetensors".
+std::string moments_file_name(int part, int moment_shard);
 // "step_0000020" for step 20; parse_step_dir_name accepts only that spelling.
 std::string step_dir_name(int64_t step);
 std::optional<int64_t> parse_step_dir_name(const std::string& name);

@@ -303,15 +303,21 @@ Result<FoundCheckpoint> find_latest_valid(const std::string& ckpt_dir, const Ver
 namespace {
 
 // A sharded checkpoint's reader: assembles a tensor, or a tensor-parallel
-// shard of one, from the slices the parts wrote (manifest "shards"),
-// reading only the files whose slices overlap what is asked for (each once).
+// shard of one, from the slices its files hold (manifest "shards"), reading
+// only the files whose slices overlap what is asked for (each once).
 class ShardedReader {
  public:
   ShardedReader(std::string dir, const nlohmann::json& shards) : dir_(std::move(dir)), shards_(shards) {}
 
-  // local (want.numel) := want's part of the whole tensor want.name from the
-  // `kind` files ("model", "optimizer"), their tensors named prefix + name.
-  Status assemble(const nn::ParamSpec& want, const std::string& kind, const std::string& prefix, float* local) {
+  // Flat element ranges of a tensor in its own (possibly sharded) layout.
+  using Flat = std::vector<std::pair<size_t, size_t>>;
+
+  // local (want.numel) := want's part of the whole tensor want.name, from
+  // the weights ("model": the slices) or the moments ("optimizer": the
+  // moment_slices, else the slices), their tensors named prefix + name.
+  // only: the elements of local wanted (empty: all); the others are zeros.
+  Status assemble(const nn::ParamSpec& want, const std::string& kind, const std::string& prefix, float* local,
+                  const Flat& only = {}) {
     const std::string label = dir_label(dir_);
     auto bad = [&](const std::string& why) {
       return Status::corrupt("[ckpt] " + label + ": tensor " + prefix + want.name + " " + why);
@@ -321,11 +327,14 @@ class ShardedReader {
     const nlohmann::json& t = tensors[want.name];
     std::vector<int64_t> shape(want.whole_shape.d.begin(), want.whole_shape.d.begin() + want.whole_shape.ndim);
     if (!t.contains("shape") || t["shape"] != shape) return bad("has a shape other than the model's " + want.whole_shape.str());
-    const std::vector<Run> needed = runs(want);
+    const std::vector<Run> needed = runs(want, only);
+    size_t wanted = 0;
+    for (const Run& r : needed) wanted += r.n;
     std::vector<float> whole(size_t(want.whole_shape.numel()));
     size_t covered = 0;
-    if (!t.contains("slices") || !t["slices"].is_array()) return bad("has no slices");
-    for (const nlohmann::json& sl : t["slices"]) {
+    const char* key = kind == "optimizer" && t.contains("moment_slices") ? "moment_slices" : "slices";
+    if (!t.contains(key) || !t[key].is_array()) return bad("has no slices");
+    for (const nlohmann::json& sl : t[key]) {
       if (!sl.is_object() || !sl.contains("pieces") || !sl["pieces"].is_array()) return bad("has a malformed slice");
       nn::ParamSpec piece;
       piece.whole_shape = want.whole_shape;
@@ -342,22 +351,44 @@ class ShardedReader {
         piece.shape.d[size_t(piece.shard.dim)] = n;
       }
       piece.numel = size_t(piece.shape.numel());
-      const size_t overlap = overlap_of(needed, runs(piece));
+      // A ZeRO shard's file holds the slice's elements in `flat` only.
+      Flat flat;
+      size_t stored = piece.numel;
+      if (sl.contains("flat")) {
+        if (!sl["flat"].is_array()) return bad("has a malformed slice");
+        stored = 0;
+        for (const auto& f : sl["flat"]) {
+          const size_t lo = f[0].get<size_t>(), hi = f[1].get<size_t>();
+          if (hi <= lo || hi > piece.numel || (!flat.empty() && lo < flat.back().second)) return bad("has a slice outside it");
+          flat.push_back({lo, hi});
+          stored += hi - lo;
+        }
+      }
+      const std::vector<Run> held = runs(piece, flat);
+      const size_t overlap = overlap_of(needed, held);
       if (overlap == 0) continue;  // this rank needs nothing of it: its file is not read for it
       covered += overlap;
-      auto file = open(part_file_name(kind, sl.value("part", -1)));
+      const std::string file_name = sl.contains("file") ? sl["file"].get<std::string>()
+                                                         : part_file_name(kind, sl.value("part", -1));
+      if (!is_plain_file_name(file_name)) return bad("names a file outside the checkpoint");
+      auto file = open(file_name);
       if (!file) return file.status();
       const LoadedTensor* data = (*file)->find(prefix + want.name);
-      if (!data || data->dtype != "F32" || size_t(data->numel()) != piece.numel)
-        return bad("is missing from, or of another size in, " + part_file_name(kind, sl.value("part", -1)));
-      nn::copy_to_whole(piece, data->f32(), whole.data());
+      if (!data || data->dtype != "F32" || size_t(data->numel()) != stored)
+        return bad("is missing from, or of another size in, " + file_name);
+      size_t at = 0;
+      for (const Run& r : held) {
+        std::memcpy(whole.data() + r.at, data->f32() + at, r.n * sizeof(float));
+        at += r.n;
+      }
+      if (kind == "optimizer" && adam_steps_file_.empty()) adam_steps_file_ = file_name;
     }
-    if (covered != want.numel) return bad("is not covered by its slices");
+    if (covered != wanted) return bad("is not covered by its slices");
     nn::copy_from_whole(want, whole.data(), local);
     return Status::ok();
   }
 
-  // A file's metadata value (the first part's optimizer file holds adam_steps).
+  // A file's metadata value (the optimizer files hold adam_steps).
   Result<std::string> metadata(const std::string& file, const std::string& key) {
     auto f = open(file);
     if (!f) return f.status();
@@ -365,14 +396,24 @@ class ShardedReader {
     if (it == (*f)->metadata.end()) return Status::corrupt("[ckpt] " + dir_label(dir_) + "/" + file + ": no " + key + " metadata");
     return it->second;
   }
+  // The first optimizer file assemble() read.
+  const std::string& adam_steps_file() const { return adam_steps_file_; }
 
  private:
   struct Run {
     size_t at, n;  // whole-tensor offset and length, ascending
   };
-  static std::vector<Run> runs(const nn::ParamSpec& s) {
+  // The whole-tensor runs of s's elements, or of those in `flat` (s's own
+  // layout) only, in s's order.
+  static std::vector<Run> runs(const nn::ParamSpec& s, const Flat& flat = {}) {
     std::vector<Run> out;
-    nn::for_each_run(s, [&](size_t, size_t whole, size_t n) { out.push_back({whole, n}); });
+    nn::for_each_run(s, [&](size_t local, size_t whole, size_t n) {
+      if (flat.empty()) return out.push_back({whole, n});
+      for (const auto& [lo, hi] : flat) {
+        const size_t a = std::max(lo, local), b = std::min(hi, local + n);
+        if (b > a) out.push_back({whole + (a - local), b - a});
+      }
+    });
     return out;
   }
   // Elements two ascending run lists share (a two-pointer sweep).
@@ -398,6 +439,7 @@ class ShardedReader {
   std::string dir_;
   const nlohmann::json& shards_;
   std::map<std::string, SafetensorsFile> files_;
+  std::string adam_steps_file_;
 };
 
 Status load_sharded(const std::string& step_dir, const nlohmann::json& m, nn::ParamRegistry& params,
@@ -412,17 +454,27 @@ Status load_sharded(const std::string& step_dir, const nlohmann::json& m, nn::Pa
     CRUCIBLE_RETURN_IF_ERROR(check_finite(dir_label(step_dir), s.name, params.values() + s.offset, s.numel));
   params.refresh_bf16();  // bf16 models: the working copy of the loaded weights
   if (!opt) return Status::ok();
-  auto steps = reader.metadata(part_file_name("optimizer", 0), "adam_steps");
+  // The moments of the optimizer's own ranges only (a ZeRO rank's shard),
+  // staged in the full layout for import_moments.
+  std::vector<float> m_full(params.numel(), 0.0f), v_full(params.numel(), 0.0f);
+  for (const nn::ParamSpec& s : params.specs()) {
+    ShardedReader::Flat only;
+    for (const optim::Range& r : opt->shard()) {
+      const size_t lo = std::max(r.begin, s.offset), hi = std::min(r.end, s.offset + s.numel);
+      if (hi > lo) only.push_back({lo - s.offset, hi - s.offset});
+    }
+    if (only.empty()) continue;  // none of its moments are this rank's
+    if (only.size() == 1 && only[0] == std::pair<size_t, size_t>{0, s.numel}) only.clear();  // all of them
+    CRUCIBLE_RETURN_IF_ERROR(reader.assemble(s, "optimizer", "exp_avg.", m_full.data() + s.offset, only));
+    CRUCIBLE_RETURN_IF_ERROR(reader.assemble(s, "optimizer", "exp_avg_sq.", v_full.data() + s.offset, only));
+  }
+  if (reader.adam_steps_file().empty()) return Status::corrupt("[ckpt] " + dir_label(step_dir) + ": no moments for this rank");
+  auto steps = reader.metadata(reader.adam_steps_file(), "adam_steps");
   if (!steps) return steps.status();
   int64_t adam_steps = -1;
   auto [end, err] = std::from_chars(steps->data(), steps->data() + steps->size(), adam_steps);
   if (err != std::errc() || end != steps->data() + steps->size() || adam_steps < 0)
     return Status::corrupt("[ckpt] " + dir_label(step_dir) + ": no valid adam_steps metadata");
-  std::vector<float> m_full(params.numel(), 0.0f), v_full(params.numel(), 0.0f);
-  for (const nn::ParamSpec& s : params.specs()) {
-    CRUCIBLE_RETURN_IF_ERROR(reader.assemble(s, "optimizer", "exp_avg.", m_full.data() + s.offset));
-    CRUCIBLE_RETURN_IF_ERROR(reader.assemble(s, "optimizer", "exp_avg_sq.", v_full.data() + s.offset));
-  }
   opt->import_moments(m_full.data(), v_full.data());
   opt->set_steps_taken(adam_steps);
   return Status::ok();

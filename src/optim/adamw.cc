@@ -92,18 +92,22 @@ StepInfo AdamW::step(float lr, const AllSum& all_sum) {
   return info;
 }
 
-void AdamW::export_moments(float* m_full, float* v_full) const {
+void AdamW::export_moments(float* m_full, float* v_full) const { export_to(m_full, v_full, true); }
+
+void AdamW::export_shard_moments(float* m, float* v) const { export_to(m, v, false); }
+
+void AdamW::export_to(float* m_out, float* v_out, bool full) const {
   size_t state = 0;
   for (const Range& r : shard_) {
-    const size_t n = r.end - r.begin;
+    const size_t n = r.end - r.begin, at = full ? r.begin : state;
     if (cfg_.moments == DType::bf16) {
       for (size_t i = 0; i < n; ++i) {
-        m_full[r.begin + i] = to_f32(m_.bf16_data()[state + i]);
-        v_full[r.begin + i] = to_f32(v_.bf16_data()[state + i]);
+        m_out[at + i] = to_f32(m_.bf16_data()[state + i]);
+        v_out[at + i] = to_f32(v_.bf16_data()[state + i]);
       }
     } else {
-      std::memcpy(m_full + r.begin, m() + state, n * sizeof(float));
-      std::memcpy(v_full + r.begin, v() + state, n * sizeof(float));
+      std::memcpy(m_out + at, m() + state, n * sizeof(float));
+      std::memcpy(v_out + at, v() + state, n * sizeof(float));
     }
     state += n;
   }

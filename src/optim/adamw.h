@@ -72,6 +72,10 @@ class AdamW {
   // moments: widened exactly, and rounded back, so a round trip is exact).
   void export_moments(float* m_full, float* v_full) const;
   void import_moments(const float* m_full, const float* v_full);
+  // The shard's moments concatenated in range order (shard_numel() floats
+  // each, f32 whatever the moments' dtype): what a checkpoint of a sharded
+  // optimizer holds of this rank.
+  void export_shard_moments(float* m, float* v) const;
   const AdamWConfig& config() const { return cfg_; }
 
  private:
@@ -80,6 +84,8 @@ class AdamW {
     size_t state;       // offset of `begin` in m_ / v_
     bool decay;
   };
+  void export_to(float* m_out, float* v_out, bool full) const;
+
   nn::ParamRegistry& params_;
   AdamWConfig cfg_;
   std::vector<Range> shard_;

@@ -203,13 +203,4 @@ Result<double> DataParallel::gather_parameters() {
   return sw.elapsed_s();
 }
 
-Status DataParallel::gather_moments(float* m_full, float* v_full) {
-  if (cfg_.zero == 0) return Status::ok();
-  const size_t r = size_t(comm_.rank());
-  for (float* buf : {m_full, v_full})
-    for (Bucket& b : buckets_)
-      CRUCIBLE_RETURN_IF_ERROR(comm_.allgather(buf + b.offsets[r], buf + b.begin, b.counts));
-  return Status::ok();
-}
-
 }  // namespace crucible::parallel

@@ -79,9 +79,6 @@ class DataParallel {
   // After the optimizer step (zero >= 1): all-gathers the updated parameters.
   // Returns the seconds it took (all of it is exposed).
   Result<double> gather_parameters();
-  // Checkpoints: completes the full-layout moments (this rank has filled its
-  // pieces, e.g. with AdamW::export_moments) with every other rank's pieces.
-  Status gather_moments(float* m_full, float* v_full);
 
   size_t num_buckets() const { return buckets_.size(); }
   // The bytes this rank put on the wire for the collectives it started since

@@ -118,11 +118,13 @@ MemoryEstimate estimate_memory(const nn::GPTConfig& model, const Candidate& c, c
   } else if (sharded && c.zero == 2) {
     e.other += rounded(shard * 4);
   }
-  // The checkpoint snapshot: params and both moments of what the rank
-  // writes (rank 0 the whole model's; with model parallelism every part's
-  // first data-parallel rank its part), or under ZeRO gathers the moments into.
+  // The checkpoint snapshot (runtime/checkpointer.h): the weights of what
+  // the rank writes (rank 0 the whole model's; with model parallelism every
+  // part's first data-parallel rank its part) and its moments, under ZeRO
+  // every rank its shard of them.
   const bool parts = pp > 1 || tp > 1;
-  if (rank == 0 || (parts && at.dp == 0) || sharded) e.snapshot = 3 * P * 4;
+  const bool weights = at.dp == 0 && (rank == 0 || parts);
+  if (weights || sharded) e.snapshot = (weights ? P * 4 : 0) + 2 * shard * 4;
   return e;
 }
 

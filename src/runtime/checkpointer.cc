@@ -11,31 +11,33 @@ namespace crucible::runtime {
 Checkpointer::Checkpointer(comm::Comm& world, TrainStep& step, const Config& cfg, const std::string& ckpt_dir)
     : world_(world), step_(step), cfg_(cfg), ckpt_dir_(ckpt_dir) {
   const parallel::Layout& L = step.layout();
-  sharded_ = L.pp() > 1 || L.tp() > 1;
-  const bool zero = step.data_parallel() && cfg.dist.zero > 0;
-  const size_t own = step.model().params().numel();
-  // The writers: rank 0 alone without model parallelism; else the first
-  // data-parallel rank of every part, rank 0 publishing.
-  if (world.rank() == 0 && sharded_)
+  const int parts = L.pp() * L.tp();
+  sharded_ = parts > 1;
+  const bool zero = step.data_parallel() && cfg.dist.zero > 0 && L.dp() > 1;
+  // Who writes: one rank (rank 0, the whole model); every part's first
+  // data-parallel rank, ranks 0 .. parts - 1 (dp is the slowest coordinate);
+  // or under ZeRO every rank, each its moments' shard, the first
+  // data-parallel ranks their part's weights too. Rank 0 publishes.
+  const int writers = zero ? world.size() : sharded_ ? parts : 1;
+  collective_ = writers > 1;
+  weights_ = step.coords().dp == 0;
+  if (world.rank() >= writers) return;
+  if (collective_ && world.rank() == 0)
     writer_ = std::make_unique<ckpt::AsyncCheckpointWriter>(
         ckpt_dir, cfg.ckpt.keep, [this](const std::string& dir, const ckpt::Snapshot& snap, int keep) {
           return ckpt::publish_sharded_checkpoint(dir, snap, keep, [this] { return cancelled_.load(); });
         });
-  else if (world.rank() == 0 || (sharded_ && step.coords().dp == 0))
+  else
     writer_ = std::make_unique<ckpt::AsyncCheckpointWriter>(ckpt_dir, cfg.ckpt.keep);
-  // Fault the snapshots' pages in now (zero-filled by resize), not in the
+  ckpt::Snapshot& snap = writer_->buffer();  // take_snapshot leaves these alone
+  snap.part = sharded_ ? world.rank() % parts : -1;
+  snap.moment_shard = zero ? step.coords().dp : -1;
+  snap.writer = collective_ ? world.rank() : -1;
+  snap.writers = writers;
+  // Fault the snapshot's pages in now (zero-filled by resize), not in the
   // first checkpoint's stall: ~14 us per fresh 4 KiB page on these VMs.
-  for (ckpt::Snapshot* s : {writer_ ? &writer_->buffer() : nullptr, zero && !writer_ ? &part_ : nullptr})
-    if (s)
-      for (auto* v : {&s->params, &s->exp_avg, &s->exp_avg_sq}) v->resize(own);
-  // Which part the writer's snapshots are (take_snapshot leaves these alone),
-  // and for the publisher every part's tensors, for the manifest.
-  if (sharded_ && writer_) {
-    writer_->buffer().part = world.rank();
-    if (world.rank() == 0)
-      for (int k = 0; k < L.pp() * L.tp(); ++k)
-        writer_->buffer().parts.push_back(nn::GPT::param_specs(cfg.model, parallel::stage_part(L, L.coords(k), cfg.model)));
-  }
+  if (weights_) snap.params.resize(step.model().params().numel());
+  for (auto* v : {&snap.exp_avg, &snap.exp_avg_sq}) v->resize(step.optimizer().shard_numel());
 }
 
 Checkpointer::~Checkpointer() { cancelled_ = true; }  // before the writer's destructor waits
@@ -57,23 +59,16 @@ Status Checkpointer::collect(StepMetrics* m) {
 Status Checkpointer::save(const ckpt::CheckpointState& state, bool flush, StepMetrics& m) {
   Stopwatch sw;
   CRUCIBLE_RETURN_IF_ERROR(collect(&m));
-  parallel::DataParallel* dp = step_.data_parallel();
-  const bool zero = dp && cfg_.dist.zero > 0;
-  nn::ParamRegistry& params = step_.model().params();
-  // This rank's snapshot: its writer's buffer, or under ZeRO the buffer it
-  // gathers its data-parallel group's moment shards with.
-  ckpt::Snapshot* own = writer_ ? &writer_->buffer() : (zero ? &part_ : nullptr);
-  if (own) {
-    ckpt::take_snapshot(state, params, step_.optimizer(), *own);  // reuses its buffers
-    if (zero) CRUCIBLE_RETURN_IF_ERROR(dp->gather_moments(own->exp_avg.data(), own->exp_avg_sq.data()));
+  if (writer_) {
+    ckpt::Snapshot& own = writer_->buffer();
+    ckpt::take_snapshot(state, step_.model().params(), step_.optimizer(), own, weights_);  // reuses its buffers
+    if (sharded_)  // a part's own tensors (its replicas are another part's)
+      std::erase_if(own.specs, [](const nn::ParamSpec& s) { return s.replica; });
   }
-  if (sharded_) {
-    if (writer_)  // a part's own tensors (its replicas are another part's)
-      std::erase_if(own->specs, [](const nn::ParamSpec& s) { return s.replica; });
-    // Rank 0 opens the checkpoint's directory before any part writes into it.
+  // Rank 0 opens the checkpoint's directory before any other rank writes into it.
+  if (collective_)
     CRUCIBLE_RETURN_IF_ERROR(agree(
         world_, world_.rank() == 0 ? ckpt::begin_sharded_checkpoint(ckpt_dir_, state.step) : Status::ok()));
-  }
   if (writer_) writer_->start();
   m.ckpt_stall_ms = sw.elapsed_ms();
   if (flush) {  // the run ends here: the checkpoint must be on disk first

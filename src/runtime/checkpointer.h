@@ -1,12 +1,13 @@
 // Checkpointer: a run's saves, driven from the training thread at step
 // boundaries, each written on a background thread (ckpt/async_writer.h) from
-// a host snapshot. Without model parallelism rank 0 writes the whole model
-// (ZeRO's moment shards gathered in its data-parallel group). Under pipeline
-// or tensor parallelism the checkpoint is sharded (ckpt/checkpoint.h): the
-// first data-parallel rank of every part writes that part's files, in
-// parallel, and rank 0 publishes the checkpoint once every part has written;
-// no rank holds more than its own part. Either way a checkpoint of any
-// layout resumes at any other.
+// a host snapshot. Without model parallelism or ZeRO rank 0 writes the whole
+// model. Otherwise the checkpoint is written by several ranks at once
+// (ckpt/checkpoint.h): the first data-parallel rank of every part (a
+// pipeline stage's tensor-parallel shard) its part's weights, and its
+// moments or, under ZeRO, every rank its shard of them; rank 0 publishes
+// the checkpoint once every writer has written. No rank holds more than its
+// own part and shard. Either way a checkpoint of any layout resumes at any
+// other.
 //
 // Failures: a background write that fails waits in error() until the job
 // agrees on it at the next collect(), so a failed save stops the run within a
@@ -47,10 +48,11 @@ class Checkpointer {
   TrainStep& step_;
   const Config& cfg_;
   const std::string ckpt_dir_;
-  bool sharded_ = false;  // pp or tp > 1: every part writes its own files
-  std::atomic<bool> cancelled_{false};  // the publisher stops waiting for parts
-  std::unique_ptr<ckpt::AsyncCheckpointWriter> writer_;  // rank 0; every part's first dp rank when sharded
-  ckpt::Snapshot part_;  // a ZeRO rank without a writer: its share of the moments' gather
+  bool sharded_ = false;     // pp or tp > 1: every part writes its own files
+  bool collective_ = false;  // several ranks write each checkpoint (sharded or ZeRO)
+  bool weights_ = false;     // this rank writes weights (data-parallel index 0)
+  std::atomic<bool> cancelled_{false};  // the publisher stops waiting for the other writers
+  std::unique_ptr<ckpt::AsyncCheckpointWriter> writer_;  // on the ranks that write
   Status error_;
 };
 

@@ -36,6 +36,7 @@ void fill_snapshot(int64_t step, ckpt::Snapshot& into) {
   into.specs.push_back(nn::ParamSpec{"transformer.ln_f.bias", Shape{8}, 128, 8, false, nn::Init::zeros, 0.0f, false, Shape{8}, {}});
   const size_t n = 136;
   into.params.resize(n);
+  into.moment_ranges = {{0, n}};
   into.exp_avg.resize(n);
   into.exp_avg_sq.resize(n);
   for (size_t i = 0; i < n; ++i) {

@@ -1,13 +1,15 @@
 // Sharded checkpoints across real MPI ranks (2 and 4): every rank holds one
-// part of the same model (tensor-parallel shards, pipeline stages, both) with
-// the whole model's weights and moments, the parts write one checkpoint in
-// parallel (rank 0 publishing), and then:
+// part of the same model (tensor-parallel shards, pipeline stages, both, or
+// under ZeRO the whole model or a part with a shard of its moments whose
+// ranges cut tensors mid-row) with the whole model's weights and moments,
+// the ranks write one checkpoint in parallel (rank 0 publishing), and then:
 //   - consolidated (the export's path: a whole model loaded from it, saved as
 //     safetensors), it is the same file, byte for byte, whatever layout
 //     wrote it, and the same as the whole model's own;
 //   - every rank loads its part of *another* layout from it: exactly its
 //     slices of the whole weights and moments;
-//   - the parts' files hold no rank's more than its part;
+//   - the parts' files hold no rank's more than its part, and the ZeRO
+//     shards' files every moment exactly once;
 //   - finding the checkpoint to resume, the ranks share the hashing (each
 //     file's bytes read by one rank of the job, not by each) and agree: a
 //     checkpoint with one damaged file, hashed by one rank only, is skipped
@@ -21,6 +23,7 @@
 
 #include "ckpt/checkpoint.h"
 #include "ckpt/model_io.h"
+#include "ckpt/safetensors.h"
 #include "comm/comm.h"
 #include "nn/gpt.h"
 #include "optim/adamw.h"
@@ -38,7 +41,20 @@ comm::Comm* comm() { return *comm::world(); }
 
 const nn::GPTConfig kModel{4, 4, 32, 103, 16};
 
-// A part of the model at rank `rank` of a layout, with its TP group's collectives.
+// A ZeRO-style shard of a flat buffer of n elements for data-parallel rank
+// d of D: its piece of each of two buckets, as parallel/data_parallel.cc
+// cuts them (the boundaries fall inside tensors).
+std::vector<optim::Range> zero_shard(size_t n, int D, int d) {
+  std::vector<optim::Range> out;
+  for (size_t b = 0; b < 2; ++b) {
+    const size_t lo = b * n / 2, hi = (b + 1) * n / 2, len = hi - lo;
+    out.push_back({lo + len * size_t(d) / size_t(D), lo + len * size_t(d + 1) / size_t(D)});
+  }
+  return out;
+}
+
+// A part of the model at this rank of a layout, with its TP group's
+// collectives; zero: its optimizer holds its data-parallel rank's shard.
 struct Holder {
   std::unique_ptr<comm::Comm> tp_comm;
   std::unique_ptr<CommTensorParallel> tp;
@@ -46,14 +62,17 @@ struct Holder {
   std::unique_ptr<optim::AdamW> adam;
 };
 
-Holder hold(const Layout& L) {
+Holder hold(const Layout& L, bool zero = false) {
   Holder h;
   auto tp = comm()->split(L.coords(comm()->rank()).dp * L.pp() + L.coords(comm()->rank()).pp, comm()->rank());
   EXPECT_TRUE(tp) << tp.status().message();
   h.tp_comm = std::move(*tp);
   h.tp = std::make_unique<CommTensorParallel>(*h.tp_comm);
   h.model = std::make_unique<nn::GPT>(kModel, parallel::stage_part(L, L.coords(comm()->rank()), kModel), h.tp.get());
-  h.adam = std::make_unique<optim::AdamW>(h.model->params(), optim::AdamWConfig{});
+  const size_t n = h.model->params().numel();
+  h.adam = std::make_unique<optim::AdamW>(
+      h.model->params(), optim::AdamWConfig{},
+      zero && L.dp() > 1 ? zero_shard(n, L.dp(), L.coords(comm()->rank()).dp) : std::vector<optim::Range>{});
   return h;
 }
 
@@ -86,24 +105,41 @@ struct Whole {
   }
 };
 
-// Writes step `step` of the layout's sharded checkpoint into ckpt_dir.
-void write_sharded(const Layout& L, const Whole& whole, const std::string& ckpt_dir, int64_t step) {
-  Holder h = hold(L);
+// A layout, and whether its optimizer is ZeRO-sharded over its dp ranks.
+struct Case {
+  Layout layout;
+  bool zero = false;
+  std::string describe() const { return layout.describe() + (zero ? " zero" : ""); }
+};
+
+// Writes step `step` of the case's checkpoint into ckpt_dir, as the
+// trainer's Checkpointer does (runtime/checkpointer.cc).
+void write_sharded(const Case& c, const Whole& whole, const std::string& ckpt_dir, int64_t step) {
+  const Layout& L = c.layout;
+  Holder h = hold(L, c.zero);
   whole.fill(h);
   ckpt::CheckpointState state;
   state.step = step;
   state.world = {{"world_size", L.world()}, {"tp", L.tp()}, {"pp", L.pp()}};
-  ckpt::Snapshot snap = ckpt::take_snapshot(state, h.model->params(), *h.adam);
-  std::erase_if(snap.specs, [](const nn::ParamSpec& s) { return s.replica; });
-  snap.part = comm()->rank();
-  if (comm()->rank() == 0) {
-    for (int k = 0; k < L.world(); ++k)
-      snap.parts.push_back(nn::GPT::param_specs(kModel, parallel::stage_part(L, L.coords(k), kModel)));
-    ASSERT_TRUE(ckpt::begin_sharded_checkpoint(ckpt_dir, step));
+  const int parts = L.tp() * L.pp(), rank = comm()->rank();
+  const int writers = c.zero && L.dp() > 1 ? L.world() : parts;
+  if (rank < writers) {
+    ckpt::Snapshot snap;
+    ckpt::take_snapshot(state, h.model->params(), *h.adam, snap, /*weights=*/L.coords(rank).dp == 0);
+    if (parts > 1) std::erase_if(snap.specs, [](const nn::ParamSpec& s) { return s.replica; });
+    snap.part = parts > 1 ? rank % parts : -1;
+    snap.moment_shard = writers > parts ? L.coords(rank).dp : -1;
+    snap.writer = writers > 1 ? rank : -1;
+    snap.writers = writers;
+    if (rank == 0 && writers > 1) {
+      ASSERT_TRUE(ckpt::begin_sharded_checkpoint(ckpt_dir, step));
+    }
+    ASSERT_TRUE(comm()->barrier());
+    Status s = ckpt::write_checkpoint(ckpt_dir, snap, 10);
+    EXPECT_TRUE(s) << s.message();
+  } else {
+    ASSERT_TRUE(comm()->barrier());
   }
-  ASSERT_TRUE(comm()->barrier());
-  Status s = ckpt::write_checkpoint(ckpt_dir, snap, 10);
-  EXPECT_TRUE(s) << s.message();
   ASSERT_TRUE(comm()->barrier());
 }
 
@@ -120,24 +156,42 @@ std::string shared_dir(std::unique_ptr<testutil::TempDir>& owner) {
   return path;
 }
 
-std::vector<Layout> layouts() {
+std::vector<Case> cases() {
   const int W = comm()->size();
-  std::vector<LayoutSpec> specs = {{W, 1, 1, "1f1b"}, {1, W, 1, "1f1b"}};
-  if (W == 4) specs.push_back({2, 2, 1, "1f1b"});
-  std::vector<Layout> out;
-  for (const LayoutSpec& s : specs) {
+  std::vector<std::pair<LayoutSpec, bool>> specs = {
+      {{W, 1, 1, "1f1b"}, false}, {{1, W, 1, "1f1b"}, false}, {{1, 1, 1, "1f1b"}, true}};
+  if (W == 4) {
+    specs.push_back({{2, 2, 1, "1f1b"}, false});
+    specs.push_back({{2, 1, 1, "1f1b"}, true});  // dp 2 x tp 2, ZeRO over dp
+    specs.push_back({{1, 2, 1, "1f1b"}, true});  // dp 2 x pp 2
+  }
+  std::vector<Case> out;
+  for (const auto& [s, zero] : specs) {
     auto l = Layout::make(s, W, kModel, 4);
     EXPECT_TRUE(l) << l.status().message();
-    out.push_back(*l);
+    out.push_back({*l, zero});
   }
   return out;
+}
+
+// Elements of the tensors a checkpoint's `kind` files hold, summed.
+size_t stored_elements(const std::string& step_dir, const std::string& kind) {
+  size_t total = 0;
+  for (const auto& e : fs::directory_iterator(step_dir)) {
+    if (!e.path().filename().string().starts_with(kind)) continue;
+    auto f = ckpt::read_safetensors(e.path().string());
+    EXPECT_TRUE(f) << f.status().message();
+    if (f)
+      for (const auto& [name, t] : f->tensors) total += size_t(t.numel());
+  }
+  return total;
 }
 
 TEST(ShardedCheckpoint, EveryLayoutConsolidatesToTheSameFileAndReshards) {
   std::unique_ptr<testutil::TempDir> owner;
   const std::string dir = shared_dir(owner);
   const Whole whole;
-  const std::vector<Layout> all = layouts();
+  const std::vector<Case> all = cases();
   std::string reference;
   if (comm()->rank() == 0) {
     ASSERT_TRUE(ckpt::save_params(whole.model.params(), dir + "/whole.safetensors", false, {{"format", "pt"}}));
@@ -155,18 +209,31 @@ TEST(ShardedCheckpoint, EveryLayoutConsolidatesToTheSameFileAndReshards) {
       ASSERT_TRUE(ckpt::save_params(model.params(), dir + "/export.safetensors", false, {{"format", "pt"}}));
       EXPECT_TRUE(testutil::read_file(dir + "/export.safetensors") == reference)
           << all[i].describe() << ": the export differs from the whole model's file";
-      // No part's file holds more than its part.
-      EXPECT_FALSE(fs::exists(step_dir + "/model.safetensors"));
-      for (int k = 0; k < all[i].world(); ++k)
+      // No part's file holds more than its part; the moments' files hold
+      // every moment of the whole model once (no rank gathered them).
+      const Layout& L = all[i].layout;
+      const int parts = L.tp() * L.pp();
+      EXPECT_EQ(fs::exists(step_dir + "/model.safetensors"), parts == 1) << all[i].describe();
+      for (int k = 0; parts > 1 && k < parts; ++k)
         EXPECT_LT(fs::file_size(step_dir + "/" + ckpt::part_file_name("model", k)), reference.size());
+      size_t elements = 0;
+      for (const nn::ParamSpec& s : whole.model.params().specs()) elements += s.numel;
+      EXPECT_EQ(stored_elements(step_dir, "model"), elements) << all[i].describe();
+      EXPECT_EQ(stored_elements(step_dir, "optimizer"), 2 * elements) << all[i].describe();
+      if (all[i].zero)
+        for (int r = 0; r < L.world(); ++r) {
+          const int part = parts > 1 ? r % parts : -1;
+          const std::string f = step_dir + "/" + ckpt::moments_file_name(part, L.coords(r).dp);
+          ASSERT_TRUE(fs::exists(f)) << all[i].describe() << ": " << f;
+        }
     }
     // Resharded: every rank's part of the next layout, weights and moments exact.
-    const Layout& next = all[(i + 1) % all.size()];
-    Holder h = hold(next);
+    const Case& next = all[(i + 1) % all.size()];
+    Holder h = hold(next.layout, next.zero);
     auto st = ckpt::load_checkpoint(step_dir, h.model->params(), h.adam.get(), /*part=*/true);
     ASSERT_TRUE(st) << st.status().message();
     EXPECT_EQ(h.adam->steps_taken(), 3);
-    Holder want = hold(next);
+    Holder want = hold(next.layout, next.zero);
     whole.fill(want);
     const size_t n = h.model->params().numel();
     std::vector<float> m1(n), v1(n), m2(n), v2(n);
@@ -187,8 +254,8 @@ TEST(ShardedCheckpoint, RanksShareTheVerificationAndAgreeOnTheVerdict) {
   auto L = Layout::make({W, 1, 1, "1f1b"}, W, kModel, 4);  // tp = W: 2 W files per checkpoint
   ASSERT_TRUE(L);
   const std::string ckpt_dir = dir + "/ckpt";
-  write_sharded(*L, whole, ckpt_dir, 7);
-  write_sharded(*L, whole, ckpt_dir, 8);
+  write_sharded({*L, false}, whole, ckpt_dir, 7);
+  write_sharded({*L, false}, whole, ckpt_dir, 8);
   const nlohmann::json manifest = nlohmann::json::parse(testutil::read_file(ckpt_dir + "/step_0000008/manifest.json"));
   ASSERT_GE(manifest["files"].size(), size_t(2 * W));
   double total = 0;

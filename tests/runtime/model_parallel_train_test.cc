@@ -220,10 +220,12 @@ TEST(PipelineTrain, CheckpointsResumeAtAnotherLayout) {
   expect_same_run(dir / "one", b, 1e-5);
 }
 
-// One run through five layouts, resharded at every checkpoint: tp x pp =
-// 2 x 2, then tp = 4 (sequence parallel), one process, pp = 4 and dp = 4, four steps each; the
-// loss curve, validation and final weights are the uninterrupted run's.
-TEST(TensorParallelTrain, OneRunReshardsThroughFiveLayouts) {
+// One run through six layouts, resharded at every checkpoint: tp x pp =
+// 2 x 2, then tp = 4 (sequence parallel), dp 2 x tp 2 under ZeRO-1 (each
+// rank writes its shard of the moments), one process, pp = 4 and dp = 4
+// under ZeRO-2, three steps each (the last five of the 20); the loss
+// curve, validation and final weights are the uninterrupted run's.
+TEST(TensorParallelTrain, OneRunReshardsThroughSixLayouts) {
   TempDir dir("tp_reshard");
   const std::string cfg = make_config(dir);
   const std::vector<std::string> base = {cfg, "--set", "model.n_layer=4", "--set", "model.n_head=4",
@@ -232,16 +234,23 @@ TEST(TensorParallelTrain, OneRunReshardsThroughFiveLayouts) {
   ASSERT_EQ(one.code, 0) << one.output;
   const std::string run = dir / "resharded";
   const std::vector<std::pair<int, std::vector<std::string>>> legs = {
-      {4, {"dist.tp=2", "dist.pp=2"}}, {4, {"dist.tp=4", "dist.sequence_parallel=true"}}, {1, {}}, {4, {"dist.pp=4"}},
-      {4, {"train.grad_accum=1"}}};
+      {4, {"dist.tp=2", "dist.pp=2"}},
+      {4, {"dist.tp=4", "dist.sequence_parallel=true"}},
+      {4, {"dist.tp=2", "dist.zero=1", "train.grad_accum=2"}},
+      {1, {}},
+      {4, {"dist.pp=4"}},
+      {4, {"dist.zero=2", "train.grad_accum=1"}}};
   for (size_t i = 0; i < legs.size(); ++i) {
     std::vector<std::string> args = with(base, {"--run-dir", run});
     if (i > 0) args.push_back("--resume");
-    if (i + 1 < legs.size()) args.insert(args.end(), {"--stop-at", std::to_string(4 * (i + 1))});
+    if (i + 1 < legs.size()) args.insert(args.end(), {"--stop-at", std::to_string(3 * (i + 1))});
     for (const std::string& s : legs[i].second) args.insert(args.end(), {"--set", s});
     auto r = legs[i].first == 1 ? run_crucible(with({"train"}, args)) : run_crucible(launch(legs[i].first, args));
     ASSERT_EQ(r.code, 0) << "leg " << i << "\n" << r.output;
+    // The ZeRO legs' checkpoints: each rank's shard of the moments in its own file.
+    if (i == 2) EXPECT_TRUE(std::filesystem::exists(run + "/ckpt/step_0000009/optimizer.part-1.dp-1.safetensors"));
   }
+  EXPECT_TRUE(std::filesystem::exists(run + "/ckpt/step_0000020/optimizer.dp-3.safetensors"));
   expect_same_run(dir / "one", run, 1e-5);
 }
 
