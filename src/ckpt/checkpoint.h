@@ -136,10 +136,11 @@ struct FoundCheckpoint {
 
 };
 
-// How the ranks of a job share the verification of a checkpoint: rank r of
-// `ranks` hashes the files listed at r, r + ranks, ... of each manifest (all
-// ranks parse the manifest and check every file's size), so every byte is
-// read once per job rather than once per rank. The hooks are collective
+// How the ranks of a job share the verification of a checkpoint: each
+// manifest's files are dealt out by size, largest first, each to the rank
+// with the fewest bytes so far, and rank r hashes its own (all ranks parse
+// the manifest and check every file's size), so every byte is read once
+// per job rather than once per rank, about total / ranks bytes a rank. The hooks are collective
 // (runtime/world.h verify_share): `agree` turns each rank's verdict into the
 // job's (the first failure, with its message, on every rank) and
 // `broadcast` gives every rank rank 0's text.

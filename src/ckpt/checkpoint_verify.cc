@@ -65,16 +65,37 @@ bool is_plain_file_name(const std::string& name) {
   return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos;
 }
 
-// Which of a manifest's files (by index in "files") this caller hashes; the
-// sizes of all are checked either way.
-using HashFilter = std::function<bool(size_t)>;
-bool hash_all(size_t) { return true; }
+// Which of a manifest's files this caller hashes (the sizes of all are
+// checked either way): all, none (just verified), or rank's share of
+// `ranks`: the files dealt out largest first, each to the rank with the
+// fewest bytes so far (ties to the lowest rank), so every rank reads about
+// total / ranks bytes. Every rank deals the same manifest the same way.
+struct Hashing {
+  bool any = true;
+  int rank = 0, ranks = 1;
+};
+
+std::vector<bool> hashed_here(const nlohmann::json& files, const Hashing& how) {
+  std::vector<bool> mine(files.size(), how.any && how.ranks <= 1);
+  if (!how.any || how.ranks <= 1) return mine;
+  std::vector<size_t> order(files.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto bytes = [&](size_t i) { return files[i]["bytes"].get<uint64_t>(); };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return bytes(a) > bytes(b); });
+  std::vector<uint64_t> load(size_t(how.ranks), 0);
+  for (size_t i : order) {
+    const size_t r = size_t(std::min_element(load.begin(), load.end()) - load.begin());
+    load[r] += bytes(i);
+    mine[i] = int(r) == how.rank;
+  }
+  return mine;
+}
 
 // Verifies step_dir and returns its parsed manifest. The manifest must record
 // expected_step, or without one the step in the directory's name (if any).
 Result<nlohmann::json> verified_manifest(const std::string& step_dir,
                                          std::optional<int64_t> expected_step = {},
-                                         const HashFilter& hash_this = hash_all) {
+                                         const Hashing& hashing = {}) {
   const std::string label = dir_label(step_dir);
   std::error_code ec;
   if (!fs::is_directory(step_dir, ec))
@@ -122,12 +143,14 @@ Result<nlohmann::json> verified_manifest(const std::string& step_dir,
     return Status::corrupt("[ckpt] " + mlabel + ": records step " +
                            std::to_string(m["step"].get<int64_t>()) + ", not " +
                            std::to_string(*expected_step));
-  for (size_t i = 0; i < m["files"].size(); ++i) {
-    const nlohmann::json& f = m["files"][i];
+  for (const nlohmann::json& f : m["files"])
     if (!f.is_object() || !f.contains("name") || !f["name"].is_string() || !f.contains("bytes") ||
         !f["bytes"].is_number_unsigned() || !f.contains("xxh64") || !f["xxh64"].is_string() ||
         !is_plain_file_name(f["name"].get<std::string>()))
       return Status::corrupt("[ckpt] " + mlabel + ": malformed files entry " + f.dump());
+  const std::vector<bool> hash_this = hashed_here(m["files"], hashing);
+  for (size_t i = 0; i < m["files"].size(); ++i) {
+    const nlohmann::json& f = m["files"][i];
     const std::string name = f["name"].get<std::string>();
     const std::string flabel = label + "/" + name;
     const std::string path = step_dir + "/" + name;
@@ -138,7 +161,7 @@ Result<nlohmann::json> verified_manifest(const std::string& step_dir,
       return Status::corrupt("[ckpt] " + flabel + ": " + std::to_string(size) +
                              " bytes, the manifest says " + std::to_string(want) +
                              (size < want ? " (truncated)" : ""));
-    if (!hash_this(i)) continue;
+    if (!hash_this[i]) continue;
     auto h = hash_file(path, flabel);
     if (!h) return h.status();
     if (xxh64_hex(*h) != f["xxh64"].get<std::string>())
@@ -274,8 +297,7 @@ Result<FoundCheckpoint> find_latest_valid(const std::string& ckpt_dir, const Ver
   }
   CRUCIBLE_RETURN_IF_ERROR(there);
   if (listed.empty()) return Status::not_found("[ckpt] no checkpoint in " + ckpt_dir);
-  const HashFilter mine = share ? HashFilter([share](size_t i) { return int(i % size_t(share->ranks)) == share->rank; })
-                                : HashFilter(hash_all);
+  const Hashing mine = share ? Hashing{true, share->rank, share->ranks} : Hashing{};
   FoundCheckpoint found;
   for (const auto& [step, name] : listed) {  // newest first
     const std::string dir = ckpt_dir + "/" + name;
@@ -484,7 +506,7 @@ Status load_sharded(const std::string& step_dir, const nlohmann::json& m, nn::Pa
 
 Result<CheckpointState> load_checkpoint(const std::string& step_dir, nn::ParamRegistry& params,
                                         optim::AdamW* opt, bool part, bool verified) {
-  auto manifest = verified_manifest(step_dir, {}, verified ? HashFilter([](size_t) { return false; }) : hash_all);
+  auto manifest = verified_manifest(step_dir, {}, Hashing{!verified});
   if (!manifest) return manifest.status();
   const nlohmann::json& m = *manifest;
   const std::string label = dir_label(step_dir);
