@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "core/check.h"
 #include "kernels/kernels.h"
 #include "nn/layers.h"
 
@@ -40,17 +41,24 @@ void Embedding::forward(Arena& arena, float* out, const int32_t* toks, int B, in
   }
 }
 
-// dout (B,T,C), sequence parallel (B*T/tp, C) rows -> dwte +=, dwpe +=
+// dout (B,T,C), sequence parallel (B*T/tp, C) rows -> dwte += (or rows
+// appended), dwpe +=
 void Embedding::backward(Arena& arena, const float* dout, int B, int T) {
-  if (!tp) {
+  if (!tp && !rows) {
     kernels::embedding_backward(wte.grad, wpe.grad, dout, tokens, B, T, C);
     return;
   }
   Arena::Mark m = arena.mark();  // sequence parallel: every rank's rows, so wpe's gradient is whole
   if (sequence) dout = gather_rows(arena, *tp, dout, size_t(B * T / tp->size()) * C);
+  const int N = B * T;
+  if (rows) {
+    CRUCIBLE_CHECK(rows->count + size_t(N) <= rows->capacity, "[nn] more embedding rows than their buffer holds");
+    std::copy_n(tokens, N, rows->tokens + rows->count);
+    std::copy_n(dout, size_t(N) * C, rows->rows + rows->count * size_t(C));
+    rows->count += size_t(N);
+  }
   // dout is the whole gradient on every rank; each keeps its rows'. Threads
   // split the channels, so repeated tokens add in one order (deterministic).
-  const int N = B * T;
 #pragma omp parallel for schedule(static)
   for (int c0 = 0; c0 < C; c0 += 64) {
     const int c1 = std::min(C, c0 + 64);
@@ -59,7 +67,7 @@ void Embedding::backward(Arena& arena, const float* dout, int B, int T) {
       float* p = wpe.grad + size_t(n % T) * C;
       for (int c = c0; c < c1; ++c) p[c] += d[c];
       const int64_t t = tokens[n];
-      if (t < vocab.lo || t >= vocab.hi) continue;
+      if (rows || t < vocab.lo || t >= vocab.hi) continue;
       float* e = wte.grad + size_t(t - vocab.lo) * C;
       for (int c = c0; c < c1; ++c) e[c] += d[c];
     }

@@ -64,13 +64,16 @@ void check_part(const GPTConfig& cfg, const GPTPart& part) {
   CRUCIBLE_CHECK(part.tp >= 1 && part.tp_rank >= 0 && part.tp_rank < part.tp &&
                      cfg.n_head % part.tp == 0 && 4 * cfg.n_embd % part.tp == 0,
                  "[nn] a tensor-parallel part holds whole heads and equal MLP shares");
+  CRUCIBLE_CHECK(!part.embedding_rows || (part.embedding && part.head && part.num_chunks() == 1),
+                 "[nn] embedding rows apart from wte's gradient need the embedding and the head in one chunk");
 }
 
 // Registers the part's parameters, in memory order (HF GPT-2 names); the one
 // definition of the model's parameters, for the model and for size queries.
-// wte comes first wherever it is (embedding or head: its gradient is final
-// only at the end of backward, after the tied copies are summed), then wpe,
-// the chunks' blocks, ln_f.
+// Backward finalises the buffer from its end, so wte comes first wherever it
+// is (embedding or head: its gradient is final only at the end of backward,
+// after the tied copies are summed), then wpe, the chunks' blocks, ln_f;
+// with embedding_rows wte comes last instead, final once the head is done.
 //
 // Tensor-parallel shards (nn/tensor_parallel.h): wte's rows, c_attn's and
 // c_fc's columns, the two c_proj's rows; what every rank of the group holds
@@ -93,11 +96,12 @@ PartIdx register_params(const GPTConfig& cfg, const GPTPart& part, ParamRegistry
     return i;
   };
   PartIdx x;
-  if (part.embedding || part.head) {
+  auto add_wte = [&] {
     x.wte = P.add("transformer.wte.weight", {cfg.vocab_size, C}, split(0, {{vocab.lo, vocab.hi}}), false,
                   Init::normal, std);
     if (!part.embedding) P.mark_replica(x.wte);
-  }
+  };
+  if ((part.embedding || part.head) && !part.embedding_rows) add_wte();
   if (part.embedding) x.wpe = whole("transformer.wpe.weight", {cfg.seq_len, C}, Init::normal, std);
   for (const BlockRange& range : part.chunks) {
     auto& chunk = x.chunks.emplace_back();
@@ -123,6 +127,7 @@ PartIdx register_params(const GPTConfig& cfg, const GPTPart& part, ParamRegistry
     x.lnfw = whole("transformer.ln_f.weight", {C}, Init::ones);
     x.lnfb = whole("transformer.ln_f.bias", {C}, Init::zeros);
   }
+  if (part.embedding_rows) add_wte();
   return x;
 }
 

@@ -68,6 +68,11 @@ struct GPTPart {
   bool sequence_parallel = false;
   DType precision = DType::f32;
   Recompute recompute = Recompute::kNone;  // what backward recomputes (nn/layers.h)
+  // The tied wte's two gradients apart (a part with both the embedding and
+  // the head): wte is laid out last, so the head's dense gradient of it is
+  // final right after the head's backward, and the embedding's sparse rows
+  // go to GPT::set_embedding_rows's buffer instead (Embedding::rows).
+  bool embedding_rows = false;
 
   static GPTPart whole(const GPTConfig& cfg) { return {{{0, cfg.n_layer}}, true, true}; }
   int num_chunks() const { return int(chunks.size()); }
@@ -154,6 +159,9 @@ class GPT {
   const GPTPart& part() const { return part_; }
   // The rows of the vocabulary (of wte, of the logits) this part holds.
   IndexRange vocab() const { return embed_.vocab; }
+  // GPTPart::embedding_rows: where the embedding's backward appends its wte
+  // gradient rows (for contexts bound after the call).
+  void set_embedding_rows(EmbeddingRows* rows) { embed_.rows = rows; }
   // Floats of what crosses a stage boundary for B x T tokens: the residual
   // stream, (B,T,C), or this rank's rows of it under sequence parallelism.
   size_t boundary_floats(int B, int T) const {

@@ -63,12 +63,24 @@ const void* gather_rows(Arena& arena, TensorParallel& tp, const void* rows, size
 // (zero rows elsewhere), the group sums the lookups, then wpe is added.
 // Sequence-parallel (sequence set): out holds this rank's rows only
 // (nn/tensor_parallel.h); the lookups are reduce-scattered instead.
+//
+// rows set (GPTPart::embedding_rows): backward leaves wte.grad alone and
+// appends each position's gradient row and token to *rows instead, for the
+// data-parallel layer to add after the head's dense wte gradient is reduced
+// (parallel/embedding_rows.h).
+struct EmbeddingRows {
+  int32_t* tokens = nullptr;  // (capacity) whole-vocabulary ids
+  float* rows = nullptr;      // (capacity, C)
+  size_t capacity = 0, count = 0;
+};
+
 struct Embedding {
   Param wte, wpe;  // (V,C) or (vocab.size(),C), (maxT,C)
   int V = 0, C = 0;
   IndexRange vocab;  // the rows of wte held
   TensorParallel* tp = nullptr;
   bool sequence = false;
+  EmbeddingRows* rows = nullptr;
   const int32_t* tokens = nullptr;
   // scratch from the arena (sequence parallel: the (B,T,C) lookups).
   void forward(Arena& arena, float* out, const int32_t* tokens, int B, int T);

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "core/allocator.h"
+#include "parallel/embedding_rows.h"
 #include "parallel/pipeline.h"
 #include "parallel/schedule.h"
 
@@ -93,6 +94,10 @@ MemoryEstimate estimate_memory(const nn::GPTConfig& model, const Candidate& c, c
   // parallel, tp LayerNorm gradients of (C) (its activations are gathered
   // into the arena instead).
   if (tp > 1) e.staging = uint64_t(tp) * (part.sequence_parallel ? 1 : B * T) * uint64_t(model.n_embd) * 4;
+  // The embedding's wte gradient rows, reduced apart (parallel/embedding_rows.h),
+  // counted as if overlap is on (the default).
+  if (parallel::EmbeddingGradRows::applies(layout, model, c.m, c.mb))
+    e.staging += parallel::EmbeddingGradRows::bytes(dp, size_t(c.m) * B * T, model.n_embd);
   e.other += kGemmScratchAllowance;
   // A CPU without a bf16 matmul runs a bf16 GEMM on f32 copies of its
   // operands and its product (kernels/gemm.cc's widening buffer, grown to

@@ -21,7 +21,8 @@
 //                allowance for oneDNN's scratchpad, and on CPUs without a
 //                bf16 matmul the f32 widening buffer of bf16 GEMMs
 //   staging      outside crucible's allocator: the tensor-parallel
-//                allreduce's staging vector
+//                allreduce's staging vector, the embedding's wte gradient
+//                rows (parallel/embedding_rows.h)
 //   snapshot     outside crucible's allocator: the host copy a checkpoint is
 //                written from (params and both moments of what this rank
 //                writes)
@@ -40,7 +41,7 @@ namespace crucible::plan {
 struct MemoryEstimate {
   uint64_t weights = 0, grads = 0, optimizer = 0, activations = 0, other = 0;  // crucible's allocator
   uint64_t snapshot = 0;  // host copy for checkpoints (std::vector)
-  uint64_t staging = 0;   // tensor-parallel staging (std::vector)
+  uint64_t staging = 0;   // tensor-parallel staging, embedding rows (std::vectors)
   int contexts = 1;       // micro-batch activation contexts held at once
   uint64_t allocator_bytes() const { return weights + grads + optimizer + activations + other; }
   uint64_t total() const { return allocator_bytes() + snapshot + staging; }

@@ -99,6 +99,7 @@ std::vector<Field> fields(Config& c) {
       {"dist.zero", &c.dist.zero},
       {"dist.reproducible", &c.dist.reproducible},
       {"dist.overlap", &c.dist.overlap},
+      {"dist.embedding_rows", &c.dist.embedding_rows},
       {"dist.tp", &c.dist.tp},
       {"dist.pp", &c.dist.pp},
       {"dist.pp_virtual", &c.dist.pp_virtual},

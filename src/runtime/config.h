@@ -82,6 +82,10 @@ struct DistConfig {
   int zero = 0;               // 0: replicated optimizer; 1: sharded state; 2: + sharded gradients
   bool reproducible = false;  // bit-identical weights for any world size (docs/training.md)
   bool overlap = true;        // start bucket reductions during backward (false: after it)
+  // With overlap, data parallel and one pipeline stage: the tied wte's
+  // embedding rows reduced apart from its LM-head gradient where that moves
+  // fewer bytes (parallel/embedding_rows.h); false: wte reduced whole.
+  bool embedding_rows = true;
   // The model-parallel grid (parallel/layout.h): tensor-parallel ranks,
   // pipeline stages, virtual stages per rank, pipeline schedule. The
   // micro-batches of a pipeline step are train.grad_accum.

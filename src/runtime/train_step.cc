@@ -75,8 +75,18 @@ Result<std::unique_ptr<TrainStep>> TrainStep::create(const Config& cfg, comm::Co
     t->tied_ = std::move(*tied);
   }
   if (L.tp() > 1) t->tp_ = std::make_unique<parallel::CommTensorParallel>(*t->groups_.tp);
-  t->model_ = std::make_unique<nn::GPT>(cfg.model, stage_part(L, t->coords_, cfg),
-                                        t->tp_.get());
+  // Data parallel with overlap in one stage: wte's head gradient reduced as
+  // soon as the head is done, its embedding rows apart (parallel/embedding_rows.h).
+  const bool rows = !cfg.dist.reproducible && cfg.dist.overlap && cfg.dist.embedding_rows &&
+                    parallel::EmbeddingGradRows::applies(L, cfg.model, accum, cfg.train.batch_size);
+  nn::GPTPart part = stage_part(L, t->coords_, cfg);
+  part.embedding_rows = rows;
+  t->model_ = std::make_unique<nn::GPT>(cfg.model, part, t->tp_.get());
+  if (rows) {
+    t->rows_ = std::make_unique<parallel::EmbeddingGradRows>(
+        *t->groups_.dp, size_t(accum) * cfg.train.batch_size * cfg.model.seq_len, cfg.model.n_embd);
+    t->model_->set_embedding_rows(t->rows_->sink());
+  }
   // Each parameter draws from its own stream keyed by its name: every part's
   // initial weights are the whole model's (nn/params.h).
   t->model_->init_weights(cfg.train.seed);
@@ -112,6 +122,7 @@ Status TrainStep::run(float lr, const std::function<double(int, int32_t*, int32_
                       const std::function<void(const parallel::Action&)>& before,
                       const std::function<void(Phase)>& phase, StepMetrics& m) {
   const int accum = cfg_.train.grad_accum;
+  if (rows_) rows_->sink()->count = 0;  // this step's embedding rows, appended by every micro-batch's backward
   // Pre-scaled so that summing gradients over the data-parallel ranks gives
   // the global mean.
   const float grad_scale = 1.0f / float(accum * layout_.dp());
@@ -161,6 +172,13 @@ Status TrainStep::run(float lr, const std::function<double(int, int32_t*, int32_
     if (!waited) return waited.status();
     m.comm_ms += *waited * 1e3;
   }
+  double rows_bytes = 0;
+  if (rows_) {
+    const nn::ParamSpec* wte = model_->params().find("transformer.wte.weight");
+    auto added = rows_->add_all(model_->params().grads() + wte->offset, model_->vocab(), rows_bytes);
+    if (!added) return added.status();
+    m.comm_ms += *added * 1e3;
+  }
   // The norm counts every element once: the data-parallel shards (ZeRO),
   // the tensor-parallel shards and the pipeline stages are summed; wte's copy
   // on the last stage and what a TP group holds whole on its other ranks are
@@ -188,7 +206,7 @@ Status TrainStep::run(float lr, const std::function<double(int, int32_t*, int32_
     auto gathered = dp_->gather_parameters();
     if (!gathered) return gathered.status();
     m.comm_ms += *gathered * 1e3;
-    m.comm_bytes = dp_->take_traffic_bytes();
+    m.comm_bytes = dp_->take_traffic_bytes() + rows_bytes;
   }
   model_->params().zero_grad();
   return Status::ok();

@@ -16,6 +16,7 @@
 #include "core/status.h"
 #include "comm/comm.h"
 #include "parallel/data_parallel.h"
+#include "parallel/embedding_rows.h"
 #include "parallel/tree_reduce.h"
 #include "nn/gpt.h"
 #include "optim/adamw.h"
@@ -48,6 +49,8 @@ class TrainStep {
   nn::GPT& model() { return *model_; }
   optim::AdamW& optimizer() { return *adam_; }
   parallel::DataParallel* data_parallel() { return dp_.get(); }
+  // wte's embedding rows are reduced apart from its head gradient (parallel/embedding_rows.h).
+  bool embedding_rows_apart() const { return rows_ != nullptr; }
   comm::Comm& dp_group() { return *groups_.dp; }
   comm::Comm& pp_group() { return *groups_.pp; }
   // Whether this rank reports the loss: its part ends the model (it
@@ -87,6 +90,7 @@ class TrainStep {
   std::unique_ptr<parallel::CommTensorParallel> tp_;  // the TP group's collectives (tp > 1)
   std::unique_ptr<nn::GPT> model_;
   std::unique_ptr<parallel::DataParallel> dp_;
+  std::unique_ptr<parallel::EmbeddingGradRows> rows_;  // wte's embedding rows apart (dp_ with overlap, pp = 1)
   std::unique_ptr<parallel::TreeReducer> tree_;
   std::unique_ptr<optim::AdamW> adam_;
   std::unique_ptr<parallel::PipelineStage> stage_;

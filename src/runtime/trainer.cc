@@ -366,7 +366,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
       std::to_string(int64_t(tokens_per_step)) + " tokens per step, steps " + std::to_string(step) +
       " -> " + std::to_string(total) +
       (dp ? ", " + std::to_string(dp->num_buckets()) + " gradient buckets, ZeRO-" +
-                std::to_string(cfg.dist.zero)
+                std::to_string(cfg.dist.zero) + (ts.embedding_rows_apart() ? ", wte's embedding rows apart" : "")
           : ""));
   // The trace window: steps [trace_from, trace_from + trace_steps).
   const int64_t trace_end = cfg.run.trace_from + cfg.run.trace_steps;

@@ -201,5 +201,56 @@ TEST(GPTPartDeathTest, ChunksMustBeAscendingAndCoverTheirEnds) {
   EXPECT_DEATH(GPT(cfg, GPTPart{{{2, 3}}, false, true}), "ends at the last block");
 }
 
+// The tied wte's two gradients apart (GPTPart::embedding_rows, for the
+// data-parallel layer): wte is laid out last, so the first gradient-ready
+// report of backward (right after the head) already covers it; the
+// embedding's backward leaves wte.grad to the head and appends its rows
+// instead, and those rows scattered into it give the whole model's wte
+// gradient over several micro-batches, every other gradient unchanged.
+TEST(GPTPart, EmbeddingRowsApartAddUpToTheTiedGradient) {
+  const GPTConfig cfg = small();
+  const int B = 2, T = 8, M = 3;
+  auto data = batches(M, B, T, cfg.vocab_size, testing::test_seed());
+  GPT whole(cfg);
+  GPTPart part = GPTPart::whole(cfg);
+  part.embedding_rows = true;
+  GPT apart(cfg, part);
+  whole.init_weights(11);
+  apart.init_weights(11);
+  const ParamSpec* wte = apart.params().find("transformer.wte.weight");
+  ASSERT_TRUE(wte);
+  for (const ParamSpec& s : apart.params().specs()) EXPECT_LE(s.offset, wte->offset) << s.name << " after wte";
+  std::vector<int32_t> tokens(size_t(M) * B * T);
+  std::vector<float> rows(tokens.size() * size_t(cfg.n_embd));
+  EmbeddingRows sink{tokens.data(), rows.data(), tokens.size(), 0};
+  apart.set_embedding_rows(&sink);
+  Arena arena("test.rows");
+  std::vector<size_t> ready;
+  for (const auto& b : data)
+    for (GPT* m : {&whole, &apart}) {
+      arena.reset();
+      m->forward(arena, b.tokens.data(), b.targets.data(), B, T, 1.0f / M);
+      m->backward(arena, [&](size_t from) {
+        if (m == &apart) ready.push_back(from);
+      });
+    }
+  ASSERT_FALSE(ready.empty());
+  EXPECT_LE(ready.front(), wte->offset) << "wte ready with the head";
+  ASSERT_EQ(sink.count, tokens.size());
+  for (size_t i = 0; i < M * size_t(B) * T; ++i)
+    EXPECT_EQ(tokens[i], data[i / (B * T)].tokens[i % (B * T)]);
+  float* g = apart.params().grads() + wte->offset;
+  for (size_t n = 0; n < sink.count; ++n)
+    for (int c = 0; c < cfg.n_embd; ++c) g[size_t(tokens[n]) * cfg.n_embd + c] += rows[n * cfg.n_embd + size_t(c)];
+  auto want = grads_by_name(whole), got = grads_by_name(apart);
+  for (const auto& [name, w] : want) {
+    ASSERT_TRUE(got.count(name)) << name;
+    if (name == "transformer.wte.weight")
+      EXPECT_LT(rel_l2(got[name], w), 1e-6) << "the rows add in another order than the dense kernel's";
+    else
+      EXPECT_EQ(got[name], w) << name << ": bit for bit";
+  }
+}
+
 }  // namespace
 }  // namespace crucible::nn

@@ -82,7 +82,8 @@ void expect_same_training(const std::string& single, const std::string& multi, d
               multi.c_str(), w);
 }
 
-// N ranks x local batch b == 1 rank x N*b, for every ZeRO stage.
+// N ranks x local batch b == 1 rank x N*b, for every ZeRO stage (with the
+// tied wte's embedding rows reduced apart).
 TEST(DistTrain, TwoRanksEqualOneRankWithTheSameGlobalBatch) {
   TempDir dir("dist_equiv");
   auto one = run_crucible({"train", make_config(dir, 4), "--run-dir", dir / "one"});
@@ -92,6 +93,10 @@ TEST(DistTrain, TwoRanksEqualOneRankWithTheSameGlobalBatch) {
     auto two = run_crucible(launch(
         2, {make_config(dir, 2), "--run-dir", run, "--set", "dist.zero=" + std::to_string(zero)}));
     ASSERT_EQ(two.code, 0) << two.output;
+    // wte's head gradient rode the overlapped buckets, its embedding rows
+    // were reduced apart (parallel/embedding_rows.h), and the run is still
+    // the one-rank run.
+    EXPECT_NE(two.output.find("wte's embedding rows apart"), std::string::npos) << two.output;
     expect_same_training(dir / "one", run, 1e-5);
     // Every rank records its own step breakdown, exposed communication included.
     std::string rank1 = read_file(run + "/metrics.rank1.jsonl");

@@ -248,7 +248,9 @@ TEST(TensorParallelTrain, OneRunReshardsThroughSixLayouts) {
     auto r = legs[i].first == 1 ? run_crucible(with({"train"}, args)) : run_crucible(launch(legs[i].first, args));
     ASSERT_EQ(r.code, 0) << "leg " << i << "\n" << r.output;
     // The ZeRO legs' checkpoints: each rank's shard of the moments in its own file.
-    if (i == 2) EXPECT_TRUE(std::filesystem::exists(run + "/ckpt/step_0000009/optimizer.part-1.dp-1.safetensors"));
+    if (i == 2) {
+      EXPECT_TRUE(std::filesystem::exists(run + "/ckpt/step_0000009/optimizer.part-1.dp-1.safetensors"));
+    }
   }
   EXPECT_TRUE(std::filesystem::exists(run + "/ckpt/step_0000020/optimizer.dp-3.safetensors"));
   expect_same_run(dir / "one", run, 1e-5);
