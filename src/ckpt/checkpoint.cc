@@ -41,11 +41,12 @@ struct InjectedFault {
 std::mutex g_fault_mu;
 std::optional<InjectedFault> g_fault;
 
-// A part's file answers to its kind's name: "model.part-3.safetensors" is
-// "model.safetensors" to fault injection.
+// A part's or a ZeRO shard's file answers to its kind's name:
+// "model.part-3.safetensors" and "optimizer.part-1.dp-2.safetensors" are
+// "model.safetensors" and "optimizer.safetensors" to fault injection.
 std::string unparted(const std::string& name) {
-  const size_t at = name.find(".part-"), dot = name.rfind('.');
-  return at == std::string::npos || dot <= at ? name : name.substr(0, at) + name.substr(dot);
+  const size_t first = name.find('.'), last = name.rfind('.');
+  return first == last ? name : name.substr(0, first) + name.substr(last);
 }
 
 // True (once) when a fault is armed for this step and file.

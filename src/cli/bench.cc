@@ -175,6 +175,7 @@ void add_bench_command(CLI::App& app) {
   step->add_option("--recompute", opt->recompute, "none | selective | full (as train.recompute)")
       ->capture_default_str();
   step->add_option("--moments", opt->moments, "f32 | bf16 (as optim.moments)")->capture_default_str();
+  step->add_flag("--fused-head", opt->fused_head, "The LM head and loss fused over chunks of rows (as train.fused_head)");
   step->add_flag("--json", *json, "Print one JSON object instead of a table");
   step->callback([opt, json] {
     opt->progress = !*json;

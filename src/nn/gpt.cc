@@ -198,9 +198,19 @@ size_t GPT::activation_bytes(const GPTConfig& cfg, const GPTPart& part, int chun
     fwd += 2 * a(NlC) + (full ? 0 : internal(l));
     refwd = std::max(refwd, full ? internal(l) : 0);
   }
-  if (last) {  // targets, r_final, lnf_out (and its gathered rows); ln_f; logits, losses
-    fwd += a(N) + a(NlC) + x(NlC) + (sp ? x(NC) : 0) + layernorm() + x(N * Vl) + a(N);
-    if (tp > 1) fwd += a(3 * N) + a(3 * N * tp);  // the loss's exchange (nn/cross_entropy.cc)
+  // What forward allocates and gives back before backward starts: a fused
+  // head's chunk of logits and its loss's scratch.
+  size_t transient = 0;
+  const size_t scratch = tp > 1 ? a(3 * N) + a(3 * N * tp) : 0;  // the loss's exchange (nn/cross_entropy.cc)
+  if (last) {  // targets, r_final, lnf_out (and its gathered rows); ln_f; losses
+    fwd += a(N) + a(NlC) + x(NlC) + (sp ? x(NC) : 0) + layernorm() + a(N);
+    if (part.head_chunk > 0) {  // dh of every row kept; one chunk's logits and scratch at a time
+      const size_t rows = std::min<size_t>(size_t(part.head_chunk), N);
+      fwd += a(NC);
+      transient = x(rows * Vl) + (tp > 1 ? a(3 * rows) + a(3 * rows * tp) : 0);
+    } else {  // the logits (then their gradient), and the loss's scratch
+      fwd += x(N * Vl) + scratch;
+    }
   } else {
     fwd += a(NlC);  // the output residual
   }
@@ -212,7 +222,9 @@ size_t GPT::activation_bytes(const GPTConfig& cfg, const GPTPart& part, int chun
   // kInput pass keeps every block's (nn/layers.h), sequence parallel with
   // one gathered tensor at a time on top. bf16: each of the two also holds
   // the output gradient's bf16 copy, and the MLP the bf16 dpre beside dact.
-  size_t bwd = last ? 2 * a(NlC) : 0;  // dr and dh (elsewhere dr is the received gradient)
+  // dr and dh (elsewhere dr is the received gradient; a fused head's dh is
+  // forward's, gathered onto this rank's rows under sequence parallelism).
+  size_t bwd = last ? (part.head_chunk > 0 && !sp ? a(NlC) : 2 * a(NlC)) : 0;
   const size_t sel_mlp = selective ? x(NF) : 0, sel_attn = selective ? x(NCh) : 0;
   // The output gradient as c_proj's backward reads it: gathered (f32) under
   // sequence parallelism, then its bf16 copy; else the bf16 copy, or the
@@ -226,7 +238,7 @@ size_t GPT::activation_bytes(const GPTConfig& cfg, const GPTPart& part, int chun
   } else {  // sequence parallel: the input gathered again and the partial input gradient on top
     bwd += refwd + a(NlC) + std::max(mlp, attn) + (sp ? x(NC) + a(NC) : 0);
   }
-  return fwd + bwd;
+  return fwd + std::max(transient, bwd);
 }
 
 GPT::GPT(const GPTConfig& cfg, const GPTPart& part, TensorParallel* tp)
@@ -291,6 +303,12 @@ GPT::GPT(const GPTConfig& cfg, const GPTPart& part, TensorParallel* tp)
   if (part.head) ln_f_ = layernorm(idx.lnfw, idx.lnfb);
 }
 
+int fused_head_rows(const GPTConfig& cfg, const GPTPart& part) {
+  const int64_t vocab = shard_range(cfg.vocab_size, part.tp, part.tp_rank).size();
+  const int64_t rows = (int64_t(32) << 20) / (4 * std::max<int64_t>(1, vocab));
+  return int(std::max<int64_t>(16, rows / 16 * 16));
+}
+
 void GPT::bind(Activations& a, Arena& arena, int chunk, int B, int T) const {
   CRUCIBLE_CHECK(chunk >= 0 && chunk < part_.num_chunks(), "[nn] chunk index in range");
   CRUCIBLE_CHECK(T >= 1 && T <= cfg_.seq_len, "[nn] sequence longer than model.seq_len");
@@ -306,6 +324,7 @@ void GPT::bind(Activations& a, Arena& arena, int chunk, int B, int T) const {
   a.output_grad_ = part_.ends_model(chunk) ? nullptr : arena.allocate_array<float>(boundary_floats(B, T));
   a.output_ = a.losses_ = a.dr_ = nullptr;
   a.lnf_out_ = a.logits_ = nullptr;
+  a.head_dh_ = nullptr;
   a.logits_type_ = DType::f32;
   a.input_grad_ = nullptr;
   a.tokens_ = nullptr;
@@ -355,24 +374,54 @@ float GPT::forward(Activations& a, const int32_t* tokens, const int32_t* targets
   a.ln_f_.forward(arena, a.lnf_out_, r_final, ra, rb, rows);
   if (sequence_)  // the head reads every row
     a.lnf_out_ = const_cast<void*>(gather_rows(arena, *tp_, a.lnf_out_, NC, act));
-  // Tied LM head: logits (N,V) = lnf_out (N,C) @ wte^T (V: this rank's
-  // vocabulary rows). bf16 keeps the logits of a training forward in bf16
-  // (their gradient replaces them, for the backward GEMMs); logits asked
-  // for without targets come out f32.
-  a.logits_type_ = targets ? act : DType::f32;
-  a.logits_ = arena_act(arena, size_t(N) * V, a.logits_type_);
-  kernels::gemm(act, a.logits_type_, false, true, N, V, C, a.lnf_out_, C, gemm_weights(a.embed_.wte, act), C,
-                a.logits_, V, false);
-  if (!targets) return 0.0f;
-  a.losses_ = arena.allocate_array<float>(size_t(N));
-  float dscale = grad_scale / float(N);
-  if (tp_)
-    vocab_parallel_cross_entropy(arena, *tp_, embed_.vocab, a.losses_, a.logits_, act, tgts, N, dscale);
-  else if (act == DType::bf16)
-    kernels::softmax_cross_entropy_bf16(a.losses_, static_cast<bf16*>(a.logits_), tgts, N, V, dscale);
-  else
-    kernels::softmax_cross_entropy(a.losses_, static_cast<float*>(a.logits_), tgts, N, V, dscale);
-  a.have_grad_ = grad_scale != 0.0f;
+  const void* wte = gemm_weights(a.embed_.wte, act);
+  const float dscale = grad_scale / float(N);
+  // losses (n) of n rows' logits (n,V); with dscale != 0 the logits become their gradient.
+  auto loss_of = [&](float* losses, void* logits, const int32_t* t, int n) {
+    if (tp_)
+      vocab_parallel_cross_entropy(arena, *tp_, embed_.vocab, losses, logits, act, t, n, dscale);
+    else if (act == DType::bf16)
+      kernels::softmax_cross_entropy_bf16(losses, static_cast<bf16*>(logits), t, n, V, dscale);
+    else
+      kernels::softmax_cross_entropy(losses, static_cast<float*>(logits), t, n, V, dscale);
+  };
+  a.have_grad_ = targets && grad_scale != 0.0f;
+  if (targets && part_.head_chunk > 0) {
+    // Fused head and loss: the logits of head_chunk rows at a time, each
+    // chunk's loss and (training) gradient formed at once, so the (N,V)
+    // logits never exist. What backward needs of them is made here: dh
+    // (N,C) = dlogits @ wte, kept, and dwte (V,C) += dlogits^T @ lnf_out
+    // (dwte read and written once per chunk).
+    a.losses_ = arena.allocate_array<float>(size_t(N));
+    a.head_dh_ = a.have_grad_ ? arena.allocate_array<float>(size_t(N) * C) : nullptr;
+    const int rows = std::min(part_.head_chunk, N);
+    const size_t row_bytes = size_t(C) * dtype_size(act);
+    Arena::Mark m = arena.mark();
+    void* logits = arena_act(arena, size_t(rows) * V, act);
+    for (int r0 = 0; r0 < N; r0 += rows) {
+      const int n = std::min(rows, N - r0);
+      const void* h = static_cast<const char*>(a.lnf_out_) + size_t(r0) * row_bytes;
+      kernels::gemm(act, act, false, true, n, V, C, h, C, wte, C, logits, V, false);
+      Arena::Mark scratch = arena.mark();
+      loss_of(a.losses_ + r0, logits, tgts + r0, n);
+      arena.rewind(scratch);
+      if (!a.have_grad_) continue;
+      kernels::gemm(act, DType::f32, false, false, n, C, V, logits, V, wte, C, a.head_dh_ + size_t(r0) * C, C, false);
+      kernels::gemm(act, DType::f32, true, false, V, C, n, logits, V, h, C, a.embed_.wte.grad, C, true);
+    }
+    arena.rewind(m);
+  } else {
+    // Tied LM head: logits (N,V) = lnf_out (N,C) @ wte^T (V: this rank's
+    // vocabulary rows). bf16 keeps the logits of a training forward in bf16
+    // (their gradient replaces them, for the backward GEMMs); logits asked
+    // for without targets come out f32.
+    a.logits_type_ = targets ? act : DType::f32;
+    a.logits_ = arena_act(arena, size_t(N) * V, a.logits_type_);
+    kernels::gemm(act, a.logits_type_, false, true, N, V, C, a.lnf_out_, C, wte, C, a.logits_, V, false);
+    if (!targets) return 0.0f;
+    a.losses_ = arena.allocate_array<float>(size_t(N));
+    loss_of(a.losses_, a.logits_, tgts, N);
+  }
   double sum = 0;
   for (int i = 0; i < N; ++i) sum += a.losses_[i];
   return float(sum / N);
@@ -407,18 +456,20 @@ void GPT::backward(Activations& a, const float* dout, BackwardPass pass, const G
   if (!weight_pass) {
     if (last) {
       a.dr_ = arena.allocate_array<float>(NC);
-      // LM head: dlnf (N,C) = dlogits (N,V) @ wte (V,C); ln_f's backward starts dr
-      float* dh = arena.allocate_array<float>(NC);
+      // LM head: dlnf (N,C) = dlogits (N,V) @ wte (V,C); ln_f's backward
+      // starts dr. A fused head formed it (and dwte) in forward.
+      const bool fused = a.head_dh_ != nullptr;
+      float* dh = fused && !sequence_ ? a.head_dh_ : arena.allocate_array<float>(NC);
       Arena::Mark m = arena.mark();
-      float* dh_all = sequence_ ? arena.allocate_array<float>(size_t(N) * C) : dh;
-      kernels::gemm(act, f32, false, false, N, C, V, a.logits_, V, wte, C, dh_all, C, false);
+      float* dh_all = fused ? a.head_dh_ : sequence_ ? arena.allocate_array<float>(size_t(N) * C) : dh;
+      if (!fused) kernels::gemm(act, f32, false, false, N, C, V, a.logits_, V, wte, C, dh_all, C, false);
       // Each rank's dh is its vocabulary rows' share (sequence parallel: summed onto its rows).
       if (sequence_)
         tp_->reduce_scatter(dh, dh_all, NC);
       else if (tp_)
         tp_->allreduce(dh, NC);
       arena.rewind(m);
-      if (weights)  // dwte (V,C) += dlogits^T @ lnf_out
+      if (weights && !fused)  // dwte (V,C) += dlogits^T @ lnf_out
         kernels::gemm(act, f32, true, false, V, C, N, a.logits_, V, a.lnf_out_, C, a.embed_.wte.grad, C, true);
       std::fill(a.dr_, a.dr_ + NC, 0.0f);
       a.ln_f_.backward(a.dr_, dh, rows);
@@ -426,7 +477,7 @@ void GPT::backward(Activations& a, const float* dout, BackwardPass pass, const G
       a.dr_ = a.output_grad_;  // the running gradient starts as the received one, in place
       if (dout && dout != a.dr_) std::copy(dout, dout + NC, a.dr_);
     }
-  } else if (last) {
+  } else if (last && !a.head_dh_) {
     kernels::gemm(act, f32, true, false, V, C, N, a.logits_, V, a.lnf_out_, C, a.embed_.wte.grad, C, true);
   }
   if (last) {

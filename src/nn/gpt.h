@@ -73,6 +73,11 @@ struct GPTPart {
   // final right after the head's backward, and the embedding's sparse rows
   // go to GPT::set_embedding_rows's buffer instead (Embedding::rows).
   bool embedding_rows = false;
+  // > 0: the LM head and loss fused, head_chunk rows of logits at a time
+  // (train.fused_head, fused_head_rows), the (B,T,V) logits never stored;
+  // the sums over rows of wte's gradient then go chunk by chunk. 0: the
+  // logits of the whole micro-batch at once.
+  int head_chunk = 0;
 
   static GPTPart whole(const GPTConfig& cfg) { return {{{0, cfg.n_layer}}, true, true}; }
   int num_chunks() const { return int(chunks.size()); }
@@ -84,6 +89,11 @@ class GPT;
 
 // train.recompute's names: "none", "selective", "full" (anything else: kNone).
 Recompute recompute_policy(const std::string& name);
+// train.fused_head's chunk: the rows whose f32 logits over the part's
+// vocabulary fit 32 MiB (a multiple of 16, at least 16): large enough for
+// the head's GEMMs to run near their rate, small beside the logits of a
+// micro-batch at a GPT-2 vocabulary.
+int fused_head_rows(const GPTConfig& cfg, const GPTPart& part);
 
 // What one forward of one model chunk saved for its backward, for one
 // micro-batch: copies of the chunk's layers (a layer copy carries its own
@@ -125,6 +135,7 @@ Recompute recompute_policy(const std::string& name);
   float* output_grad_ = nullptr;
   void* lnf_out_ = nullptr;   // (B,T,C), of the model's activation type
   void* logits_ = nullptr;    // (B,T,V), or dlogits after a training forward
+  float* head_dh_ = nullptr;  // fused head (GPTPart::head_chunk): (B,T,C) dlnf_out, all rows
   DType logits_type_ = DType::f32;  // bf16 in a bf16 forward with targets
   float* losses_ = nullptr;   // (B,T)
   float* dr_ = nullptr;       // (B,T,C) the running residual gradient of backward

@@ -54,6 +54,7 @@ std::string Candidate::describe() const {
   if (moments != "f32") s << ",moments=" << moments;
   if (grad_dtype != "f32") s << ",grad_dtype=" << grad_dtype;
   if (split != "even") s << ",split=" << split;
+  if (fused_head) s << ",fused_head=true";
   return s.str();
 }
 
@@ -94,9 +95,9 @@ Result<ParsedLayout> parse_layout(const std::string& text, const Candidate& defa
     else if (k == "zero") {
       s = set_int(c.zero, 0);
       if (s && c.zero > 2) s = bad(k, "'" + v + "' is not 0, 1 or 2");
-    } else if (k == "sp") {
+    } else if (k == "sp" || k == "fused_head") {
       if (v != "true" && v != "false") s = bad(k, "'" + v + "' is not true or false");
-      c.sp = v == "true";
+      (k == "sp" ? c.sp : c.fused_head) = v == "true";
     } else if (k == "recompute") s = set_name(c.recompute, kRecomputes);
     else if (k == "schedule") s = set_name(c.schedule, kSchedules);
     else if (k == "precision") s = set_name(c.precision, kPrecisions);
@@ -105,7 +106,7 @@ Result<ParsedLayout> parse_layout(const std::string& text, const Candidate& defa
     else if (k == "split") s = set_name(c.split, kSplits);
     else
       s = bad("'" + k + "'", "unknown key (known: dp, tp, pp, v, mb, m, zero, recompute, sp, schedule, precision, "
-                              "moments, grad_dtype, split)");
+                              "moments, grad_dtype, split, fused_head)");
     if (!s) return s;
   }
   return out;
@@ -141,6 +142,7 @@ nn::GPTPart part_of(const nn::GPTConfig& model, const parallel::Layout& layout, 
   nn::GPTPart part = parallel::stage_part(layout, at, model);
   part.precision = dtype_named(c.precision);
   part.recompute = nn::recompute_policy(c.recompute);
+  part.head_chunk = c.fused_head ? nn::fused_head_rows(model, part) : 0;
   return part;
 }
 

@@ -29,6 +29,7 @@ struct Candidate {
   std::string precision = "fp32";    // fp32 | bf16
   std::string moments = "f32";       // f32 | bf16
   std::string grad_dtype = "f32";    // f32 | bf16
+  bool fused_head = false;           // train.fused_head: the (B,T,V) logits never stored
   double bucket_mb = 25;
   bool overlap = true;
   bool reproducible = false;  // dist.reproducible: the fixed-order tree reduction
@@ -40,7 +41,7 @@ struct Candidate {
 };
 
 // --layout's text: comma-separated key=value over dp tp pp v mb m zero
-// recompute sp schedule precision moments grad_dtype split; keys not given
+// recompute sp schedule precision moments grad_dtype split fused_head; keys not given
 // keep `defaults`' values. An unknown key or a bad value is invalid, naming it.
 // has_dp / has_m: whether dp and m were given (else the caller derives them
 // from --devices and --global-batch).

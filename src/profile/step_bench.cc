@@ -42,12 +42,14 @@ Result<StepBenchResult> run_step_bench(const StepBenchOptions& opt) {
   r.peak = measure_cpu_peak(r.threads);
   r.precision = opt.precision;
   r.recompute = opt.recompute;
+  r.fused_head = opt.fused_head;
   const bool bf = opt.precision == "bf16";
   r.peak_gflops = r.peak.derived_gflops * (bf ? 2 : 1);
 
   nn::GPTPart part = nn::GPTPart::whole(wl->model);
   part.precision = dtype_named(opt.precision);
   part.recompute = nn::recompute_policy(opt.recompute);
+  part.head_chunk = opt.fused_head ? nn::fused_head_rows(wl->model, part) : 0;
   nn::GPT gpt(wl->model, part);
   gpt.init_weights(opt.seed);
   optim::AdamWConfig acfg;
@@ -133,6 +135,7 @@ nlohmann::json to_json(const StepBenchResult& r) {
           {"isa", r.isa},
           {"precision", r.precision},
           {"recompute", r.recompute},
+          {"fused_head", r.fused_head},
           {"activation_bytes", r.activation_bytes},
           {"peak_gflops", r.peak_gflops},
           {"threads", r.threads},
@@ -166,8 +169,9 @@ nlohmann::json to_json(const StepBenchResult& r) {
 
 std::string to_table(const StepBenchResult& r) {
   std::string s;
-  s += fmt::format("workload {}  (batch {} x seq {}, {} threads, kernels {}, {}, recompute {})\n",
-                   r.workload, r.batch, r.seq_len, r.threads, r.isa, r.precision, r.recompute);
+  s += fmt::format("workload {}  (batch {} x seq {}, {} threads, kernels {}, {}, recompute {}{})\n",
+                   r.workload, r.batch, r.seq_len, r.threads, r.isa, r.precision, r.recompute,
+                   r.fused_head ? ", fused head" : "");
   s += fmt::format("peak     {:.0f} GFLOP/s fp32 = {} threads x {} FMA x {} lanes x 2 x {:.2f} GHz"
                    " (FMA loop measured {:.0f})\n",
                    r.peak.derived_gflops, r.threads, r.peak.fma_units, r.peak.lanes,

@@ -21,6 +21,7 @@ struct StepBenchOptions {
   std::string precision = "fp32";  // "fp32" | "bf16" (train.precision)
   std::string recompute = "none";  // "none" | "selective" | "full" (train.recompute)
   std::string moments = "f32";     // "f32" | "bf16" (optim.moments)
+  bool fused_head = false;         // train.fused_head
   bool progress = false;  // live line on stderr
 };
 
@@ -33,6 +34,7 @@ struct KernelClassTime {
 
 struct StepBenchResult {
   std::string workload, isa, precision, recompute;
+  bool fused_head = false;
   size_t activation_bytes = 0;  // the arena's high water over a step
   int threads = 0, steps = 0, batch = 0, seq_len = 0;
   double ms_per_step = 0, ms_min = 0, ms_max = 0;  // median, min, max

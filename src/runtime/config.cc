@@ -78,6 +78,7 @@ std::vector<Field> fields(Config& c) {
       {"train.memory_limit_gb", &c.train.memory_limit_gb},
       {"train.precision", &c.train.precision},
       {"train.recompute", &c.train.recompute},
+      {"train.fused_head", &c.train.fused_head},
       {"optim.lr", &c.optim.lr},
       {"optim.weight_decay", &c.optim.weight_decay},
       {"optim.warmup_steps", &c.optim.warmup_steps},

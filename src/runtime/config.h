@@ -49,6 +49,9 @@ struct TrainConfig {
   // "none" | "selective" | "full": what backward recomputes instead of
   // keeping from forward (docs/training.md, "Recomputation").
   std::string recompute = "none";
+  // The LM head and loss fused over chunks of rows, so a micro-batch's
+  // (B,T,V) logits are never stored (nn::GPTPart::head_chunk).
+  bool fused_head = false;
 };
 
 struct OptimConfig {

@@ -27,6 +27,7 @@ plan::Candidate candidate_of(const Config& cfg, int world) {
   c.precision = cfg.train.precision;
   c.moments = cfg.optim.moments;
   c.grad_dtype = cfg.dist.grad_dtype;
+  c.fused_head = cfg.train.fused_head;
   c.bucket_mb = cfg.dist.bucket_mb;
   c.overlap = cfg.dist.overlap;
   c.reproducible = cfg.dist.reproducible;

@@ -113,14 +113,16 @@ void randomize(nn::GPT& whole, std::vector<nn::GPT*> shards) {
 // instead of f32's 1e-5.
 TEST(TensorParallel, LossesAndGradientsMatchTheWholeModel) {
   for (DType precision : {DType::f32, DType::bf16})
-  for (bool sequence : {false, true}) {
+  for (bool sequence : {false, true})
+  for (int head_chunk : {0, 7}) {  // 7: the fused head's vocab-parallel loss, chunk by chunk
     SCOPED_TRACE(std::string(sequence ? "sequence parallel" : "tensor parallel") + ", " +
-                 std::string(dtype_name(precision)));
+                 std::string(dtype_name(precision)) + (head_chunk ? ", fused head" : ""));
     const bool bf = precision == DType::bf16;
     Fixture f;
     CommTensorParallel tp(*comm());
     nn::GPTPart part = f.part(), whole_part = nn::GPTPart::whole(f.cfg);
     part.sequence_parallel = sequence;
+    part.head_chunk = head_chunk;
     part.precision = whole_part.precision = precision;
     nn::GPT whole(f.cfg, whole_part), shard(f.cfg, part, &tp), split(f.cfg, part, &tp);
     randomize(whole, {&shard, &split});
@@ -147,8 +149,8 @@ TEST(TensorParallel, LossesAndGradientsMatchTheWholeModel) {
       EXPECT_LE(rel_l2(split.params().grads() + s.offset, got, s.numel), 1e-6) << s.name << " (split backward)";
     }
     if (comm()->rank() == 0)
-      std::printf("[tp %s%s] loss %.6f vs %.6f, worst gradient %.2e\n", dtype_name(precision).data(),
-                  sequence ? " sp" : "", ls, lw, worst);
+      std::printf("[tp %s%s%s] loss %.6f vs %.6f, worst gradient %.2e\n", dtype_name(precision).data(),
+                  sequence ? " sp" : "", head_chunk ? " fused head" : "", ls, lw, worst);
     for (bool split_pass : {false, true}) {
       const size_t est = nn::GPT::activation_bytes(f.cfg, part, 0, f.B, f.T, split_pass);
       const size_t hw = (split_pass ? a3 : a2).high_water();

@@ -257,6 +257,37 @@ TEST(PlanPredict, RecomputationTradesTimeForMemory) {
   }
 }
 
+// train.fused_head as --layout's fused_head: the (B,T,V) logits leave the
+// estimate. The head's input gradient (B,T,C) moves from backward into
+// forward, and one chunk's logits (at most 32 MiB) live while forward makes
+// them, where backward's own peak comes later: so the estimate drops by the
+// logits less at most one chunk's (before the allocator's size classes,
+// which the prediction rounds each context to).
+TEST(PlanPredict, FusedHeadTakesTheLogitsOutOfTheActivations) {
+  const nn::GPTConfig m = workload("gpt2-124M");
+  const Cluster cl = toy();
+  auto parsed = parse_layout("mb=16,recompute=full,fused_head=true");
+  ASSERT_TRUE(parsed) << parsed.status().message();
+  EXPECT_TRUE(parsed->c.fused_head);
+  EXPECT_NE(parsed->c.describe().find(",fused_head=true"), std::string::npos) << parsed->c.describe();
+  EXPECT_FALSE(parse_layout("fused_head=maybe"));
+  Candidate off = parsed->c;
+  off.fused_head = false;
+  const Prediction fused = predict(m, parsed->c, cl), whole = predict(m, off, cl);
+  ASSERT_TRUE(fused.runs && whole.runs) << fused.why_not << whole.why_not;
+  const uint64_t logits = uint64_t(16) * m.seq_len * m.vocab_size * 4;
+  const uint64_t chunk = uint64_t(nn::fused_head_rows(m, nn::GPTPart::whole(m))) * m.vocab_size * 4;
+  EXPECT_LT(fused.memory.activations, whole.memory.activations);
+  nn::GPTPart part = part_of(m, *check(m, off), {}, off);
+  const uint64_t before = nn::GPT::activation_bytes(m, part, 0, 16, m.seq_len, false);
+  part.head_chunk = nn::fused_head_rows(m, part);
+  const uint64_t after = nn::GPT::activation_bytes(m, part, 0, 16, m.seq_len, false);
+  ASSERT_LT(after, before);
+  const uint64_t saved = before - after;
+  EXPECT_LE(saved, logits);
+  EXPECT_GE(saved, logits - chunk);
+}
+
 TEST(PlanSearch, ReturnsOnlyRunnableLayoutsAndTheMinimumOfAllEvaluated) {
   const nn::GPTConfig m = workload("gpt2-124M");
   Cluster cl = toy();

@@ -135,6 +135,7 @@ TEST(PipelineTrain, EveryScheduleEqualsOneRankWithTheSameGlobalBatch) {
                                 {
                                     {"1f1b", 2, {"dist.pp=2"}},
                                     {"zbh1", 2, {"dist.pp=2", "dist.pp_schedule=zb-h1"}},
+                                    {"zbh1_fused_head", 2, {"dist.pp=2", "dist.pp_schedule=zb-h1", "train.fused_head=true"}},
                                     {"interleaved", 2, {"dist.pp=2", "dist.pp_schedule=interleaved", "dist.pp_virtual=2"}},
                                     {"pp4", 4, {"dist.pp=4"}},
                                     // The cost split: 3 blocks and 1 + the head (1.3 blocks' worth here).
@@ -169,6 +170,8 @@ TEST(TensorParallelTrain, EveryLayoutEqualsOneRankWithTheSameGlobalBatch) {
                                     {"tp2pp2_interleaved", 4,
                                      {"dist.tp=2", "dist.pp=2", "dist.pp_schedule=interleaved", "dist.pp_virtual=2"}},
                                     {"tp2_sp", 2, {"dist.tp=2", "dist.sequence_parallel=true"}},
+                                    {"tp2_sp_fused_head", 2,
+                                     {"dist.tp=2", "dist.sequence_parallel=true", "train.fused_head=true"}},
                                     {"dp2tp2_sp_zero1", 4,
                                      {"dist.tp=2", "dist.sequence_parallel=true", "dist.zero=1", "train.grad_accum=2"}},
                                     {"tp2pp2_sp_zbh1", 4,

@@ -240,13 +240,14 @@ TEST(ResumeDefault, TensorParallelRestartAfterAKilledRankIsTheSameRun) {
   expect_restart_is_the_same_run("tp", {"--set", "dist.tp=2", "--set", "train.batch_size=4"});
 }
 
-// bf16 with full recomputation, ZeRO-1 and bf16 gradients on the wire: the
-// restart rebuilds the bf16 working copy from the checkpoint's f32 master
-// weights, and the ranks' copies of each other's shards from the gather
-// (parallel/data_parallel.cc).
+// bf16 with full recomputation, the fused head, ZeRO-1 and bf16 gradients
+// on the wire (the least-memory configuration): the restart rebuilds the
+// bf16 working copy from the checkpoint's f32 master weights, and each
+// rank's moments from its own shard's file.
 TEST(ResumeDefault, Bf16RestartAfterAKilledRankIsTheSameRun) {
   expect_restart_is_the_same_run("bf16", {"--set", "train.precision=bf16", "--set", "train.recompute=full",
-                                          "--set", "dist.zero=1", "--set", "dist.grad_dtype=bf16"});
+                                          "--set", "train.fused_head=true", "--set", "dist.zero=1", "--set",
+                                          "dist.grad_dtype=bf16"});
 }
 
 }  // namespace

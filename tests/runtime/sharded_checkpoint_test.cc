@@ -1,12 +1,14 @@
-// Sharded checkpoints (pipeline and tensor parallelism) under faults, as a
-// user meets them: a part's file corrupted after publishing, a part's write
-// failing mid-save, and `crucible export` given what it cannot use. Nothing
+// Sharded checkpoints (pipeline and tensor parallelism, ZeRO) under faults,
+// as a user meets them: a part's file corrupted after publishing, a part's
+// or a ZeRO shard's write failing mid-save, and `crucible export` given what
+// it cannot use. Nothing
 // is lost: the run falls back to the newest valid checkpoint and ends with
 // the uninterrupted run's weights.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <utility>
 
 #include "support/cli_runner.h"
 #include "support/train_config.h"
@@ -63,22 +65,26 @@ TEST(ShardedCheckpoint, ACorruptPartFileFallsBackToTheCheckpointBefore) {
       << "the resumed run's weights differ from the uninterrupted run's";
 }
 
-// One part's write fails half-way (a full disk on rank 1, pp = 2): the save
+// One writer's write fails half-way (a full disk on rank 1: a pipeline
+// stage's part at pp = 2, a ZeRO shard of the moments at dp = 2): the save
 // fails for the whole job, nothing half-written is published, and the job
 // restarts from the checkpoint before and finishes with the same weights.
-TEST(ShardedCheckpoint, APartsFailedWriteIsRetriedFromTheCheckpointBefore) {
+TEST(ShardedCheckpoint, AWritersFailedWriteIsRetriedFromTheCheckpointBefore) {
   TempDir dir("sharded_write_error");
   const std::string cfg = make_config(dir);
-  const std::string ref = dir / "ref", run = dir / "run";
-  ASSERT_EQ(run_crucible(launch(cfg, ref, {"dist.pp=2"})).code, 0);
-  auto r = run_crucible(launch(cfg, run, {"dist.pp=2", "fault.inject=[\"ckpt_write_error@8:rank=1\"]"}));
-  ASSERT_EQ(r.code, 0) << r.output;
-  EXPECT_NE(r.output.find("optimizer.part-1.safetensors: injected write error"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("restart"), std::string::npos) << r.output;
-  for (const auto& e : fs::directory_iterator(run + "/ckpt"))
-    EXPECT_FALSE(e.path().string().ends_with(".tmp")) << e.path() << " left behind";
-  EXPECT_TRUE(read_file(export_weights(run, 12)) == read_file(export_weights(ref, 12)))
-      << "the restarted job's weights differ from the uninterrupted job's";
+  for (const auto& [layout, file] : {std::pair<std::string, std::string>{"dist.pp=2", "optimizer.part-1.safetensors"},
+                                     {"dist.zero=1", "optimizer.dp-1.safetensors"}}) {
+    const std::string ref = dir / ("ref_" + file), run = dir / ("run_" + file);
+    ASSERT_EQ(run_crucible(launch(cfg, ref, {layout})).code, 0);
+    auto r = run_crucible(launch(cfg, run, {layout, "fault.inject=[\"ckpt_write_error@8:rank=1\"]"}));
+    ASSERT_EQ(r.code, 0) << r.output;
+    EXPECT_NE(r.output.find(file + ": injected write error"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("restart"), std::string::npos) << r.output;
+    for (const auto& e : fs::directory_iterator(run + "/ckpt"))
+      EXPECT_FALSE(e.path().string().ends_with(".tmp")) << e.path() << " left behind";
+    EXPECT_TRUE(read_file(export_weights(run, 12)) == read_file(export_weights(ref, 12)))
+        << layout << ": the restarted job's weights differ from the uninterrupted job's";
+  }
 }
 
 TEST(ShardedCheckpoint, ExportRefusesWhatItCannotUse) {
