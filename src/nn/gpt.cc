@@ -336,9 +336,8 @@ float GPT::forward(Activations& a, const int32_t* tokens, const int32_t* targets
                    float grad_scale) const {
   CRUCIBLE_CHECK(a.state_ == Activations::State::kBound, "[nn] forward of an unbound Activations");
   Arena& arena = *a.arena_;
-  const int C = cfg_.n_embd, V = int(embed_.vocab.size()), B = a.B_, T = a.T_, N = B * T;
+  const int B = a.B_, T = a.T_, N = B * T;
   const size_t NC = boundary_floats(B, T);  // the residual stream's (this rank's rows, sequence parallel)
-  const int rows = int(NC / size_t(C));
   const float* ra = a.input_;
   const float* rb = nullptr;
   if (part_.starts_model(a.chunk_)) {
@@ -363,6 +362,16 @@ float GPT::forward(Activations& a, const int32_t* tokens, const int32_t* targets
     a.have_grad_ = true;
     return 0.0f;
   }
+  return head_forward(a, ra, rb, targets, grad_scale);
+}
+
+// ln_f over the last block's output (ra + rb), the tied LM head and the loss.
+float GPT::head_forward(Activations& a, const float* ra, const float* rb, const int32_t* targets,
+                        float grad_scale) const {
+  Arena& arena = *a.arena_;
+  const int C = cfg_.n_embd, V = int(embed_.vocab.size()), N = a.B_ * a.T_;
+  const size_t NC = boundary_floats(a.B_, a.T_);  // this rank's rows of it, sequence parallel
+  const int rows = int(NC / size_t(C));
   int32_t* tgts = nullptr;
   if (targets) {
     tgts = arena.allocate_array<int32_t>(size_t(N));

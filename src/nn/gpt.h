@@ -232,6 +232,10 @@ class GPT {
   std::vector<std::vector<Block>> chunks_;  // per chunk, its blocks
   LayerNorm ln_f_;
   Activations last_;  // the whole-model calls'
+
+  // forward's last part on the chunk that ends the model (gpt.cc).
+  float head_forward(Activations& a, const float* ra, const float* rb, const int32_t* targets,
+                     float grad_scale) const;
 };
 
 }  // namespace crucible::nn

@@ -67,13 +67,18 @@ Result<SearchResult> search(const nn::GPTConfig& md, const Cluster& cl, const Se
             for (const std::string& prec : o.precisions)
               for (bool sp : tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
                 for (int zero : dp > 1 ? std::vector<int>{0, 1, 2} : std::vector<int>{0}) {
-                  // From the cheapest recompute up; the first that fits ends it.
-                  for (const char* rc : {"none", "selective", "full"}) {
-                    Candidate c;
-                    c.dp = dp, c.tp = tp, c.pp = pp, c.v = v, c.mb = mb, c.m = m, c.zero = zero, c.sp = sp;
-                    c.schedule = sched, c.precision = prec, c.recompute = rc;
-                    if (consider(predict(md, c, cl))) break;
-                  }
+                  // From the cheapest memory saving up: the fused head (the
+                  // same FLOPs), then each recompute policy without and
+                  // with it; the first that fits ends it.
+                  bool fits = false;
+                  for (const char* rc : {"none", "selective", "full"})
+                    for (bool fused : {false, true}) {
+                      if (fits) break;
+                      Candidate c;
+                      c.dp = dp, c.tp = tp, c.pp = pp, c.v = v, c.mb = mb, c.m = m, c.zero = zero, c.sp = sp;
+                      c.schedule = sched, c.precision = prec, c.recompute = rc, c.fused_head = fused;
+                      fits = consider(predict(md, c, cl));
+                    }
                 }
               }
           }

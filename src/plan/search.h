@@ -5,9 +5,11 @@
 //
 // Pruned, not brute force: tp ranges over the divisors of n_head inside a
 // node, pp over the divisors of the rest that split the blocks; the memory
-// model (cheap) runs before the time model, and the recompute policies are
-// tried from the cheapest (none) up, stopping at the first that fits (a
-// stronger policy only adds time). What was rejected is counted by reason.
+// model (cheap) runs before the time model, and the memory savings are
+// tried from the cheapest up, stopping at the first that fits: the fused LM
+// head (train.fused_head: no time in the model), then each recompute policy
+// (none, selective, full: a stronger one only adds time) without and with
+// it. What was rejected is counted by reason.
 #pragma once
 #include <map>
 #include <string>

@@ -309,8 +309,8 @@ TEST(PlanSearch, ReturnsOnlyRunnableLayoutsAndTheMinimumOfAllEvaluated) {
       EXPECT_LE(r->best[i - 1].step_time_s, p.step_time_s);
     }
   }
-  // Brute force over the same space (every recompute, no early stop): no
-  // runnable layout is faster than the search's best.
+  // Brute force over the same space (every recompute, either head, no early
+  // stop): no runnable layout is faster than the search's best.
   double brute = 1e300;
   int64_t runnable = 0;
   for (int tp : {1, 2, 4})
@@ -321,11 +321,12 @@ TEST(PlanSearch, ReturnsOnlyRunnableLayoutsAndTheMinimumOfAllEvaluated) {
             for (const char* prec : {"fp32", "bf16"})
               for (bool sp : {false, true})
                 for (const char* sched : {"1f1b", "interleaved", "zb-h1"})
-                  for (int v : {1, 2, 4}) {
+                  for (int v : {1, 2, 4})
+                    for (bool fused : {false, true}) {
                     if (tp * pp > 8) continue;
                     Candidate c;
                     c.tp = tp, c.pp = pp, c.dp = 8 / (tp * pp), c.mb = mb, c.zero = zero, c.recompute = rc;
-                    c.precision = prec, c.sp = sp, c.schedule = sched, c.v = v;
+                    c.precision = prec, c.sp = sp, c.schedule = sched, c.v = v, c.fused_head = fused;
                     if (32 % (c.dp * mb)) continue;
                     c.m = 32 / (c.dp * mb);
                     const Prediction p = predict(m, c, cl);
