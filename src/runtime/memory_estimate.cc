@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "runtime/plan_run.h"
 #include "runtime/train_step.h"
@@ -89,6 +91,28 @@ uint64_t largest_rank_need(const Config& cfg, int world) {
   return need;
 }
 
+// The cheapest change of computation that fits `budget` at this layout, in
+// the planner's order (plan/search.h): the fused head, then each stronger
+// recompute policy without and with it. "" when none does.
+std::string saving_that_fits(const Config& cfg, int world, uint64_t budget) {
+  const std::vector<std::string> policies = {"none", "selective", "full"};
+  const auto now = std::find(policies.begin(), policies.end(), cfg.train.recompute);
+  for (auto rc = now; rc != policies.end(); ++rc)
+    for (bool fused : {cfg.train.fused_head, true}) {
+      if (rc == now && fused == cfg.train.fused_head) continue;  // the run as it is
+      Config c = cfg;
+      c.train.recompute = *rc;
+      c.train.fused_head = fused;
+      const uint64_t need = largest_rank_need(c, world);
+      if (need > budget) continue;
+      std::string sets;
+      if (*rc != cfg.train.recompute) sets = "train.recompute=" + *rc;
+      if (fused != cfg.train.fused_head) sets += std::string(sets.empty() ? "" : " and ") + "train.fused_head=true";
+      return sets + " fits (~" + gb(need) + ")";
+    }
+  return "";
+}
+
 }  // namespace
 
 Status check_memory_budget(const Config& cfg, int world) {
@@ -111,8 +135,10 @@ Status check_memory_budget(const Config& cfg, int world) {
                 " (" + gb(it) + ")";
     }
   const MemoryEstimate e = estimate_memory(cfg, world, 0);
+  const std::string saving = saving_that_fits(cfg, world, budget);
   return Status::invalid("[memory] train.memory_limit_gb = " + gb(budget) + " per rank, but this run needs ~" +
                          gb(need) + " on its largest rank (rank 0: " + e.describe() + "); " +
+                         (saving.empty() ? "" : "at this layout " + saving + "; ") +
                          (fits.empty() ? "no layout of up to 8 ranks (dist.tp x dist.pp) fits it either"
                                        : "layouts that fit, per rank: " + fits));
 }

@@ -29,9 +29,11 @@ uint64_t available_memory();
 Status check_memory_fits(const MemoryEstimate& per_rank, int ranks_here, uint64_t available);
 
 // Ok when every rank of a `world`-rank job fits train.memory_limit_gb (0: no
-// limit). Else invalid: what the largest rank needs, the budget, and the
-// model-parallel layouts of up to 8 ranks (tp x pp, one data-parallel rank)
-// whose every rank would fit, with their need, largest first.
+// limit). Else invalid: what the largest rank needs, the budget, the
+// cheapest change of computation that fits at this layout (train.fused_head,
+// then train.recompute, as the planner tries them), and the model-parallel
+// layouts of up to 8 ranks (tp x pp, one data-parallel rank) whose every
+// rank would fit, with their need, largest first.
 Status check_memory_budget(const Config& cfg, int world);
 
 }  // namespace crucible::runtime

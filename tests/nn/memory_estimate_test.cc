@@ -94,5 +94,48 @@ TEST(MemoryEstimate, AModelTooLargeIsRefusedNamingNeedAndSupply) {
   EXPECT_LT(runtime::estimate_memory(d, 4, 1).optimizer, runtime::estimate_memory(d, 1, 0).optimizer);
 }
 
+// Activations over the budget: the refusal names the cheapest change that
+// fits at the same layout, in the planner's order. tiny at 32 sequences a
+// micro-batch holds 256 MiB of f32 logits, which the fused head drops.
+TEST(MemoryEstimate, TheBudgetRefusalNamesTheCheapestSavingThatFits) {
+  auto w = nn::find_workload("tiny");
+  ASSERT_TRUE(w);
+  runtime::Config c;
+  c.model = w->model;
+  c.train.batch_size = 32;
+  auto need = [&](const std::string& rc, bool fused) {
+    runtime::Config x = c;
+    x.train.recompute = rc, x.train.fused_head = fused;
+    return runtime::estimate_memory(x, 1, 0).total();
+  };
+  const uint64_t whole = need("none", false), fused = need("none", true), full = need("full", false);
+  const uint64_t full_fused = need("full", true);
+  // Every other change needs more than both together.
+  const uint64_t others = std::min({fused, full, need("selective", false), need("selective", true)});
+  ASSERT_LT(fused + (100ull << 20), whole) << "the logits are not what the fused head saves";
+  ASSERT_LT(full_fused, others);
+  auto refusal = [&](uint64_t budget) {
+    c.train.memory_limit_gb = double(budget) / 1e9;
+    Status s = runtime::check_memory_budget(c, 1);
+    EXPECT_FALSE(s.is_ok());
+    return s.message();
+  };
+  // Between the fused head's need and the run's: the fused head alone.
+  std::string m = refusal((fused + whole) / 2);
+  EXPECT_NE(m.find("; at this layout train.fused_head=true fits (~"), std::string::npos) << m;
+  // Below every single change but above both together.
+  m = refusal(full_fused + (others - full_fused) / 2);
+  EXPECT_NE(m.find("at this layout train.recompute=full and train.fused_head=true fits"), std::string::npos)
+      << m;
+  // Below everything: no advice at this layout.
+  m = refusal(full_fused / 2);
+  EXPECT_EQ(m.find("at this layout"), std::string::npos) << m;
+  // A run already fused is offered recomputation only.
+  c.train.fused_head = true;
+  m = refusal(full_fused + (fused - full_fused) / 2);
+  EXPECT_NE(m.find("at this layout train.recompute="), std::string::npos) << m;
+  EXPECT_EQ(m.find("train.fused_head=true fits"), std::string::npos) << m;
+}
+
 }  // namespace
 }  // namespace crucible
