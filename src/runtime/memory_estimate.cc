@@ -115,6 +115,14 @@ std::string saving_that_fits(const Config& cfg, int world, uint64_t budget) {
 
 }  // namespace
 
+Status check_memory_fits(const Config& cfg, int world, int rank, int ranks_here, uint64_t available) {
+  Status s = check_memory_fits(estimate_memory(cfg, world, rank), ranks_here, available);
+  if (s.is_ok()) return s;
+  const uint64_t share = available / uint64_t(std::max(1, ranks_here));
+  const std::string saving = saving_that_fits(cfg, world, share > kProcessOverhead ? share - kProcessOverhead : 0);
+  return saving.empty() ? s : Status::invalid(s.message() + "; at this layout " + saving + " per rank");
+}
+
 Status check_memory_budget(const Config& cfg, int world) {
   if (cfg.train.memory_limit_gb <= 0) return Status::ok();
   const uint64_t budget = uint64_t(cfg.train.memory_limit_gb * 1e9);

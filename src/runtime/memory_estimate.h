@@ -27,6 +27,10 @@ uint64_t available_memory();
 // the runtime (libraries, threads, MPI); else invalid, naming what is needed
 // and what is there.
 Status check_memory_fits(const MemoryEstimate& per_rank, int ranks_here, uint64_t available);
+// The same for rank `rank` of a `world`-rank job of `cfg`, adding the
+// cheapest change of computation that would fit at this layout, as
+// check_memory_budget names it.
+Status check_memory_fits(const Config& cfg, int world, int rank, int ranks_here, uint64_t available);
 
 // Ok when every rank of a `world`-rank job fits train.memory_limit_gb (0: no
 // limit). Else invalid: what the largest rank needs, the budget, the

@@ -267,8 +267,8 @@ Result<int> supervise(const SuperviseOptions& opt) {
   // All ranks on this machine (no hostfile): what they need together must fit
   // before any of them starts.
   if (opt.launch.hostfile.empty())
-    CRUCIBLE_RETURN_IF_ERROR(check_memory_fits(estimate_memory(plan->config, opt.launch.ranks, 0),
-                                               opt.launch.ranks, available_memory()));
+    CRUCIBLE_RETURN_IF_ERROR(check_memory_fits(plan->config, opt.launch.ranks, 0, opt.launch.ranks,
+                                               available_memory()));
   CRUCIBLE_RETURN_IF_ERROR(check_memory_budget(plan->config, opt.launch.ranks));
   const std::string run = plan->run_dir;  // a copy: the plan moves into the Supervisor
   // The supervisor owns the run directory for the job's whole life (its ranks

@@ -126,8 +126,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   {
     const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     const int here = local ? std::max(1, std::atoi(local)) : 1;
-    CRUCIBLE_RETURN_IF_ERROR(agree(
-        comm, check_memory_fits(estimate_memory(plan.config, W, rank), here, available_memory())));
+    CRUCIBLE_RETURN_IF_ERROR(agree(comm, check_memory_fits(plan.config, W, rank, here, available_memory())));
     CRUCIBLE_RETURN_IF_ERROR(agree(comm, check_memory_budget(plan.config, W)));
   }
 

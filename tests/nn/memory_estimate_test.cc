@@ -130,6 +130,15 @@ TEST(MemoryEstimate, TheBudgetRefusalNamesTheCheapestSavingThatFits) {
   // Below everything: no advice at this layout.
   m = refusal(full_fused / 2);
   EXPECT_EQ(m.find("at this layout"), std::string::npos) << m;
+  // The machine's memory, as the same advice: 4 ranks here, each with a
+  // quarter of what is there less the process's allowance.
+  c.train.memory_limit_gb = 0;
+  Status here = runtime::check_memory_fits(c, 1, 0, 4, 4 * (fused + whole) / 2 + 4 * (96ull << 20));
+  ASSERT_FALSE(here.is_ok());
+  EXPECT_NE(here.message().find("is available; use a smaller model"), std::string::npos) << here.message();
+  EXPECT_NE(here.message().find("; at this layout train.fused_head=true fits (~"), std::string::npos)
+      << here.message();
+  EXPECT_TRUE(runtime::check_memory_fits(c, 1, 0, 4, 4 * whole + 4 * (96ull << 20)).is_ok());
   // A run already fused is offered recomputation only.
   c.train.fused_head = true;
   m = refusal(full_fused + (fused - full_fused) / 2);
