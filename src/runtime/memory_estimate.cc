@@ -98,7 +98,8 @@ std::string saving_that_fits(const Config& cfg, int world, uint64_t budget) {
   const std::vector<std::string> policies = {"none", "selective", "full"};
   const auto now = std::find(policies.begin(), policies.end(), cfg.train.recompute);
   for (auto rc = now; rc != policies.end(); ++rc)
-    for (bool fused : {cfg.train.fused_head, true}) {
+    for (bool fused : {false, true}) {
+      if (cfg.train.fused_head && !fused) continue;              // fused already: it stays
       if (rc == now && fused == cfg.train.fused_head) continue;  // the run as it is
       Config c = cfg;
       c.train.recompute = *rc;
