@@ -176,6 +176,9 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   step->add_option("--moments", opt->moments, "f32 | bf16 (as optim.moments)")->capture_default_str();
   step->add_flag("--fused-head", opt->fused_head, "The LM head and loss fused over chunks of rows (as train.fused_head)");
+  step->add_option("--kernels", opt->kernels,
+                   "Kernel table by ISA (generic | avx2 | avx512 | avx512bf16; default: the CPU's "
+                   "best), to measure one ISA's kernels against another's");
   step->add_flag("--json", *json, "Print one JSON object instead of a table");
   step->callback([opt, json] {
     opt->progress = !*json;

@@ -45,6 +45,12 @@ struct KernelTable {
   decltype(&ref::bias_gelu_backward_bf16) bias_gelu_backward_bf16;
   decltype(&ref::attention_forward_bf16) attention_forward_bf16;
   decltype(&ref::attention_backward_bf16) attention_backward_bf16;
+  // The same with every product in bf16 pairs, vdpbf16ps's shape: what the
+  // avx512bf16 table's two above are; exported by every table so that tests
+  // run it on every CPU (its arithmetic emulated in two FMAs where the
+  // instruction is missing). Not for models: use the entries above.
+  decltype(&ref::attention_forward_bf16) attention_forward_bf16_pairs;
+  decltype(&ref::attention_backward_bf16) attention_backward_bf16_pairs;
   decltype(&ref::softmax_cross_entropy_bf16) softmax_cross_entropy_bf16;
   decltype(&ref::logsumexp_rows_bf16) logsumexp_rows_bf16;
   decltype(&ref::softmax_xent_backward_bf16) softmax_xent_backward_bf16;

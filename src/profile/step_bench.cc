@@ -31,6 +31,13 @@ Result<StepBenchResult> run_step_bench(const StepBenchOptions& opt) {
     return Status::invalid("[bench] --moments '" + opt.moments + "' is not one of f32, bf16");
   if (opt.recompute != "none" && opt.recompute != "selective" && opt.recompute != "full")
     return Status::invalid("[bench] --recompute '" + opt.recompute + "' is not one of none, selective, full");
+  if (!opt.kernels.empty() && !kernels::select_isa(opt.kernels)) {
+    std::string names;
+    for (const kernels::KernelTable* t : kernels::supported_tables())
+      names += std::string(names.empty() ? "" : ", ") + t->isa;
+    return Status::invalid("[bench] --kernels '" + opt.kernels +
+                           "' is not a kernel table this CPU runs (it runs: " + names + ")");
+  }
   set_num_threads(opt.threads);
   StepBenchResult r;
   r.workload = wl->name;

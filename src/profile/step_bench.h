@@ -22,6 +22,7 @@ struct StepBenchOptions {
   std::string recompute = "none";  // "none" | "selective" | "full" (train.recompute)
   std::string moments = "f32";     // "f32" | "bf16" (optim.moments)
   bool fused_head = false;         // train.fused_head
+  std::string kernels;             // a kernel table by ISA name; empty: the CPU's best
   bool progress = false;  // live line on stderr
 };
 

@@ -4,7 +4,8 @@
 // reference.
 //
 // Tolerances. bf16 keeps an 8-bit significand (7 stored bits): one correct
-// rounding has relative error <= 2^-9, and two correct roundings of values
+// rounding has relative error <= 2^-8 (half an ulp, at the bottom of a
+// binade), and two correct roundings of values
 // that differ only in their last f32 bits (the fast kernel's f32 result and
 // the reference's) can land on neighbouring bf16 values, one ulp apart: at
 // most 2^-8 relative, 2^-7 at the bottom of a binade. So a bf16 output is

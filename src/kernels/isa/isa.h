@@ -16,6 +16,13 @@ namespace crucible::kernels::CRUCIBLE_ISA {
 
 #include "kernels/signatures.inc"
 
+// attention_*_bf16 with every product in bf16 pairs (isa/tile_gemm.h), what
+// the avx512bf16 table's attention_*_bf16 are; on every ISA, for tests.
+void attention_forward_bf16_pairs(bf16* out, float* lse, const bf16* qkv, int B, int T, int C,
+                                  int NH);
+void attention_backward_bf16_pairs(bf16* dqkv, const float* dout, const bf16* qkv,
+                                   const bf16* out, const float* lse, int B, int T, int C, int NH);
+
 extern const KernelTable table;
 
 }  // namespace crucible::kernels::CRUCIBLE_ISA

@@ -22,8 +22,15 @@ const KernelTable table = {
     .residual_layernorm_forward_bf16 = residual_layernorm_forward_bf16,
     .bias_gelu_forward_bf16 = bias_gelu_forward_bf16,
     .bias_gelu_backward_bf16 = bias_gelu_backward_bf16,
+#if defined(__AVX512BF16__)  // vdpbf16ps: the products in pairs at twice the f32 rate
+    .attention_forward_bf16 = attention_forward_bf16_pairs,
+    .attention_backward_bf16 = attention_backward_bf16_pairs,
+#else  // widened to f32 products: emulated pairs would only round more
     .attention_forward_bf16 = attention_forward_bf16,
     .attention_backward_bf16 = attention_backward_bf16,
+#endif
+    .attention_forward_bf16_pairs = attention_forward_bf16_pairs,
+    .attention_backward_bf16_pairs = attention_backward_bf16_pairs,
     .softmax_cross_entropy_bf16 = softmax_cross_entropy_bf16,
     .logsumexp_rows_bf16 = logsumexp_rows_bf16,
     .softmax_xent_backward_bf16 = softmax_xent_backward_bf16,
