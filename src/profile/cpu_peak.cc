@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "core/clock.h"
@@ -58,7 +59,11 @@ __attribute__((target("avx512f"))) double fma_loop_avx512(int64_t iters) {
   __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(x0, x1), _mm512_add_ps(x2, x3)),
                            _mm512_add_ps(_mm512_add_ps(x4, x5), _mm512_add_ps(x6, x7)));
   s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(x8, x9), _mm512_add_ps(x10, x11)));
-  return _mm512_reduce_add_ps(s);
+  // As the AVX2 loop: one lane keeps the loop alive (GCC 12's
+  // _mm512_reduce_add_ps warns of an uninitialised register in its header).
+  float out[16];
+  _mm512_storeu_ps(out, s);
+  return out[0];
 }
 #undef CRUCIBLE_FMA12
 
@@ -93,6 +98,12 @@ double fma_loop_flops(int64_t iters) {
   return double(iters) * 12 * lanes * 2;
 }
 
+int fma_pipes_from_loop(double measured_gflops, int threads, int lanes, double clock_ghz) {
+  const double per_cycle_flops = double(threads) * lanes * 2 * clock_ghz;
+  if (!(measured_gflops > 0) || !(per_cycle_flops > 0)) return 2;
+  return std::clamp(int(std::lround(measured_gflops / per_cycle_flops)), 1, 2);
+}
+
 CpuPeak measure_cpu_peak(int threads, double seconds) {
   __builtin_cpu_init();
   CpuPeak p;
@@ -101,14 +112,12 @@ CpuPeak measure_cpu_peak(int threads, double seconds) {
   bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   p.isa = avx512 ? "avx512" : avx2 ? "avx2" : "sse2";
   p.lanes = avx512 ? 16 : avx2 ? 8 : 4;
-  p.fma_units = 2;
   // Calibrate iteration counts to ~seconds/2 each.
   int64_t clock_iters = 20'000'000;
   double t = timed_parallel(threads, clock_iters, add_chain);
   clock_iters = int64_t(clock_iters * (seconds / 2) / std::max(t, 1e-4));
   t = timed_parallel(threads, clock_iters, add_chain);
   p.clock_ghz = 10.0 * double(clock_iters) / t * 1e-9;
-  p.derived_gflops = threads * p.fma_units * p.lanes * 2.0 * p.clock_ghz;
   if (avx512 || avx2) {
     auto loop = avx512 ? fma_loop_avx512 : fma_loop_avx2;
     int64_t iters = 5'000'000;
@@ -117,6 +126,8 @@ CpuPeak measure_cpu_peak(int threads, double seconds) {
     tf = timed_parallel(threads, iters, loop);
     p.measured_gflops = threads * double(iters) * 12 * p.lanes * 2 / tf * 1e-9;
   }
+  p.fma_units = fma_pipes_from_loop(p.measured_gflops, threads, p.lanes, p.clock_ghz);
+  p.derived_gflops = threads * p.fma_units * p.lanes * 2.0 * p.clock_ghz;
   return p;
 }
 
