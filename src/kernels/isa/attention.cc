@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "core/check.h"
 #include "kernels/isa/isa.h"
@@ -129,6 +130,17 @@ inline Words pairs_along_hs(uint32_t* buf, const bf16* src, size_t src_ld, int n
 inline void pairs_transposed(uint32_t* dst, const bf16* src, size_t src_ld, int n, int n_pad,
                              int hs) {
   const int hp = (hs + 1) / 2;
+  if (hs % 2 == 0) {  // a row's pairs are its words: a 32-bit transpose
+    for (int r = 0; r < n_pad; ++r) {
+      const bf16* x = src + r * src_ld;
+      for (int kp = 0; kp < hp; ++kp) {
+        uint32_t w = 0;
+        if (r < n) std::memcpy(&w, x + 2 * kp, 4);
+        dst[kp * kBt + r] = w;
+      }
+    }
+    return;
+  }
   for (int r = 0; r < n_pad; ++r) {
     const bf16* x = src + r * src_ld;
     for (int kp = 0; kp < hp; ++kp)
