@@ -18,12 +18,21 @@
 // above the causal diagonal (the Causal modes of tile_gemm) and the softmax
 // masks by select, so stale stack values are never read into a result.
 //
+// bf16 comes in two forms (table.cc picks one). Widened: bf16 loads become
+// f32 tiles and the f32 micro-kernel runs. Pairs (dot = true): every product
+// takes bf16 pairs along its reduction, tile_gemm<uint32_t>, which is
+// vdpbf16ps on AVX512_BF16 (two products per f32 lane per instruction); q,
+// k, v are packed into pairs as each product needs them (along hs, or across
+// rows when the product reduces over keys or queries), and P, dO and dS are
+// rounded to bf16 as they are formed, as FlashAttention-2 does in bf16. The
+// softmax statistics, D, dS's arithmetic and every sum stay f32.
+//
 // Threads: forward over (b, h, query tile); backward over (b, h), each pair
 // owning its columns of dqkv, and dQ summed over key tiles in a fixed order,
 // so results are bitwise independent of the thread count.
 //
 // Stack: the tiles are sized for hs <= kMaxHs, about 136 KB per thread in
-// forward and 264 KB in backward; OpenMP's default worker stacks (MBs) hold
+// forward and 264 KB in backward (the pairs form: ~90 and ~255 KB); OpenMP's default worker stacks (MBs) hold
 // that. kBt = 32 keeps that small; 48 and 64 measured no faster on AVX2.
 #include <immintrin.h>
 
