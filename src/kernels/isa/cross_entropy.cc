@@ -8,7 +8,8 @@
 // Pass 1 (online softmax) walks the row in chunks of kChunk vectors, takes
 // the chunk's max first and rescales the running sum once per chunk, not per
 // element. When a gradient is wanted it also writes e = exp(x - chunk max)
-// back over the logits and keeps the chunk maxima (a small stack array).
+// back over the logits (bf16 logits: into a per-thread f32 row) and keeps the
+// chunk maxima (a small stack array).
 // Pass 2 rereads the row from L2 and scales each chunk by one factor,
 // exp(chunk max - lse) * dscale, which turns e into softmax * dscale; the
 // target's entry then gets its -dscale. Rows are independent: parallel over N.
@@ -37,10 +38,10 @@ struct Online {
   float max = -FLT_MAX;  // not -inf, so max - new_max is never inf - inf
   vf sum = splat(0.0f);
 
-  // One full chunk x[0..kChunkElems); with kWriteExp, x := exp(x - chunk max).
-  // Returns the chunk's max (the running max after it).
+  // One full chunk x[0..kChunkElems); with kWriteExp, e := exp(x - chunk max)
+  // (e may be x when x is f32). Returns the chunk's max (the running max after it).
   template <bool kWriteExp, typename L>
-  float add_chunk(L* x) {
+  float add_chunk(const L* x, float* e_out) {
     vf mv = splat(max);
     for (int j = 0; j < kChunk; ++j) mv = vmax(mv, load(x + j * kW));
     float new_max = hmax(mv);
@@ -48,7 +49,7 @@ struct Online {
     for (int j = 0; j < kChunk; ++j) {  // reloads from L1: cheaper than spilling registers
       vf e = vexp(load(x + j * kW) - new_max);
       acc += e;
-      if constexpr (kWriteExp) store(x + j * kW, e);
+      if constexpr (kWriteExp) store(e_out + j * kW, e);
     }
     sum = acc;
     return max = new_max;
@@ -60,24 +61,24 @@ struct LogSumExp {
   float max, log_sum;
 };
 
-// Pass 1 over row (V): returns logsumexp(row). With kWriteExp, row[v] :=
-// exp(row[v] - chunk_max[v / kChunkElems]) and chunk_max is filled.
-// L: float, or bf16 (read only: kWriteExp is f32's).
+// Pass 1 over row (V): returns logsumexp(row). With kWriteExp, e[v] :=
+// exp(row[v] - chunk_max[v / kChunkElems]) and chunk_max is filled (e may be
+// row when L is float). L: float or bf16; row is only read.
 template <bool kWriteExp, typename L>
-LogSumExp row_logsumexp(L* row, int V, float* chunk_max) {
+LogSumExp row_logsumexp(const L* row, int V, float* chunk_max, float* e = nullptr) {
   Online st;
   int v = 0, k = 0;
   for (; v + kChunkElems <= V; v += kChunkElems, ++k) {
-    float cm = st.add_chunk<kWriteExp>(row + v);
+    float cm = st.add_chunk<kWriteExp>(row + v, kWriteExp ? e + v : nullptr);
     if constexpr (kWriteExp) chunk_max[k] = cm;
   }
   if (int left = V - v) {  // last partial chunk, padded with -inf (exp 0)
     float tail[kChunkElems];
     for (int i = 0; i < kChunkElems; ++i) tail[i] = i < left ? elem(row[v + i]) : -INFINITY;
-    float cm = st.add_chunk<kWriteExp>(tail);
+    float cm = st.add_chunk<kWriteExp>(tail, tail);
     if constexpr (kWriteExp) {
       chunk_max[k] = cm;
-      std::copy(tail, tail + left, row + v);  // L is float here
+      std::copy(tail, tail + left, e + v);
     }
   }
   return {st.max, std::log(hsum(st.sum))};
@@ -85,32 +86,28 @@ LogSumExp row_logsumexp(L* row, int V, float* chunk_max) {
 
 // One row with a target (>= 0) and dscale != 0: returns the loss; row (V)
 // := its gradient (softmax - onehot) * dscale, one exponential per logit.
-float row_xent(float* row, int target, int V, float dscale) {
-  const float x_target = row[target];  // read before pass 1 overwrites it
+// e (V): f32 work row for the exponentials, row itself when L is float; a
+// bf16 row is read by pass 1 and written, rounded once, by pass 2.
+template <typename L>
+float row_xent(L* row, float* e, int target, int V, float dscale) {
+  const float x_target = elem(row[target]);  // read before pass 1 may overwrite it
   float chunk_max[kMaxChunks];
-  LogSumExp lse = row_logsumexp<true>(row, V, chunk_max);
-  // Pass 2: row holds exp(x - chunk max); scale each chunk to softmax * dscale.
+  LogSumExp lse = row_logsumexp<true>(row, V, chunk_max, e);
+  // Pass 2: e holds exp(x - chunk max); scale each chunk to softmax * dscale.
   for (int v = 0, k = 0; v < V; v += kChunkElems, ++k) {
     vf scale = vexp(splat((chunk_max[k] - lse.max) - lse.log_sum)) * dscale;
     int end = std::min(V, v + kChunkElems), i = v;
-    for (; i + kW <= end; i += kW) store(row + i, load(row + i) * scale);
-    if (i < end) store_partial(row + i, load_partial(row + i, end - i) * scale, end - i);
+    for (; i + kW <= end; i += kW) store(row + i, load(e + i) * scale);
+    if (i < end) store_partial(row + i, load_partial(e + i, end - i) * scale, end - i);
   }
   // p - 1 by expm1: exact where p ~ 1, where exp(.) - 1 would cancel to 0.
-  row[target] = std::expm1((x_target - lse.max) - lse.log_sum) * dscale;
+  row[target] = from_f32<L>(std::expm1((x_target - lse.max) - lse.log_sum) * dscale);
   return lse.log_sum - (x_target - lse.max);
 }
 
-// dst[0..V) := src[0..V), either type to either.
-template <typename D, typename S>
-void copy_row(D* dst, const S* src, int V) {
-  int i = 0;
-  for (; i + kW <= V; i += kW) store(dst + i, load(src + i));
-  if (i < V) store_partial(dst + i, load_partial(src + i, V - i), V - i);
-}
-
-// L: float (the gradient in place) or bf16 (the row widened into a
-// per-thread f32 copy, the f32 row computed there and rounded back once).
+// L: float (the gradient in place) or bf16 (pass 1 reads the bf16 row and
+// keeps its exponentials in a per-thread f32 row; pass 2 writes the gradient
+// into the bf16 row, rounded once: the bits of the f32 gradient rounded).
 template <typename L>
 void xent(float* losses, L* logits, const int32_t* targets, int N, int V, float dscale) {
   CRUCIBLE_CHECK(V <= kMaxV, "[softmax_cross_entropy] V exceeds the chunk-max buffer");
@@ -129,14 +126,10 @@ void xent(float* losses, L* logits, const int32_t* targets, int N, int V, float 
       losses[n] = lse.log_sum - (elem(row[target]) - lse.max);
       continue;
     }
-    if constexpr (sizeof(L) == 4) {
-      losses[n] = row_xent(row, target, V, dscale);
-    } else {
-      float* f = thread_scratch<1>(size_t(V));
-      copy_row(f, row, V);
-      losses[n] = row_xent(f, target, V, dscale);
-      copy_row(row, f, V);
-    }
+    if constexpr (sizeof(L) == 4)
+      losses[n] = row_xent(row, row, target, V, dscale);
+    else
+      losses[n] = row_xent(row, thread_scratch<1>(size_t(V)), target, V, dscale);
   }
 }
 
@@ -163,8 +156,7 @@ template <typename L>
 void rows_logsumexp(float* max, float* log_sum, const L* logits, int N, int V) {
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
-    // row_logsumexp<false> only reads the row (its tail copy is local).
-    LogSumExp lse = row_logsumexp<false>(const_cast<L*>(logits) + size_t(n) * V, V, nullptr);
+    LogSumExp lse = row_logsumexp<false>(logits + size_t(n) * V, V, nullptr);
     max[n] = lse.max;
     log_sum[n] = lse.log_sum;
   }
