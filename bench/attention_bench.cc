@@ -57,7 +57,10 @@ int main(int argc, char** argv) {
       for (const Shape& s : kShapes)
         if (a == s.name) shape = &s;
       if (!shape) {
-        std::fprintf(stderr, "[attention_bench] unknown argument '%s' (shapes: tiny, gpt2-124M, gpt2-1024; --threads N, --reps R)\n", a.c_str());
+        std::fprintf(stderr,
+                     "[attention_bench] unknown argument '%s' (shapes: tiny, gpt2-124M, gpt2-1024; "
+                     "--threads N, --reps R)\n",
+                     a.c_str());
         return 2;
       }
     }
@@ -74,12 +77,13 @@ int main(int argc, char** argv) {
   const double macs = double(B) * NH * (double(T) * (T + 1) / 2) * hs;
   const double fwd_flop = 2 * 2 * macs, bwd_flop = 5 * 2 * macs;
   const profile::CpuPeak peak = profile::measure_cpu_peak(num_threads(), 0.6);
-  std::printf("attention %s: B %d, T %d, C %d, %d heads (hs %d); %d threads, best of %d\n", shape->name,
-              B, T, C, NH, hs, num_threads(), reps);
-  std::printf("ceiling: FMA loop %.1f GFLOP/s f32 (derived %.1f: %d pipe(s) x %d lanes at %.2f GHz)\n",
-              peak.measured_gflops, peak.derived_gflops, peak.fma_units, peak.lanes, peak.clock_ghz);
-  std::printf("%-11s %-12s %9s %9s %8s %9s %9s %8s\n", "table", "form", "fwd ms", "GFLOP/s", "of ceil",
-              "bwd ms", "GFLOP/s", "of ceil");
+  std::printf("attention %s: B %d, T %d, C %d, %d heads (hs %d); %d threads, best of %d\n",
+              shape->name, B, T, C, NH, hs, num_threads(), reps);
+  std::printf(
+      "ceiling: FMA loop %.1f GFLOP/s f32 (derived %.1f: %d pipe(s) x %d lanes at %.2f GHz)\n",
+      peak.measured_gflops, peak.derived_gflops, peak.fma_units, peak.lanes, peak.clock_ghz);
+  std::printf("%-11s %-12s %9s %9s %8s %9s %9s %8s\n", "table", "form", "fwd ms", "GFLOP/s",
+              "of ceil", "bwd ms", "GFLOP/s", "of ceil");
   for (const kernels::KernelTable* k : kernels::supported_tables()) {
     const bool native_pairs = std::string(k->isa) == "avx512bf16";
     for (int form = 0; form < 3; ++form) {
@@ -87,27 +91,35 @@ int main(int argc, char** argv) {
       for (int r = 0; r < reps + 1; ++r) {  // the first is a warm-up
         auto t0 = std::chrono::steady_clock::now();
         if (form == 0) k->attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH);
-        if (form == 1) k->attention_forward_bf16(out16.data(), lse.data(), qkv16.data(), B, T, C, NH);
-        if (form == 2) k->attention_forward_bf16_pairs(out16.data(), lse.data(), qkv16.data(), B, T, C, NH);
+        if (form == 1)
+          k->attention_forward_bf16(out16.data(), lse.data(), qkv16.data(), B, T, C, NH);
+        if (form == 2)
+          k->attention_forward_bf16_pairs(out16.data(), lse.data(), qkv16.data(), B, T, C, NH);
         const double tf = seconds_since(t0);
         t0 = std::chrono::steady_clock::now();
         if (form == 0)
-          k->attention_backward(dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), B, T, C, NH);
+          k->attention_backward(dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), B, T,
+                                C, NH);
         if (form == 1)
-          k->attention_backward_bf16(dqkv16.data(), dout.data(), qkv16.data(), out16.data(), lse.data(), B, T, C, NH);
+          k->attention_backward_bf16(dqkv16.data(), dout.data(), qkv16.data(), out16.data(),
+                                     lse.data(), B, T, C, NH);
         if (form == 2)
-          k->attention_backward_bf16_pairs(dqkv16.data(), dout.data(), qkv16.data(), out16.data(), lse.data(), B, T,
-                                           C, NH);
+          k->attention_backward_bf16_pairs(dqkv16.data(), dout.data(), qkv16.data(), out16.data(),
+                                           lse.data(), B, T, C, NH);
         const double tb = seconds_since(t0);
         if (r > 0) best_f = std::min(best_f, tf), best_b = std::min(best_b, tb);
       }
       // bf16 on the avx512bf16 table: its attention_*_bf16 entry is the pairs form.
-      const bool same_as_pairs = form == 1 && k->attention_forward_bf16 == k->attention_forward_bf16_pairs;
-      const char* name = form == 0 ? "f32" : form == 1 ? (same_as_pairs ? "bf16 (pairs)" : "bf16 widened") : "bf16 pairs";
-      const double ceiling = peak.measured_gflops * (form == 2 || same_as_pairs ? (native_pairs ? 2 : 1) : 1);
+      const bool same_as_pairs =
+          form == 1 && k->attention_forward_bf16 == k->attention_forward_bf16_pairs;
+      const char* name = form == 0   ? "f32"
+                         : form == 1 ? (same_as_pairs ? "bf16 (pairs)" : "bf16 widened")
+                                     : "bf16 pairs";
+      const double ceiling =
+          peak.measured_gflops * (form == 2 || same_as_pairs ? (native_pairs ? 2 : 1) : 1);
       const double gf = fwd_flop / best_f * 1e-9, gb = bwd_flop / best_b * 1e-9;
-      std::printf("%-11s %-12s %9.3f %9.1f %7.0f%% %9.3f %9.1f %7.0f%%\n", k->isa, name, best_f * 1e3, gf,
-                  100 * gf / ceiling, best_b * 1e3, gb, 100 * gb / ceiling);
+      std::printf("%-11s %-12s %9.3f %9.1f %7.0f%% %9.3f %9.1f %7.0f%%\n", k->isa, name,
+                  best_f * 1e3, gf, 100 * gf / ceiling, best_b * 1e3, gb, 100 * gb / ceiling);
     }
   }
   return 0;
