@@ -121,10 +121,15 @@ Result<Cluster> from_probe(const json& probe, const std::string& source) {
   }
   // Crucible's attention kernel is not in the probe: a fraction of the GEMM
   // ceiling (its tiles are small), refitted by `crucible plan --calibrate`.
+  // In bf16 it keeps less of the doubled peak than the GEMMs do: with a native
+  // bf16 matmul (x86: AVX512_BF16, so the kernel's products run in vdpbf16ps
+  // pairs) its exponentials and packing do not get faster (measured on Zen 4:
+  // 0.5-0.75 of its fp32 share, docs/performance.md); without one, bf16 runs
+  // widened at the f32 rate against the f32 peak, the fp32 share.
   for (int p = 0; p < 2; ++p) {
     double best = 0;
     for (const Device::GemmPoint& g : d.gemm_efficiency[p]) best = std::max(best, g.efficiency);
-    d.attention_efficiency[p] = std::min(1.0, 0.5 * best * (p ? 0.5 : 1.0));
+    d.attention_efficiency[p] = std::min(1.0, 0.5 * best * (p && bf16_native ? 0.6 : 1.0));
   }
   // Links: shared memory between ranks of this node, from the interconnect
   // section when the probe ran under `crucible launch -n N`; else an
