@@ -121,8 +121,10 @@ CpuPeak measure_cpu_peak(int threads, double seconds) {
   auto loop = avx512 ? fma_loop_avx512 : fma_loop_avx2;
   const bool has_loop = avx512 || avx2;
   int64_t clock_iters = 20'000'000, iters = 5'000'000;
-  clock_iters = int64_t(clock_iters * window / std::max(timed_parallel(threads, clock_iters, add_chain), 1e-4));
-  if (has_loop) iters = int64_t(iters * window / std::max(timed_parallel(threads, iters, loop), 1e-4));
+  clock_iters = int64_t(clock_iters * window /
+                        std::max(timed_parallel(threads, clock_iters, add_chain), 1e-4));
+  if (has_loop)
+    iters = int64_t(iters * window / std::max(timed_parallel(threads, iters, loop), 1e-4));
   double t = INFINITY, tf = INFINITY;
   for (int round = 0; round < kRounds; ++round) {
     t = std::min(t, timed_parallel(threads, clock_iters, add_chain));

@@ -264,8 +264,8 @@ DotBounds dot_bounds(const std::vector<float>& qkv, const std::vector<float>& do
 // element; the Compare returned gives the harness the same with the largest
 // bound (it also fails NaN and infinities).
 Compare within_bound(const std::string& ctx, const std::string& what, const std::vector<bf16>& got,
-                     const std::vector<float>& want, const std::vector<double>& bound,
-                     double atol, double rtol) {
+                     const std::vector<float>& want, const std::vector<double>& bound, double atol,
+                     double rtol) {
   const auto g = widen(got);
   size_t beyond = 0, worst = 0;
   double worst_excess = -INFINITY, max_bound = 0;
@@ -279,8 +279,8 @@ Compare within_bound(const std::string& ctx, const std::string& what, const std:
   EXPECT_EQ(beyond, 0u) << ctx << " " << what << ": " << beyond << " of " << g.size()
                         << " elements beyond the bf16 products' bound; worst at " << worst
                         << " got " << g[worst] << " want " << want[worst] << " bound "
-                        << bound[worst] << " (replay with CRUCIBLE_TEST_SEED="
-                        << testing::test_seed() << ")";
+                        << bound[worst]
+                        << " (replay with CRUCIBLE_TEST_SEED=" << testing::test_seed() << ")";
   return {what, g, want, atol + max_bound, rtol + kBf16Rtol};
 }
 

@@ -32,8 +32,8 @@
 // so results are bitwise independent of the thread count.
 //
 // Stack: the tiles are sized for hs <= kMaxHs, about 136 KB per thread in
-// forward and 264 KB in backward (the pairs form: ~90 and ~255 KB); OpenMP's default worker stacks (MBs) hold
-// that. kBt = 32 keeps that small; 48 and 64 measured no faster on AVX2.
+// forward and 264 KB in backward (the pairs form: ~90 and ~255 KB); OpenMP's default worker stacks
+// (MBs) hold that. kBt = 32 keeps that small; 48 and 64 measured no faster on AVX2.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -184,17 +184,17 @@ void forward_tile(E* out, float* lse, const E* qkv, const Dims& d, int h, int qt
   constexpr int kF = dot ? 1 : kBt * kMaxHs, kD = dot ? kBt * kMaxHs / 2 : 1;
   const int hs = d.hs, hsp = d.hsp, hp = (hs + 1) / 2, C3 = 3 * d.C;
   const int q0 = qt * kBt, nq = std::min(kBt, d.T - q0), nq_pad = round_up(nq, kW);
-  const float s_scale = dot ? d.scale : 1.0f;   // f32: the scale rides on Qt
-  alignas(64) float Qt[kF];                     // (hs, Bq) scale * q, transposed; zero past nq
-  alignas(64) float Kbuf[kF];                   // (Bk, hsp) when K must be copied
-  alignas(64) float Vbuf[kF];                   // (Bk, hsp) when V must be copied
-  alignas(64) uint32_t Qw[kD];                  // (hp, Bq) pairs of q, transposed; zero past nq
-  alignas(64) uint32_t Kw[kD];                  // (Bk, hp) pairs of k when K must be copied
-  alignas(64) uint32_t Vw[kD];                  // (Bk/2, hsp) pairs of v across keys
+  const float s_scale = dot ? d.scale : 1.0f;  // f32: the scale rides on Qt
+  alignas(64) float Qt[kF];                    // (hs, Bq) scale * q, transposed; zero past nq
+  alignas(64) float Kbuf[kF];                  // (Bk, hsp) when K must be copied
+  alignas(64) float Vbuf[kF];                  // (Bk, hsp) when V must be copied
+  alignas(64) uint32_t Qw[kD];                 // (hp, Bq) pairs of q, transposed; zero past nq
+  alignas(64) uint32_t Kw[kD];                 // (Bk, hp) pairs of k when K must be copied
+  alignas(64) uint32_t Vw[kD];                 // (Bk/2, hsp) pairs of v across keys
   alignas(64) uint32_t Pw[dot ? kBt * kBt / 2 : 1];  // (Bk/2, Bq) pairs of p across keys
-  alignas(64) float St[kBt * kBt];              // (Bk, Bq) scores, then probabilities
-  alignas(64) float acc[kBt * kMaxHs];          // (Bq, hsp) unnormalised output
-  alignas(64) float m[kBt], l[kBt], corr[kBt];  // (Bq) running max, sum, rescale
+  alignas(64) float St[kBt * kBt];                   // (Bk, Bq) scores, then probabilities
+  alignas(64) float acc[kBt * kMaxHs];               // (Bq, hsp) unnormalised output
+  alignas(64) float m[kBt], l[kBt], corr[kBt];       // (Bq) running max, sum, rescale
   if constexpr (dot)
     pairs_transposed(Qw, qkv + size_t(q0) * C3 + h * hs, C3, nq, nq_pad, hs);
   else
@@ -216,7 +216,7 @@ void forward_tile(E* out, float* lse, const E* qkv, const Dims& d, int h, int qt
       const Words K = pairs_along_hs(Kw, kv, C3, nk, nk_pad, hs);
       pairs_across_rows(Vw, kv + d.C, C3, nk, nk_pad, hs, hsp);
       tile_gemm(nk_pad, nq_pad, hp, K.p, K.ld, 1, Qw, kBt, St, kBt, false,
-                    diag ? Causal::kColsFromRow : Causal::kNone);
+                diag ? Causal::kColsFromRow : Causal::kNone);
     } else {
       const Rows K = rows_view(Kbuf, kv, C3, nk, nk_pad, hs, hsp);
       V = rows_view(Vbuf, kv + d.C, C3, nk, nk_pad, hs, hsp);
@@ -263,7 +263,7 @@ void forward_tile(E* out, float* lse, const E* qkv, const Dims& d, int h, int qt
     // acc (Bq,hsp) += P (Bq,Bk) V (Bk,hsp), P read transposed out of S^T
     if constexpr (dot)
       tile_gemm(nq_pad, hsp, nk_pad / 2, Pw, 1, kBt, Vw, hsp, acc, hsp, true,
-                    diag ? Causal::kKUpToRow : Causal::kNone);
+                diag ? Causal::kKUpToRow : Causal::kNone);
     else
       tile_gemm(nq_pad, hsp, nk_pad, St, 1, kBt, V.p, V.ld, acc, hsp, true,
                 diag ? Causal::kKUpToRow : Causal::kNone);
@@ -292,27 +292,27 @@ void backward_head(E* dqkv, const float* dout, const E* qkv, const E* out, const
   constexpr int kP = dot ? kBt * kBt / 2 : 1;
   const int hs = d.hs, hsp = d.hsp, hp = (hs + 1) / 2, C3 = 3 * d.C, nt = (d.T + kBt - 1) / kBt;
   const float s_scale = dot ? d.scale : 1.0f;
-  alignas(64) float Kt[kF];               // (hs, Bk) scale * k, transposed
-  alignas(64) float Vt[kF];               // (hs, Bk) v transposed
-  alignas(64) float Kbuf[kF];             // (Bk, hsp) when K must be copied
-  alignas(64) float Qbuf[kF];             // (Bq, hsp) when Q must be copied
-  alignas(64) uint32_t Ktw[kD];           // (hp, Bk) pairs of k along hs, transposed
-  alignas(64) uint32_t Vtw[kD];           // (hp, Bk) pairs of v along hs, transposed
-  alignas(64) uint32_t Kw[kD];            // (Bk/2, hsp) pairs of k across keys
-  alignas(64) uint32_t Qhs[kD];           // (Bq, hp) pairs of q along hs when copied
-  alignas(64) uint32_t Qw[kD];            // (Bq/2, hsp) pairs of q across queries
-  alignas(64) uint32_t dOw[kD];           // (Bq/2, hsp) pairs of bf16(dO) across queries
+  alignas(64) float Kt[kF];                      // (hs, Bk) scale * k, transposed
+  alignas(64) float Vt[kF];                      // (hs, Bk) v transposed
+  alignas(64) float Kbuf[kF];                    // (Bk, hsp) when K must be copied
+  alignas(64) float Qbuf[kF];                    // (Bq, hsp) when Q must be copied
+  alignas(64) uint32_t Ktw[kD];                  // (hp, Bk) pairs of k along hs, transposed
+  alignas(64) uint32_t Vtw[kD];                  // (hp, Bk) pairs of v along hs, transposed
+  alignas(64) uint32_t Kw[kD];                   // (Bk/2, hsp) pairs of k across keys
+  alignas(64) uint32_t Qhs[kD];                  // (Bq, hp) pairs of q along hs when copied
+  alignas(64) uint32_t Qw[kD];                   // (Bq/2, hsp) pairs of q across queries
+  alignas(64) uint32_t dOw[kD];                  // (Bq/2, hsp) pairs of bf16(dO) across queries
   alignas(64) bf16 dOh[dot ? kBt * kMaxHs : 1];  // (Bq, hsp) bf16(dO): pairs along hs
-  alignas(64) uint32_t Ptw[kP];           // (Bq/2, Bk) pairs of p across queries
-  alignas(64) uint32_t dStw[kP];          // (Bq/2, Bk) pairs of dS across queries
-  alignas(64) bf16 dSh[dot ? kBt * kBt : 1];  // (Bq, Bk) bf16(dS): pairs along keys
-  alignas(64) float dK[kBt * kMaxHs];     // (Bk, hsp) dK / scale
-  alignas(64) float dV[kBt * kMaxHs];     // (Bk, hsp)
-  alignas(64) float dObuf[kBt * kMaxHs];  // (Bq, hsp) when dO must be copied
-  alignas(64) float dQ[kBt * kMaxHs];     // (Bq, hsp) this key tile's dq / scale
-  alignas(64) float P[kBt * kBt];         // (Bq, Bk) probabilities
-  alignas(64) float dS[kBt * kBt];        // (Bq, Bk) dP, then dS = dL/dS (S scaled scores)
-  alignas(64) float Lse[kBt], D[kBt];     // (Bq)
+  alignas(64) uint32_t Ptw[kP];                  // (Bq/2, Bk) pairs of p across queries
+  alignas(64) uint32_t dStw[kP];                 // (Bq/2, Bk) pairs of dS across queries
+  alignas(64) bf16 dSh[dot ? kBt * kBt : 1];     // (Bq, Bk) bf16(dS): pairs along keys
+  alignas(64) float dK[kBt * kMaxHs];            // (Bk, hsp) dK / scale
+  alignas(64) float dV[kBt * kMaxHs];            // (Bk, hsp)
+  alignas(64) float dObuf[kBt * kMaxHs];         // (Bq, hsp) when dO must be copied
+  alignas(64) float dQ[kBt * kMaxHs];            // (Bq, hsp) this key tile's dq / scale
+  alignas(64) float P[kBt * kBt];                // (Bq, Bk) probabilities
+  alignas(64) float dS[kBt * kBt];               // (Bq, Bk) dP, then dS = dL/dS (S scaled scores)
+  alignas(64) float Lse[kBt], D[kBt];            // (Bq)
   const vf lane = iota();
   for (int kt = 0; kt < nt; ++kt) {
     const int k0 = kt * kBt, nk = std::min(kBt, d.T - k0), nk_pad = round_up(nk, kW);
@@ -356,7 +356,7 @@ void backward_head(E* dqkv, const float* dout, const E* qkv, const E* out, const
       if constexpr (dot) {
         const Words Qp = pairs_along_hs(Qhs, q, C3, nq, nq_pad, hs);
         tile_gemm(nq_pad, nk_pad, hp, Qp.p, Qp.ld, 1, Ktw, kBt, P, kBt, false,
-                      diag ? Causal::kColsUpToRow : Causal::kNone);
+                  diag ? Causal::kColsUpToRow : Causal::kNone);
         pairs_across_rows(Qw, q, C3, nq, nq_pad, hs, hsp);
         pairs_across_rows(dOw, dOh, hsp, nq_pad, nq_pad, hsp, hsp);
       } else {
@@ -385,9 +385,9 @@ void backward_head(E* dqkv, const float* dout, const E* qkv, const E* out, const
       // dP (Bq,Bk) = dO (Bq,hs) V^T (hs,Bk)
       if constexpr (dot) {
         tile_gemm(nk_pad, hsp, nq_pad / 2, Ptw, 1, kBt, dOw, hsp, dV, hsp, true,
-                      diag ? Causal::kKFromRow : Causal::kNone);
-        tile_gemm(nq_pad, nk_pad, hp, reinterpret_cast<const uint32_t*>(dOh), hsp / 2, 1, Vtw,
-                      kBt, dS, kBt, false, diag ? Causal::kColsUpToRow : Causal::kNone);
+                  diag ? Causal::kKFromRow : Causal::kNone);
+        tile_gemm(nq_pad, nk_pad, hp, reinterpret_cast<const uint32_t*>(dOh), hsp / 2, 1, Vtw, kBt,
+                  dS, kBt, false, diag ? Causal::kColsUpToRow : Causal::kNone);
       } else {
         tile_gemm(nk_pad, hsp, nq_pad, P, 1, kBt, dO.p, dO.ld, dV, hsp, true,
                   diag ? Causal::kKFromRow : Causal::kNone);
@@ -415,9 +415,9 @@ void backward_head(E* dqkv, const float* dout, const E* qkv, const E* out, const
       // key tile, "+=" after, always in key-tile order (deterministic).
       if constexpr (dot) {
         tile_gemm(nk_pad, hsp, nq_pad / 2, dStw, 1, kBt, Qw, hsp, dK, hsp, true,
-                      diag ? Causal::kKFromRow : Causal::kNone);
-        tile_gemm(nq_pad, hsp, nk_pad / 2, reinterpret_cast<const uint32_t*>(dSh), kBt / 2, 1,
-                      Kw, hsp, dQ, hsp, false, diag ? Causal::kKUpToRow : Causal::kNone);
+                  diag ? Causal::kKFromRow : Causal::kNone);
+        tile_gemm(nq_pad, hsp, nk_pad / 2, reinterpret_cast<const uint32_t*>(dSh), kBt / 2, 1, Kw,
+                  hsp, dQ, hsp, false, diag ? Causal::kKUpToRow : Causal::kNone);
         store_rows(dq_acc + size_t(q0) * hsp, hsp, dQ, nq, hsp, hsp, d.scale, kt > 0);
       } else {
         tile_gemm(nk_pad, hsp, nq_pad, dS, 1, kBt, Q.p, Q.ld, dK, hsp, true,
@@ -446,7 +446,7 @@ void forward(E* out, float* lse, const E* qkv, int B, int T, int C, int NH) {
     for (int h = 0; h < NH; ++h)
       for (int t = 0; t < nt; ++t)  // longest query tiles (most key tiles) first
         forward_tile<E, dot>(out + size_t(b) * T * C, lse + (size_t(b) * NH + h) * T,
-                     qkv + size_t(b) * T * 3 * C, d, h, nt - 1 - t);
+                             qkv + size_t(b) * T * 3 * C, d, h, nt - 1 - t);
 }
 
 template <typename E, bool dot>
@@ -460,7 +460,7 @@ void backward(E* dqkv, const float* dout, const E* qkv, const E* out, const floa
       // bf16: the dQ accumulator, (T, hsp) floats (too large for the stack at long T)
       float* dq_acc = sizeof(E) == 2 ? thread_scratch<0>(size_t(T) * d.hsp) : nullptr;
       backward_head<E, dot>(dqkv + bt * 3 * C, dout + bt * C, qkv + bt * 3 * C, out + bt * C,
-                    lse + (size_t(b) * NH + h) * T, d, h, dq_acc);
+                            lse + (size_t(b) * NH + h) * T, d, h, dq_acc);
     }
 }
 
@@ -489,9 +489,8 @@ void attention_backward_bf16(bf16* dqkv, const float* dout, const bf16* qkv, con
                              const float* lse, int B, int T, int C, int NH) {
   backward<bf16, false>(dqkv, dout, qkv, out, lse, B, T, C, NH);
 }
-void attention_backward_bf16_pairs(bf16* dqkv, const float* dout, const bf16* qkv,
-                                   const bf16* out, const float* lse, int B, int T, int C,
-                                   int NH) {
+void attention_backward_bf16_pairs(bf16* dqkv, const float* dout, const bf16* qkv, const bf16* out,
+                                   const float* lse, int B, int T, int C, int NH) {
   backward<bf16, true>(dqkv, dout, qkv, out, lse, B, T, C, NH);
 }
 
