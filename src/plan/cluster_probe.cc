@@ -80,19 +80,25 @@ Result<Cluster> from_probe(const json& probe, const std::string& source) {
   // The peak: the derived one (lanes x pipes x clock x threads), as the
   // trainer's MFU counts it, unless the FMA loop on all threads disagrees
   // with it by more than 2x (the derived clock is wrong on some VMs: then the
-  // loop's figure); bf16 counts twice where oneDNN has a native bf16 matmul.
-  // A peak below what a measured GEMM reached is no peak (a busy or
+  // loop's figure). A peak below what a measured GEMM reached is no peak (a busy or
   // throttled FMA loop): then 1.25x the best GEMM, so that every efficiency,
   // and its calibration, stays below 1.
   const double derived = number(probe, {"compute", "peak", "derived_gflops_all"}, 0);
   double peak = derived > 0 && fma >= 0.5 * derived && fma <= 1.1 * derived ? derived : fma;
-  double best = 0;
+  // bf16's ceiling as the probe measured it (AMX's where there is one,
+  // profile/cpu_peak.h); older probes: twice f32's with a native bf16 matmul.
+  double bf16_peak = number(probe, {"compute", "peak", "bf16_peak_gflops_all"}, 0);
+  if (bf16_peak <= 0) bf16_peak = peak * (bf16_native ? 2 : 1);
+  double best[2] = {0, 0};
   for (const json& g : *gemms)
-    if (g.value("valid", false) && g.value("threads", 0) == threads)
-      best = std::max(best, g.value("gflops", 0.0) / (g.value("dtype", "") == "bf16" && bf16_native ? 2 : 1));
-  if (best > peak) peak = 1.25 * best;
+    if (g.value("valid", false) && g.value("threads", 0) == threads) {
+      const int p = g.value("dtype", "") == "bf16" ? 1 : 0;
+      best[p] = std::max(best[p], g.value("gflops", 0.0));
+    }
+  if (best[0] > peak) peak = 1.25 * best[0];
+  if (best[1] > bf16_peak) bf16_peak = 1.25 * best[1];
   d.peak_flops[0] = peak * 1e9;
-  d.peak_flops[1] = peak * 1e9 * (bf16_native ? 2 : 1);
+  d.peak_flops[1] = std::max(bf16_peak, bf16_native ? 0.0 : peak) * 1e9;
   // The node's memory: the NUMA nodes' sum.
   double mem = 0;
   if (const json* nodes = at(probe, {"topology", "numa_nodes"}); nodes && nodes->is_array())

@@ -17,6 +17,10 @@
 #include "core/process.h"
 #include "core/threads.h"
 #include "comm/comm.h"
+#include "core/json_io.h"
+#include "profile/load_watch.h"
+#include "profile/local_probe.h"
+#include "profile/machine.h"
 #include "profile/probe_compute.h"
 #include "profile/probe_hosts.h"
 #include "profile/probe_interconnect.h"
@@ -58,6 +62,18 @@ bool wanted(const ProbeOptions& o, const std::string& s) {
 
 }  // namespace
 
+json probe_header(bool quick) {
+  utsname u{};
+  ::uname(&u);
+  return {{"schema", kProbeSchema},
+          {"created", utc_now()},
+          {"host", host_name()},
+          {"kernel", std::string(u.sysname) + " " + u.release},
+          {"cpu", {{"model", cpu_model()}, {"hardware_threads", hardware_threads()}}},
+          {"machine", machine_identity()},
+          {"quick", quick}};
+}
+
 Result<json> run_probe(const ProbeOptions& opt) {
   auto world = comm::world();
   if (!world) return world.status();
@@ -65,21 +81,20 @@ Result<json> run_probe(const ProbeOptions& opt) {
   auto log = [&](const std::string& m) {
     if (opt.log && comm.rank() == 0) opt.log(m);
   };
-  utsname u{};
-  ::uname(&u);
-  json doc = {{"schema", kProbeSchema},
-              {"created", utc_now()},
-              {"host", host_name()},
-              {"kernel", std::string(u.sysname) + " " + u.release},
-              {"cpu", {{"model", cpu_model()}, {"hardware_threads", hardware_threads()}}},
-              {"quick", opt.quick}};
-  json durations = json::object();
+  json doc = probe_header(opt.quick);
+  json durations = json::object(), load = json::object();
   auto timed = [&](const std::string& name, auto&& fn) {
     if (!wanted(opt, name)) return;
     log("[probe] " + name + " ...");
     Stopwatch sw;
+    LoadWatch watch;
     doc[name] = fn();
     durations[name] = sw.elapsed_s();
+    load[name] = watch.to_json();
+    if (!load[name]["reliable"].get<bool>())
+      log("[probe] " + name + ": other processes used " +
+          std::to_string(int(100 * load[name]["others_share"].get<double>())) +
+          "% of the CPUs meanwhile: its figures are unreliable");
   };
   // The interconnect first, with every rank; then the local sections on
   // the first rank of each host (profile/probe_hosts.h).
@@ -141,8 +156,9 @@ Result<json> run_probe(const ProbeOptions& opt) {
     doc["interconnect"] = {{"ranks", 1},
                            {"skipped", "one rank: run under crucible launch -n N -- probe"}};
   doc["durations_s"] = durations;
+  doc["load"] = load;
   if (comm.size() > 1) {
-    json local = {{"durations_s", durations}};
+    json local = {{"durations_s", durations}, {"load", load}};
     for (const char* k : {"compute", "memory", "throttle", "topology", "storage"})
       if (doc.contains(k)) local[k] = doc[k];
     auto gathered = gather_host_sections(comm, hosts, local);
@@ -161,6 +177,10 @@ std::string probe_table(const json& p) {
     if (!p.contains(key)) return;
     out += std::string("\n") + title + "\n";
     out += table(p[key]);
+    const json* l = p.contains("load") && p["load"].is_object() && p["load"].contains(key) ? &p["load"][key] : nullptr;
+    if (l && l->is_object() && !l->value("reliable", true) && (*l)["others_share"].is_number())
+      out += "  UNRELIABLE: other processes used " + std::to_string(int(100 * (*l)["others_share"].get<double>())) +
+             "% of the CPUs while this section measured\n";
   };
   section("compute", "Compute", compute_table);
   section("memory", "Memory", memory_table);
@@ -288,15 +308,11 @@ Result<std::string> compare_probes(const json& a, const json& b, const std::stri
 
 double probe_gemm_ceiling(const std::vector<std::string>& paths, int threads, const std::string& dtype) {
   for (const std::string& path : paths) {
-    std::ifstream in(path);
-    if (!in) continue;
-    json p = json::parse(in, nullptr, false);
-    if (p.is_discarded() || p.value("schema", "") != kProbeSchema || !p.contains("compute")) continue;
-    double best = 0;
-    for (const auto& g : p["compute"].value("gemm", json::array()))
-      if (g.value("dtype", "") == dtype && g.value("threads", 0) == threads && g.value("valid", false))
-        best = std::max(best, g.value("gflops", 0.0));
-    if (best > 0) return best;
+    std::error_code ec;
+    if (!fs::exists(path, ec)) continue;
+    auto p = read_json(path);
+    if (!p || !p->is_object() || p->value("schema", "") != kProbeSchema) continue;
+    if (const double best = gemm_ceiling(*p, threads, dtype); best > 0) return best;
   }
   return 0;
 }

@@ -31,6 +31,11 @@ struct ProbeOptions {
   std::function<void(const std::string&)> log;  // progress, one line per section
 };
 
+// The document's head: schema, created (UTC), host, kernel, cpu, machine
+// (profile/machine.h: what a run checks before it trusts the document),
+// quick.
+nlohmann::json probe_header(bool quick);
+
 // Runs on every rank of the job (comm::world()); rank 0 measures the local
 // sections while the others wait without spinning, and returns the whole
 // document; other ranks return their part.

@@ -50,7 +50,7 @@ double gemm_spot_error(const float* A, const float* B, const float* C, int m, in
 namespace {
 
 // One shape, one dtype, one thread count: the best of repeated timed loops.
-nlohmann::json measure(const GemmShape& s, bool half, int threads, double min_s, double peak) {
+nlohmann::json measure(const GemmShape& s, bool half, int threads, double min_s, double peak, bool hurry) {
   set_num_threads(threads);
   const size_t ma = size_t(s.m) * s.k, mb = size_t(s.k) * s.n, mc = size_t(s.m) * s.n;
   std::vector<float> A(ma), B(mb), C(mc, 0.0f);
@@ -76,9 +76,9 @@ nlohmann::json measure(const GemmShape& s, bool half, int threads, double min_s,
   Stopwatch probe_sw;
   call();
   const double one = std::max(probe_sw.elapsed_s(), 1e-6);
-  const int iters = std::max(1, int(min_s / 3 / one));
-  double best = 1e30;
-  for (int rep = 0; rep < 3; ++rep) {
+  const int iters = hurry ? 1 : std::max(1, int(min_s / 3 / one));
+  double best = one;
+  for (int rep = 0; rep < (hurry ? 1 : 3); ++rep) {
     Stopwatch sw;
     for (int i = 0; i < iters; ++i) call();
     best = std::min(best, sw.elapsed_s() / iters);
@@ -106,17 +106,35 @@ nlohmann::json probe_compute(const ComputeOptions& opt) {
   const CpuPeak peak = measure_cpu_peak(all, opt.quick ? 0.2 : 0.5);
   const double per_thread = peak.derived_gflops / all;
   const bool native = kernels::gemm_bf16_native();
+  const double bf16_per_thread = precision_peak_gflops(peak, true, native) / all;
   const double min_s = opt.min_seconds > 0 ? opt.min_seconds : opt.quick ? 0.08 : 0.3;
+  // The budget: past it, each remaining GEMM is timed once (a busy 2-core
+  // VM stretched the quick probe to a minute).
+  const double budget_s = opt.budget_s > 0 ? opt.budget_s : opt.quick ? 4 : 120;
+  Stopwatch section;
   nlohmann::json gemms = nlohmann::json::array();
-  bool valid = true;
+  nlohmann::json notes = nlohmann::json::array();
+  bool valid = true, hurried = false;
   for (const GemmShape& s : opt.shapes.empty() ? standard_gemm_shapes(opt.quick) : opt.shapes)
-    for (bool half : {false, true})
+    for (bool half : {false, true}) {
+      double one_thread = 0;
       for (int threads : all > 1 ? std::vector<int>{1, all} : std::vector<int>{1}) {
         if (half && !native && threads == 1) continue;  // the f32 path again, widened: once is enough
-        const double p = per_thread * threads * (half && native ? 2 : 1);
-        gemms.push_back(measure(s, half, threads, min_s, p));
+        const double p = (half ? bf16_per_thread : per_thread) * threads;
+        const bool hurry = section.elapsed_s() > budget_s;
+        hurried |= hurry;
+        gemms.push_back(measure(s, half, threads, min_s, p, hurry));
         valid &= gemms.back()["valid"].get<bool>();
+        const double g = gemms.back()["gflops"].get<double>();
+        // More threads slower than one: something else had the cores.
+        if (threads == 1) one_thread = g;
+        else if (one_thread > 0 && g < one_thread)
+          notes.push_back(s.name + std::string(half ? " bf16" : " f32") + ": " + std::to_string(threads) +
+                          " threads ran slower than 1 (" + std::to_string(int(g)) + " < " +
+                          std::to_string(int(one_thread)) + " GFLOP/s): the cores were busy; unreliable");
       }
+    }
+  if (hurried) notes.push_back("time budget spent: the last GEMMs were timed once each");
   set_num_threads(saved);
   return {{"peak",
            {{"isa", peak.isa},
@@ -126,9 +144,21 @@ nlohmann::json probe_compute(const ComputeOptions& opt) {
             {"threads_all", all},
             {"derived_gflops_1", per_thread},
             {"derived_gflops_all", peak.derived_gflops},
-            {"measured_fma_gflops_all", peak.measured_gflops}}},
+            {"measured_fma_gflops_all", peak.measured_gflops},
+            {"amx_gflops_all", peak.amx_gflops},
+            {"bf16_peak_gflops_all", precision_peak_gflops(peak, true, native)},
+            {"clock_source", peak.clock_source},
+            {"plausible", peak.plausible},
+            {"notes", peak.notes},
+            {"readings",
+             {{"imul_clock_ghz", peak.readings.imul_clock_ghz},
+              {"add_clock_ghz", peak.readings.add_clock_ghz},
+              {"reported_max_ghz", peak.readings.reported_max_ghz},
+              {"reported_base_ghz", peak.readings.reported_base_ghz},
+              {"cpu_share", peak.readings.cpu_share}}}}},
           {"bf16_native", native},
           {"gemm", gemms},
+          {"notes", notes},
           {"valid", valid}};
 }
 
@@ -144,6 +174,15 @@ std::string compute_table(const nlohmann::json& j) {
                 p["derived_gflops_1"].get<double>(), p["derived_gflops_all"].get<double>(),
                 p["threads_all"].get<int>(), p["measured_fma_gflops_all"].get<double>());
   out += line;
+  if (p.value("amx_gflops_all", 0.0) > 0) {
+    std::snprintf(line, sizeof line, "  bf16 ceiling: AMX, its loop %.1f GFLOP/s on %d threads\n",
+                  p["amx_gflops_all"].get<double>(), p["threads_all"].get<int>());
+    out += line;
+  }
+  if (p.contains("clock_source") && p["clock_source"] != "imul chain")
+    out += "  clock: " + p["clock_source"].get<std::string>() + "\n";
+  if (!p.value("plausible", true)) out += "  PEAK NOT PLAUSIBLE: no MFU is shown against it\n";
+  for (const auto& n : p.value("notes", nlohmann::json::array())) out += "  note: " + n.get<std::string>() + "\n";
   if (!j["bf16_native"].get<bool>())
     out += "  bf16: no native bf16 matmul on this CPU; bf16 inputs run the f32 path\n";
   std::snprintf(line, sizeof line, "  %-32s %5s %7s %10s %8s %6s\n", "GEMM (m x n x k)", "dtype",
@@ -156,6 +195,7 @@ std::string compute_table(const nlohmann::json& j) {
                   100 * g["fraction_of_peak"].get<double>(), g["valid"].get<bool>() ? "ok" : "FAIL");
     out += line;
   }
+  for (const auto& n : j.value("notes", nlohmann::json::array())) out += "  note: " + n.get<std::string>() + "\n";
   return out;
 }
 

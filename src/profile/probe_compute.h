@@ -7,13 +7,21 @@
 //   peak: {isa, lanes, fma_units, clock_ghz (sustained, all threads busy),
 //          derived_gflops_1, derived_gflops_all (threads x fma_units x lanes x
 //          2 x clock), measured_fma_gflops_all (an FMA loop on all threads),
-//          threads_all}
+//          amx_gflops_all (an AMX tdpbf16ps loop; 0 without AMX),
+//          bf16_peak_gflops_all (bf16's ceiling: AMX's, else 2x f32's with a
+//          native bf16 matmul, else f32's), threads_all, clock_source
+//          ("imul chain" or what stood in), plausible (false: the clock was
+//          out of physical bounds; no MFU against it), notes [lines],
+//          readings {imul_clock_ghz, add_clock_ghz, reported_max_ghz,
+//          reported_base_ghz, cpu_share} (profile/cpu_peak.h)}
 //   bf16_native: whether oneDNN has a bf16 matmul here (without one, bf16
 //          inputs are widened and run the f32 path; its peak is f32's)
 //   gemm: [{name ("square 1024", "tiny qkv", ...), m, n, k, dtype ("f32" |
 //          "bf16"), threads, gflops (2mnk / best time), fraction_of_peak
-//          (gflops / derived peak for that many threads, x2 for native
-//          bf16), valid, max_rel_error}]
+//          (gflops / that precision's peak for that many threads), valid,
+//          max_rel_error}]
+//   notes: [lines]: all threads slower than one thread (the cores were
+//          busy), the time budget spent
 //   valid: every GEMM's spot check passed
 // Validation: 32 random entries of C recomputed in double from the same
 // (bf16-rounded where bf16) inputs; relative error against sum |a||b| must be
@@ -34,6 +42,7 @@ struct ComputeOptions {
   bool quick = false;
   std::vector<GemmShape> shapes;  // empty: the standard list (smaller when quick)
   double min_seconds = 0;         // per measurement; 0: 0.3 (quick 0.08)
+  double budget_s = 0;            // the section; past it GEMMs are timed once; 0: 120 (quick 4)
 };
 
 std::vector<GemmShape> standard_gemm_shapes(bool quick);

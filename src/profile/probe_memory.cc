@@ -111,12 +111,17 @@ void init_arrays(double* a, double* b, double* c, int64_t n, int threads) {
 
 // Runs `repeats` rounds of the four kernels on `threads` threads and returns
 // the run's json object (timings and validation).
+// Past `deadline_ns` (a time budget) it stops after the round under way,
+// with two rounds at least (STREAM's average skips the first).
 nlohmann::json run_stream(double* __restrict a, double* __restrict b, double* __restrict c,
-                          int64_t n, int threads, int repeats) {
+                          int64_t n, int threads, int repeats, int64_t deadline_ns) {
   init_arrays(a, b, c, n, threads);
   const double s = kScalar;
   std::vector<double> seconds[4];
+  int rounds = 0;
   for (int k = 0; k < repeats; ++k) {
+    if (k >= 2 && now_ns() > deadline_ns) break;
+    ++rounds;
     int64_t t[5];
     t[0] = now_ns();
 #pragma omp parallel for num_threads(threads) schedule(static)
@@ -145,7 +150,8 @@ nlohmann::json run_stream(double* __restrict a, double* __restrict b, double* __
     double avg = sum / double(ts.size() - 1);
     r[kKernels[i]] = {{"best_gbs", bytes / best * 1e-9}, {"avg_gbs", bytes / avg * 1e-9}};
   }
-  Status st = check_stream_arrays(a, b, c, size_t(n), repeats, s);
+  r["rounds"] = rounds;
+  Status st = check_stream_arrays(a, b, c, size_t(n), rounds, s);
   r["valid"] = st.is_ok();
   if (!st.is_ok()) r["error"] = st.message();
   return r;
@@ -248,10 +254,13 @@ nlohmann::json probe_memory(const MemoryOptions& options) {
   const int all = std::max(num_threads(), 1);
   // First touch with the all-thread schedule: each page lands near the thread
   // that streams it in the all-thread run.
+  // The budget: half for each thread count (the first touch counts in it).
+  const double budget_s = options.budget_s > 0 ? options.budget_s : options.quick ? 4 : 60;
+  const int64_t start = now_ns();
   init_arrays(a.get(), b.get(), c.get(), n, all);
-  j["threads_1"] = run_stream(a.get(), b.get(), c.get(), n, 1, repeats);
-  j["threads_all"] =
-      all == 1 ? j["threads_1"] : run_stream(a.get(), b.get(), c.get(), n, all, repeats);
+  j["threads_1"] = run_stream(a.get(), b.get(), c.get(), n, 1, repeats, start + int64_t(budget_s * 0.5e9));
+  j["threads_all"] = all == 1 ? j["threads_1"]
+                              : run_stream(a.get(), b.get(), c.get(), n, all, repeats, start + int64_t(budget_s * 1e9));
   bool valid = j["threads_1"]["valid"].get<bool>() && j["threads_all"]["valid"].get<bool>();
   j["valid"] = valid;
   if (!valid)

@@ -57,6 +57,10 @@ struct MemoryOptions {
   // 32 MiB). Capped at physical memory / 8 so the three arrays fit comfortably.
   size_t array_bytes = 0;
   int repeats = 0;  // 0: 10, quick: 4. Clamped to [2, 100] (values grow 15x a round).
+  // Seconds for the whole section (0: 60, quick: 4): past it each thread
+  // count stops after 2 rounds at least (a busy VM took 54 s for the quick
+  // section's 4 rounds). Each run records the "rounds" it did.
+  double budget_s = 0;
 };
 
 nlohmann::json probe_memory(const MemoryOptions& options);

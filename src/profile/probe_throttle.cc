@@ -84,7 +84,7 @@ nlohmann::json probe_throttle(const ThrottleOptions& opt) {
     (void)sink;
     fma_iters = int64_t(fma_iters * 0.04 / std::max(1e-6, (now_ns() - t0) * 1e-9));
     t0 = now_ns();
-    volatile int64_t s2 = add_chain(add_iters);
+    volatile int64_t s2 = clock_chain(add_iters);
     (void)s2;
     add_iters = int64_t(add_iters * 0.005 / std::max(1e-6, (now_ns() - t0) * 1e-9));
   }
@@ -99,10 +99,10 @@ nlohmann::json probe_throttle(const ThrottleOptions& opt) {
       if (t0 >= end) break;
       sink = sink + loop(fma_iters);
       const int64_t t1 = now_ns();
-      sink = sink + double(add_chain(add_iters));
+      sink = sink + double(clock_chain(add_iters));
       const int64_t t2 = now_ns();
       mine.push_back({(t2 - start) * 1e-9, fma_loop_flops(fma_iters) / ((t1 - t0) * 1e-9) * 1e-9,
-                      10.0 * double(add_iters) / ((t2 - t1) * 1e-9) * 1e-9});
+                      double(kClockChainCycles) * double(add_iters) / ((t2 - t1) * 1e-9) * 1e-9});
     }
   }
   return summarize_throttle(samples, seconds, opt.threshold);

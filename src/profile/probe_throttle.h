@@ -1,6 +1,6 @@
 // crucible probe, throttling section: every thread runs an FMA loop flat out
 // for a while, and every ~50 ms each thread times a burst of FMAs (its FLOP
-// rate) and a dependent integer-add chain (one add per cycle: its clock).
+// rate) and a dependent imul chain (3 cycles per imul: its clock; profile/cpu_peak.h).
 // A chip that throttles under sustained load — power or thermal limits, a
 // noisy neighbour on a VM — shows a lower rate in the last second than in the
 // first; training runs for hours at the last second's speed.

@@ -41,9 +41,12 @@ struct StepBenchResult {
   double ms_per_step = 0, ms_min = 0, ms_max = 0;  // median, min, max
   double forward_ms = 0, backward_ms = 0, optimizer_ms = 0;  // medians
   double tokens_per_s = 0, gflop_per_step = 0, gflops = 0, mfu = 0;
-  double mfu_measured_peak = 0;  // against the FMA loop's measured throughput
-  // The peak MFU counts against: the f32 FMA peak, or in bf16 twice it (the
-  // rate of AVX512_BF16's vdpbf16ps, which does two products per f32 lane).
+  // MFUs are NaN where they cannot be told honestly (profile/cpu_peak.h,
+  // honest_mfu): a peak that is not plausible, or a ratio above 1.
+  double mfu_measured_peak = 0;  // against the loops' measured throughput
+  // The peak MFU counts against: the f32 FMA peak, or in bf16 the matrix
+  // unit's (AMX) or twice f32's (AVX512_BF16's vdpbf16ps: two products per
+  // f32 lane) where oneDNN has a native bf16 matmul (precision_peak_gflops).
   double peak_gflops = 0;
   double loss_first = 0, loss_last = 0;
   size_t peak_bytes = 0;

@@ -96,6 +96,7 @@ std::vector<Field> fields(Config& c) {
       {"run.sample_tokens", &c.run.sample_tokens},
       {"run.trace_from", &c.run.trace_from},
       {"run.trace_steps", &c.run.trace_steps},
+      {"run.probe_max_age_days", &c.run.probe_max_age_days},
       {"dist.bucket_mb", &c.dist.bucket_mb},
       {"dist.zero", &c.dist.zero},
       {"dist.reproducible", &c.dist.reproducible},
@@ -454,6 +455,8 @@ Status validate(const Config& c) {
   if (c.run.sample_tokens < 0) return bad("run.sample_tokens", "must be >= 0");
   if (c.run.trace_from < 1) return bad("run.trace_from", "must be >= 1 (a step number)");
   if (c.run.trace_steps < 0) return bad("run.trace_steps", "must be >= 0 (0: no trace)");
+  if (!(c.run.probe_max_age_days > 0 && c.run.probe_max_age_days <= 36500))
+    return bad("run.probe_max_age_days", "must be > 0 and at most 36500");
   return validate_curate(c);
 }
 

@@ -78,6 +78,9 @@ struct RunConfig {
   // on, every rank (0 steps: no trace).
   int64_t trace_from = 3;
   int64_t trace_steps = 3;
+  // A probe.json older than this is not consulted; the run measures this
+  // machine instead (profile/local_probe.h).
+  double probe_max_age_days = 30;
 };
 
 struct DistConfig {

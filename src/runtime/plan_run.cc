@@ -3,6 +3,7 @@
 #include "kernels/gemm.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -34,17 +35,21 @@ plan::Candidate candidate_of(const Config& cfg, int world) {
   return c;
 }
 
-Result<plan::Cluster> local_cluster(const std::string& run_dir) {
+Result<plan::Cluster> local_cluster(const std::string& run_dir, const profile::LocalProbe& probe) {
   for (const std::string& f : {run_dir + "/cluster.toml", std::string("cluster.toml")})
     if (std::filesystem::exists(f)) return plan::load_cluster(f);
-  for (const std::string& f : {run_dir + "/probe.json", std::string("probe.json")}) {
-    if (!std::filesystem::exists(f)) continue;
-    auto doc = read_json(f);
-    if (!doc) return doc.status();
-    return plan::cluster_from_probe(*doc, f);
-  }
+  if (!probe.doc.is_null()) return plan::cluster_from_probe(probe.doc, probe.source);
   return Status::not_found("[plan] no cluster description: run `crucible probe` (probe.json) or `crucible plan "
                            "--cluster-from-probe probe.json` (cluster.toml) in the working directory");
+}
+
+Result<plan::Cluster> local_cluster(const std::string& run_dir) {
+  profile::LocalProbeOptions o;
+  o.candidates = {run_dir + "/probe.json", "probe.json"};
+  o.measure = false;
+  o.use_cache = false;  // what `plan` reads is what its --help names
+  o.log = [](const std::string& m) { std::fprintf(stderr, "%s\n", m.c_str()); };
+  return local_cluster(run_dir, profile::local_probe(o));
 }
 
 nlohmann::json run_prediction(const Config& cfg, int world, const Result<plan::Cluster>& cluster) {

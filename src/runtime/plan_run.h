@@ -10,6 +10,7 @@
 #include "plan/candidate.h"
 #include "plan/cluster.h"
 #include "plan/time_model.h"
+#include "profile/local_probe.h"
 #include "runtime/config.h"
 
 namespace crucible::runtime {
@@ -20,9 +21,13 @@ plan::Candidate candidate_of(const Config& cfg, int world);
 
 // This machine as a cluster, for the prediction a run stores: the first of
 // RUN/cluster.toml and ./cluster.toml (written by `crucible plan
-// --cluster-from-probe`, refitted by `--calibrate`), else one made from the
-// first probe document of RUN/probe.json and ./probe.json. not_found when
-// there is none (the run then predicts its memory only).
+// --cluster-from-probe`, refitted by `--calibrate`), else one made from
+// `probe` (profile/local_probe.h: a probe document made on this machine).
+// not_found when there is neither (the run then predicts its memory only).
+Result<plan::Cluster> local_cluster(const std::string& run_dir, const profile::LocalProbe& probe);
+// The same for `crucible plan`: the probe from RUN/probe.json or
+// ./probe.json when made here (a foreign one is named and passed over on
+// stderr); nothing is measured and the machine cache is not consulted.
 Result<plan::Cluster> local_cluster(const std::string& run_dir);
 
 // RUN/plan.json's object: the prediction for the run's own layout on

@@ -23,6 +23,7 @@
 #include "core/trace.h"
 #include "data/loader.h"
 #include "data/tokenizer.h"
+#include "kernels/gemm.h"
 #include "comm/comm.h"
 #include "parallel/data_parallel.h"
 #include "parallel/tree_reduce.h"
@@ -206,11 +207,19 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
       (W > 1 ? " ranks (" + comm.backend() + ") x " : " process x ") +
       std::to_string(num_threads()) + " threads");
   if (rank == 0) {  // the planner's prediction for this layout, before the first step (docs/plan.md)
-    const nlohmann::json prediction = run_prediction(cfg, W, local_cluster(run));
+    // On this machine's probe (profile/local_probe.h): one made here, else a
+    // quick probe now while the other ranks wait without spinning.
+    profile::LocalProbeOptions po;
+    po.candidates = {run + "/probe.json", "probe.json"};
+    po.write_to = run + "/probe.json";
+    po.max_age_days = cfg.run.probe_max_age_days;
+    po.log = log;
+    const nlohmann::json prediction = run_prediction(cfg, W, local_cluster(run, profile::local_probe(po)));
     Status ps = write_file_atomic(run + "/plan.json", prediction.dump(1) + "\n");
     if (!ps) log("[plan] warning: " + ps.message());
     log(describe_prediction(prediction));
   }
+  if (W > 1) CRUCIBLE_RETURN_IF_ERROR(comm::quiet_barrier(comm));
   const data::Tokenizer& tok = *setup.tok;
 
   const int B = cfg.train.batch_size, T = cfg.model.seq_len, accum = cfg.train.grad_accum;
@@ -323,15 +332,19 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   const double tokens_per_step = double(B) * T * accum * dp_size;
   const double flops_per_step = cfg.model.flops_per_token(T) * tokens_per_step;
   const profile::CpuPeak peak = profile::measure_cpu_peak(num_threads(), 0.2);
-  // MFU's peak: the f32 FMA peak, twice it in bf16 (AVX512_BF16's vdpbf16ps
-  // does two products per f32 lane; profile/step_bench.h).
+  // MFU's peak: the f32 FMA peak; in bf16 the matrix unit's (AMX) or twice
+  // f32's with a native bf16 matmul (profile/cpu_peak.h). Not plausible (a
+  // clock out of physical bounds): no MFU is shown, and the log says why.
   const bool bf16 = cfg.train.precision == "bf16";
-  const double peak_gflops = peak.derived_gflops * (bf16 ? 2 : 1);
+  const double peak_gflops = profile::precision_peak_gflops(peak, bf16, kernels::gemm_bf16_native());
+  if (!peak.plausible)
+    log("[train] MFU not shown: this CPU's peak could not be measured (" +
+        (peak.notes.empty() ? std::string("?") : peak.notes[0]) + ")");
   // The probe's best GEMM of this precision at this thread count, when a
   // probe.json is at hand (RUN/, else the working directory): the ceiling
   // this machine showed.
-  const double gemm_ceiling_gflops = profile::probe_gemm_ceiling(
-      {run + "/probe.json", "probe.json"}, num_threads(), bf16 ? "bf16" : "f32");
+  const double gemm_ceiling_gflops =
+      profile::probe_gemm_ceiling({run + "/probe.json"}, num_threads(), bf16 ? "bf16" : "f32");
   // Validation: the same eval_batches micro-batches for any layout, dealt
   // out over the data-parallel ranks and forwarded through each pipeline;
   // the mean over all of them (the loss comes from the last stages).
@@ -459,7 +472,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
       agg.optimizer_ms = t[4], agg.comm_ms = t[5], agg.mem_peak = uint64_t(t[6]);
     }
     agg.tokens_per_s = tokens_per_step / (agg.step_ms * 1e-3);
-    agg.mfu = flops_per_step / (agg.step_ms * 1e-3) / (W * peak_gflops * 1e9);
+    agg.mfu = profile::honest_mfu(flops_per_step / (agg.step_ms * 1e-3) * 1e-9, W * peak_gflops, peak.plausible);
     if (gemm_ceiling_gflops > 0)
       agg.mfu_of_gemm = flops_per_step / (agg.step_ms * 1e-3) / (W * gemm_ceiling_gflops * 1e9);
     const bool kill_after = faults.kills_after_checkpoint(step);
@@ -483,10 +496,10 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     char line[256];
     std::snprintf(
         line, sizeof line,
-        "[train] step %lld/%lld | loss %.4f%s | lr %.2e | %s tok/s | MFU %.1f%% | ETA %s",
+        "[train] step %lld/%lld | loss %.4f%s | lr %.2e | %s tok/s | MFU %s | ETA %s",
         (long long)step, (long long)total, m.loss,
         m.val_loss >= 0 ? (" | val " + std::to_string(m.val_loss).substr(0, 6)).c_str() : "", m.lr,
-        format_si(agg.tokens_per_s).c_str(), 100 * agg.mfu,
+        format_si(agg.tokens_per_s).c_str(), profile::format_mfu(agg.mfu).c_str(),
         format_duration(ema_step_s * double(total - step)).c_str());
     console.progress(line, last || stop || m.val_loss >= 0 || step == first_step + 1);
     if (stop && !last) {

@@ -51,22 +51,6 @@ TEST(ProbeCompute, MeasuresAndValidatesSmallShapes) {
   EXPECT_FALSE(compute_table(j).empty());
 }
 
-// The pipe count read off the FMA loop: figures measured on the machines
-// this project has run on.
-TEST(ProbeCompute, FmaPipesComeFromTheLoop) {
-  // AMD Zen 4 (AVX-512 double-pumped): 224.4 GFLOP/s on 2 threads at 3.59 GHz.
-  EXPECT_EQ(fma_pipes_from_loop(224.4, 2, 16, 3.59), 1);
-  // AMD Zen 3, AVX2, two 256-bit pipes: 204.9 at 3.21 GHz.
-  EXPECT_EQ(fma_pipes_from_loop(204.9, 2, 8, 3.21), 2);
-  // A Xeon with two 512-bit units, a little below its clock's peak.
-  EXPECT_EQ(fma_pipes_from_loop(370.0, 2, 16, 3.0), 2);
-  // No loop (no FMA ISA): the common case. A clock read 4x too high (seen
-  // on a VM): still a count of 1 or 2, never 0.
-  EXPECT_EQ(fma_pipes_from_loop(0.0, 2, 4, 3.0), 2);
-  EXPECT_EQ(fma_pipes_from_loop(392.0, 2, 16, 12.5), 1);
-  EXPECT_EQ(fma_pipes_from_loop(900.0, 2, 16, 3.0), 2);
-}
-
 std::vector<std::vector<ThrottleSample>> samples(double first_rate, double last_rate, int threads,
                                                  double seconds) {
   std::vector<std::vector<ThrottleSample>> out(static_cast<size_t>(threads));

@@ -1,0 +1,121 @@
+#include "profile/local_probe.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "core/clock.h"
+#include "core/file_io.h"
+#include "core/json_io.h"
+#include "profile/load_watch.h"
+#include "profile/machine.h"
+#include "profile/probe.h"
+#include "profile/probe_compute.h"
+#include "profile/probe_memory.h"
+#include "profile/probe_topology.h"
+
+namespace crucible::profile {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string machine_cache_dir() {
+  if (const char* d = std::getenv("CRUCIBLE_CACHE_DIR"); d && *d) return d;
+  if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/crucible";
+  if (const char* d = std::getenv("HOME"); d && *d) return std::string(d) + "/.cache/crucible";
+  return "";
+}
+
+double gemm_ceiling(const json& probe, int threads, const std::string& dtype) {
+  double best = 0;
+  if (!probe.is_object() || !probe.contains("compute") || !probe["compute"].is_object()) return 0;
+  const json& gemms = probe["compute"].value("gemm", json::array());
+  if (!gemms.is_array()) return 0;
+  for (const json& g : gemms)
+    if (g.is_object() && g.value("dtype", "") == dtype && g.value("threads", 0) == threads && g.value("valid", false) &&
+        g.contains("gflops") && g["gflops"].is_number())
+      best = std::max(best, g["gflops"].get<double>());
+  return best;
+}
+
+namespace {
+
+// The sections the planner reads, quick and bounded.
+json measure_here() {
+  json doc = probe_header(true);
+  json load = json::object(), durations = json::object();
+  auto timed = [&](const char* name, auto&& fn) {
+    LoadWatch watch;
+    Stopwatch sw;
+    doc[name] = fn();
+    durations[name] = sw.elapsed_s();
+    load[name] = watch.to_json();
+  };
+  timed("compute", [] {
+    ComputeOptions c;
+    c.quick = true;
+    c.budget_s = 3;
+    return probe_compute(c);
+  });
+  timed("memory", [] {
+    MemoryOptions m;
+    m.quick = true;
+    m.budget_s = 2;
+    return probe_memory(m);
+  });
+  timed("topology", []() -> json {
+    auto t = probe_topology();
+    return t ? *t : json{{"error", t.status().message()}};
+  });
+  doc["durations_s"] = durations;
+  doc["load"] = load;
+  return doc;
+}
+
+}  // namespace
+
+LocalProbe local_probe(const LocalProbeOptions& opt) {
+  auto log = [&](const std::string& m) {
+    if (opt.log) opt.log(m);
+  };
+  const json here = machine_identity();
+  const std::string cache_dir = opt.use_cache ? machine_cache_dir() : "";
+  const std::string cached = cache_dir.empty() ? "" : cache_dir + "/probe-" + here.value("fingerprint", "") + ".json";
+  auto keep = [&](const json& doc, const std::string& from) {
+    std::error_code ec1, ec2;
+    if (opt.write_to.empty() ||
+        (!from.empty() && fs::weakly_canonical(from, ec1) == fs::weakly_canonical(opt.write_to, ec2)))
+      return;
+    if (Status s = write_file_atomic(opt.write_to, doc.dump(1) + "\n"); !s) log("[probe] warning: " + s.message());
+  };
+  std::vector<std::string> files = opt.candidates;
+  if (!cached.empty()) files.push_back(cached);
+  for (const std::string& f : files) {
+    std::error_code ec;
+    if (!fs::exists(f, ec)) continue;
+    auto doc = read_json(f);
+    Status why = !doc ? doc.status() : probe_made_here(*doc, here, opt.max_age_days);
+    if (why && (*doc).value("schema", "") != kProbeSchema) why = Status::invalid("not a crucible probe document");
+    if (!why) {
+      log("[probe] " + f + " not used: " + why.message());
+      continue;
+    }
+    keep(*doc, f);
+    return {*doc, f};
+  }
+  if (!opt.measure) return {json(), ""};
+  log("[probe] measuring this machine (quick probe: compute, memory, topology; a few seconds)");
+  json doc = measure_here();
+  for (const auto& [name, l] : doc["load"].items())
+    if (!l.value("reliable", true))
+      log("[probe] " + name + ": other processes used " + std::to_string(int(100 * l["others_share"].get<double>())) +
+          "% of the CPUs meanwhile: its figures (and the prediction) are unreliable");
+  if (!cached.empty()) {
+    std::error_code ec;
+    fs::create_directories(cache_dir, ec);
+    if (Status s = write_file_atomic(cached, doc.dump(1) + "\n"); !s) log("[probe] warning: " + s.message());
+  }
+  keep(doc, "");
+  return {doc, "measured now"};
+}
+
+}  // namespace crucible::profile

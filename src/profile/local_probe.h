@@ -1,0 +1,46 @@
+// The probe document a run consults on this machine: for the step time it
+// predicts (plan.json) and the GEMM ceiling its MFU is set beside.
+//
+// A document is used only when it was made on this machine and is young
+// enough (profile/machine.h): the first of the candidates (RUN/probe.json,
+// ./probe.json) that is, else this machine's cached probe
+// (<cache>/probe-<fingerprint>.json). Every file passed over is named in one
+// line with the reason. Without one, a quick probe of the sections the
+// planner reads (compute, memory, topology; about five seconds, bounded by
+// each section's time budget) measures this machine now, and the result is
+// cached both in the run directory and in the machine cache, so the next run
+// here does not measure again. Not thread-safe (it measures with every
+// OpenMP thread).
+#pragma once
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace crucible::profile {
+
+struct LocalProbeOptions {
+  std::vector<std::string> candidates;  // in order; missing files are skipped silently
+  std::string write_to;                 // where the document used is kept (RUN/probe.json); empty: nowhere
+  double max_age_days = 30;
+  bool measure = true;                  // false: no quick probe, the result may be null
+  bool use_cache = true;                // consult and fill the machine cache
+  std::function<void(const std::string&)> log;
+};
+
+struct LocalProbe {
+  nlohmann::json doc;  // null when there is none
+  std::string source;  // the file it came from, or "measured now"
+};
+
+LocalProbe local_probe(const LocalProbeOptions& opt);
+
+// $CRUCIBLE_CACHE_DIR, else $XDG_CACHE_HOME/crucible, else
+// $HOME/.cache/crucible; empty when none of them is set.
+std::string machine_cache_dir();
+
+// The best valid GEMM GFLOP/s of `dtype` ("f32", "bf16") at `threads` in a
+// probe document; 0 when it has none.
+double gemm_ceiling(const nlohmann::json& probe, int threads, const std::string& dtype);
+
+}  // namespace crucible::profile
