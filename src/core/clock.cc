@@ -4,6 +4,12 @@
 
 namespace crucible {
 
+int64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
 std::string wall_time(const char* format, bool utc) {
   std::time_t t = std::time(nullptr);
   std::tm tm{};

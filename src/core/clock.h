@@ -1,5 +1,5 @@
-// The one clock: monotonic nanoseconds, and a stopwatch built on it; and the
-// wall clock as text, for names and records.
+// The one clock: monotonic nanoseconds, and a stopwatch built on it; a
+// thread's CPU time; and the wall clock as text, for names and records.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -12,6 +12,11 @@ inline int64_t now_ns() {
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
+
+// The calling thread's CPU time in nanoseconds (CLOCK_THREAD_CPUTIME_ID):
+// what a compute loop measures against to read the core's speed even while
+// other processes take turns on it.
+int64_t thread_cpu_ns();
 
 class Stopwatch {
  public:

@@ -3,7 +3,6 @@
 #include <cpuid.h>
 #include <immintrin.h>
 #include <omp.h>
-#include <time.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <x86intrin.h>
@@ -147,12 +146,6 @@ struct ParallelRate {
   double iters_per_s = 0;  // summed over threads
   double cpu_share = 1;    // min over threads of cpu time / wall time
 };
-
-int64_t thread_cpu_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 template <typename F>
 ParallelRate parallel_rate(int threads, int64_t iters, F fn) {
