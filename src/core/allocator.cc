@@ -1,7 +1,5 @@
 #include "core/allocator.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -12,13 +10,23 @@ namespace crucible {
 namespace {
 constexpr size_t kMinClass = 256;
 constexpr size_t kHugeThreshold = size_t(1) << 20;
-constexpr size_t kHugePage = size_t(2) << 20;
+constexpr size_t kHugePage = size_t(2) << 20;  // size classes from 1 MiB are whole huge pages
 }  // namespace
 
 Allocator& Allocator::global() {
   // Leaked on purpose: tensors held by static objects may be released after
   // static destruction would otherwise have torn the pool down.
-  static Allocator* a = new Allocator();
+  static Allocator* a = new Allocator(host_memory());
+  return *a;
+}
+
+Allocator& Allocator::on(MemorySource& source) {
+  if (&source == &host_memory()) return global();
+  static std::mutex* mu = new std::mutex();
+  static auto* pools = new std::unordered_map<MemorySource*, Allocator*>();  // leaked, as global()
+  std::lock_guard<std::mutex> lock(*mu);
+  Allocator*& a = (*pools)[&source];
+  if (!a) a = new Allocator(source);
   return *a;
 }
 
@@ -32,35 +40,9 @@ size_t Allocator::size_class(size_t bytes) {
   return c;
 }
 
-void* Allocator::map_fresh(size_t bytes) {
-  void* p = nullptr;
-  if (bytes >= kHugeThreshold) {
-    // Over-map by one huge page to align to 2 MiB, then trim the ends.
-    size_t len = bytes + kHugePage;
-    char* raw = static_cast<char*>(
-        mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-    if (raw == MAP_FAILED) return nullptr;
-    uintptr_t aligned = (uintptr_t(raw) + kHugePage - 1) & ~(uintptr_t(kHugePage) - 1);
-    size_t head = aligned - uintptr_t(raw);
-    if (head) munmap(raw, head);
-    size_t tail = len - head - bytes;
-    if (tail) munmap(reinterpret_cast<char*>(aligned) + bytes, tail);
-    p = reinterpret_cast<void*>(aligned);
-    madvise(p, bytes, MADV_HUGEPAGE);
-  } else {
-    p = std::aligned_alloc(64, bytes);
-    if (!p) return nullptr;
-  }
-  std::memset(p, 0, bytes);  // pre-fault now, not in the step
-  return p;
-}
+void* Allocator::map_fresh(size_t bytes) { return source_.map(bytes); }
 
-void Allocator::unmap(void* p, size_t bytes) {
-  if (bytes >= kHugeThreshold)
-    munmap(p, bytes);
-  else
-    std::free(p);
-}
+void Allocator::unmap(void* p, size_t bytes) { source_.unmap(p, bytes); }
 
 void* Allocator::allocate(size_t bytes, const char* tag, bool persistent) {
   size_t c = size_class(bytes);

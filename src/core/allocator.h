@@ -1,11 +1,15 @@
 // Memory: every tensor comes from here.
 //
-// Allocator: a process-wide caching pool. Requests are rounded up to a size
-// class (four classes per power of two), freed blocks are kept on per-class
-// free lists and handed out again, never returned to the OS while the process
-// runs (first touch of a fresh 4 KiB page costs ~14 us on the VMs we measured).
-// Fresh blocks are pre-faulted (zeroed) when mapped; blocks of 1 MiB and more
-// are 2 MiB aligned and advised for transparent huge pages. Thread-safe.
+// Allocator: a process-wide caching pool over one memory source
+// (core/memory_source.h: host, pinned host, a CUDA device); global() is the
+// host's, on(source) any other's. Requests are rounded up to a size class
+// (four classes per power of two), freed blocks are kept on per-class free
+// lists and handed out again, never returned to the source while the process
+// runs (first touch of a fresh 4 KiB page costs ~14 us on the VMs we
+// measured; cudaMalloc synchronises the device). Fresh blocks come zeroed
+// (the host's pre-faulted; blocks of 1 MiB and more 2 MiB aligned and advised
+// for transparent huge pages). In-use, peak and leak accounting are per
+// source. Thread-safe.
 //
 // Arena: the per-step activation arena. A bump allocator over one block from
 // the Allocator; reset() at the start of every step makes all of it reusable.
@@ -21,6 +25,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/memory_source.h"
+
 namespace crucible {
 
 struct AllocatorStats {
@@ -34,7 +40,12 @@ struct AllocatorStats {
 
 class Allocator {
  public:
+  // The host's pool.
   static Allocator& global();
+  // The pool over `source` (one per source, made on first use).
+  static Allocator& on(MemorySource& source);
+  explicit Allocator(MemorySource& source) : source_(source) {}
+  MemorySource& source() const { return source_; }
 
   // Returns 64-byte aligned, zero-initialised-on-first-use memory of at least
   // `bytes`. `tag` names the allocation site class in leak reports; it must be
@@ -64,6 +75,7 @@ class Allocator {
   void* map_fresh(size_t bytes);
   void unmap(void* p, size_t bytes);
 
+  MemorySource& source_;
   mutable std::mutex mu_;
   std::unordered_map<size_t, std::vector<void*>> free_;
   std::unordered_map<void*, Live> live_;

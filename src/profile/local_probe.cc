@@ -71,6 +71,31 @@ json measure_here() {
   return doc;
 }
 
+// Adds a row for every shape of `shapes` the document lacks on all threads
+// in `dtype`; the number added.
+int top_up(json& doc, const std::vector<GemmShape>& shapes, const std::string& dtype) {
+  if (!doc.contains("compute") || !doc["compute"].is_object() || !doc["compute"].contains("peak")) return 0;
+  json& compute = doc["compute"];
+  const json& peak = compute["peak"];
+  const int threads = peak.value("threads_all", 0);
+  const bool bf16 = dtype == "bf16";
+  const double ceiling = peak.value(bf16 ? "bf16_peak_gflops_all" : "derived_gflops_all", 0.0);
+  if (threads < 1 || !(ceiling > 0) || !compute["gemm"].is_array()) return 0;
+  int added = 0;
+  for (const GemmShape& s : shapes) {
+    bool have = false;
+    for (const json& g : compute["gemm"])
+      have |= g.is_object() && g.value("m", 0) == s.m && g.value("n", 0) == s.n && g.value("k", 0) == s.k &&
+              g.value("dtype", "") == dtype && g.value("threads", 0) == threads;
+    if (have) continue;
+    json row = measure_gemm(s, bf16, threads, 0.05, ceiling);
+    compute["valid"] = compute.value("valid", true) && row.value("valid", false);
+    compute["gemm"].push_back(std::move(row));
+    ++added;
+  }
+  return added;
+}
+
 }  // namespace
 
 LocalProbe local_probe(const LocalProbeOptions& opt) {
@@ -80,6 +105,12 @@ LocalProbe local_probe(const LocalProbeOptions& opt) {
   const json here = machine_identity();
   const std::string cache_dir = opt.use_cache ? machine_cache_dir() : "";
   const std::string cached = cache_dir.empty() ? "" : cache_dir + "/probe-" + here.value("fingerprint", "") + ".json";
+  auto save_cache = [&](const json& doc) {
+    if (cached.empty()) return;
+    std::error_code ec;
+    fs::create_directories(cache_dir, ec);
+    if (Status s = write_file_atomic(cached, doc.dump(1) + "\n"); !s) log("[probe] warning: " + s.message());
+  };
   auto keep = [&](const json& doc, const std::string& from) {
     std::error_code ec1, ec2;
     if (opt.write_to.empty() ||
@@ -99,7 +130,16 @@ LocalProbe local_probe(const LocalProbeOptions& opt) {
       log("[probe] " + f + " not used: " + why.message());
       continue;
     }
-    keep(*doc, f);
+    // The run's own GEMMs, where the document has not measured them: the
+    // cache learns them; a file the user made is left as it is (the run keeps
+    // its copy).
+    if (int added = top_up(*doc, opt.shapes, opt.dtype); added > 0) {
+      log("[probe] measured this run's " + std::to_string(added) + " GEMM shapes " + f + " lacked");
+      if (f == cached) save_cache(*doc);
+      keep(*doc, "");
+    } else {
+      keep(*doc, f);
+    }
     return {*doc, f};
   }
   if (!opt.measure) return {json(), ""};
@@ -109,11 +149,8 @@ LocalProbe local_probe(const LocalProbeOptions& opt) {
     if (!l.value("reliable", true))
       log("[probe] " + name + ": other processes used " + std::to_string(int(100 * l["others_share"].get<double>())) +
           "% of the CPUs meanwhile: its figures (and the prediction) are unreliable");
-  if (!cached.empty()) {
-    std::error_code ec;
-    fs::create_directories(cache_dir, ec);
-    if (Status s = write_file_atomic(cached, doc.dump(1) + "\n"); !s) log("[probe] warning: " + s.message());
-  }
+  top_up(doc, opt.shapes, opt.dtype);
+  save_cache(doc);
   keep(doc, "");
   return {doc, "measured now"};
 }

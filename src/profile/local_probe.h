@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "profile/probe_compute.h"
+
 namespace crucible::profile {
 
 struct LocalProbeOptions {
@@ -26,6 +28,11 @@ struct LocalProbeOptions {
   bool measure = true;                  // false: no quick probe, the result may be null
   bool use_cache = true;                // consult and fill the machine cache
   std::function<void(const std::string&)> log;
+  // The GEMMs the run will execute, measured on all threads in `dtype`
+  // ("f32" | "bf16") where the document has no row of that shape yet, so
+  // the prediction's GEMM time is a measurement, not an interpolation.
+  std::vector<GemmShape> shapes;
+  std::string dtype = "f32";
 };
 
 struct LocalProbe {

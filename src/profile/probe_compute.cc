@@ -100,6 +100,13 @@ nlohmann::json measure(const GemmShape& s, bool half, int threads, double min_s,
 
 }  // namespace
 
+nlohmann::json measure_gemm(const GemmShape& s, bool bf16, int threads, double min_seconds, double peak_gflops) {
+  const int saved = num_threads();
+  nlohmann::json row = measure(s, bf16, threads, min_seconds, peak_gflops, false);
+  set_num_threads(saved);
+  return row;
+}
+
 nlohmann::json probe_compute(const ComputeOptions& opt) {
   const int saved = num_threads();
   const int all = std::max(1, saved);

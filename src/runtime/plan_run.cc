@@ -52,6 +52,22 @@ Result<plan::Cluster> local_cluster(const std::string& run_dir) {
   return local_cluster(run_dir, profile::local_probe(o));
 }
 
+std::vector<profile::GemmShape> run_gemm_shapes(const Config& cfg, int world) {
+  std::vector<profile::GemmShape> out;
+  auto add = [&](double m, double n, double k) {
+    const int mi = int(m), ni = int(n), ki = int(k);
+    for (const auto& s : out)
+      if (s.m == mi && s.n == ni && s.k == ki) return;
+    out.push_back({"run " + std::to_string(mi) + "x" + std::to_string(ni) + "x" + std::to_string(ki), mi, ni, ki});
+  };
+  for (const plan::GemmShape& g : plan::forward_gemms(cfg.model, candidate_of(cfg, world))) {
+    add(g.m, g.n, g.k);
+    add(g.m, g.k, g.n);
+    add(g.k, g.n, g.m);
+  }
+  return out;
+}
+
 nlohmann::json run_prediction(const Config& cfg, int world, const Result<plan::Cluster>& cluster) {
   const plan::Candidate c = candidate_of(cfg, world);
   nlohmann::json j;

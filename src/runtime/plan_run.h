@@ -30,6 +30,11 @@ Result<plan::Cluster> local_cluster(const std::string& run_dir, const profile::L
 // stderr); nothing is measured and the machine cache is not consulted.
 Result<plan::Cluster> local_cluster(const std::string& run_dir);
 
+// The GEMMs one step of this run executes as the planner counts them
+// (plan::forward_gemms: forward (m, n, k), backward (m, k, n) and (k, n, m)),
+// without repeats, for the probe to measure (profile/local_probe.h).
+std::vector<profile::GemmShape> run_gemm_shapes(const Config& cfg, int world);
+
 // RUN/plan.json's object: the prediction for the run's own layout on
 // `cluster` (null: memory only, with the reason), and which cluster file it
 // used.

@@ -214,6 +214,8 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     po.write_to = run + "/probe.json";
     po.max_age_days = cfg.run.probe_max_age_days;
     po.log = log;
+    po.shapes = run_gemm_shapes(cfg, W);
+    po.dtype = cfg.train.precision == "bf16" ? "bf16" : "f32";
     const nlohmann::json prediction = run_prediction(cfg, W, local_cluster(run, profile::local_probe(po)));
     Status ps = write_file_atomic(run + "/plan.json", prediction.dump(1) + "\n");
     if (!ps) log("[plan] warning: " + ps.message());

@@ -20,7 +20,7 @@ class AllocatorTest : public ::testing::Test {
     EXPECT_TRUE(alloc_.live_by_tag().empty()) << "test left blocks allocated";
     alloc_.trim();
   }
-  Allocator alloc_;
+  Allocator alloc_{host_memory()};
 };
 
 ::testing::AssertionResult waste_within(size_t bytes, size_t slack) {
@@ -283,6 +283,66 @@ TEST_F(AllocatorTest, ArenaReturnsItsBlocksOnDestruction) {
   }
   EXPECT_TRUE(alloc_.live_by_tag().empty());
   EXPECT_EQ(alloc_.stats().in_use, 0u);
+}
+
+
+// A source that stands in for device memory: host blocks, counted. Pools,
+// peak and leak accounting over it are the host's (DESIGN.md "Devices").
+class CountingSource final : public MemorySource {
+ public:
+  Device device() const override { return Device::cuda(7); }
+  MemoryKind kind() const override { return MemoryKind::kDevice; }
+  const char* name() const override { return "counting cuda:7"; }
+  void* map(size_t bytes) override {
+    ++maps, mapped += bytes;
+    return host_memory().map(bytes);
+  }
+  void unmap(void* p, size_t bytes) override {
+    ++unmaps;
+    host_memory().unmap(p, bytes);
+  }
+  int maps = 0, unmaps = 0;
+  size_t mapped = 0;
+};
+
+TEST(MemorySource, AnotherSourceGetsItsOwnPoolWithTheSameAccounting) {
+  static CountingSource* src = new CountingSource();  // registered for the process lifetime
+  register_memory_source(src);
+  EXPECT_EQ(find_memory_source(MemoryKind::kDevice, Device::cuda(7)), src);
+  EXPECT_EQ(find_memory_source(MemoryKind::kDevice, Device::cuda(6)), nullptr);
+  EXPECT_EQ(find_memory_source(MemoryKind::kHost, Device::cpu()), &host_memory());
+  Allocator& dev = Allocator::on(*src);
+  EXPECT_EQ(&Allocator::on(*src), &dev);
+  EXPECT_NE(&dev, &Allocator::global());
+  EXPECT_EQ(&Allocator::on(host_memory()), &Allocator::global());
+  const size_t host_in_use = Allocator::global().stats().in_use;
+  void* a = dev.allocate(3 << 20, "device weights");
+  void* b = dev.allocate(1000, "device scratch");
+  EXPECT_EQ(src->maps, 2);
+  EXPECT_EQ(dev.stats().in_use, Allocator::size_class(3 << 20) + Allocator::size_class(1000));
+  EXPECT_EQ(Allocator::global().stats().in_use, host_in_use);  // the host's pool did not move
+  dev.release(b);
+  void* c = dev.allocate(1000, "device scratch");  // from the pool, not the source
+  EXPECT_EQ(c, b);
+  EXPECT_EQ(src->maps, 2);
+  // A leak on the device is reported by tag, as on the host.
+  auto live = dev.live_by_tag();
+  ASSERT_EQ(live.size(), 2u);
+  EXPECT_EQ(live[0].first, "device weights");
+  dev.release(a);
+  dev.release(c);
+  EXPECT_TRUE(dev.live_by_tag().empty());
+  EXPECT_EQ(dev.stats().peak, Allocator::size_class(3 << 20) + Allocator::size_class(1000));
+  dev.trim();
+  EXPECT_EQ(src->unmaps, 2);
+}
+
+TEST(Device, ParsesAndNames) {
+  EXPECT_EQ(Device::parse("cpu")->str(), "cpu");
+  EXPECT_EQ(Device::parse("cuda")->str(), "cuda:0");
+  EXPECT_EQ(Device::parse("cuda:3")->index, 3);
+  for (const char* bad : {"gpu", "cuda:", "cuda:x", "cuda:-1", "CUDA", "cuda:99999"})
+    EXPECT_FALSE(Device::parse(bad).is_ok()) << bad;
 }
 
 }  // namespace
