@@ -52,6 +52,8 @@ void run(const ProbeCli& c) {
   for (const std::string& d : c.opt.storage_dirs)
     if (!std::filesystem::is_directory(d))
       throw ExitError(2, "[probe] --dir " + d + ": not a directory");
+  if (Status s = check_output_path(c.json_path, "[probe] --json"); !s)
+    throw ExitError(2, s.message());
   {  // the way the result will be written: a file created next to it
     const std::string probe_file = c.json_path + ".writable." + std::to_string(::getpid());
     const int fd = ::open(probe_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);

@@ -114,9 +114,9 @@ TEST(PlanCli, BadInputIsOneLineAndExitTwo) {
   expect_bad_input(run_crucible({"plan", "--cluster-from-probe", dir / "typed.json", "-o", dir / "c.toml"}),
                    "not a well-formed probe document");
   expect_bad_input(run_crucible({"plan", "--cluster-from-probe", dir / "typed.json", "-o", dir / "no/such/c.toml"}),
-                   "is not a directory");
+                   "does not exist");
   expect_bad_input(run_crucible({"plan", "--cluster-from-probe", dir / "typed.json", "-o", dir.path()}),
-                   "exists and is not a regular file");
+                   "is a directory");
   EXPECT_FALSE(fs::exists(dir / "c.toml"));
   expect_bad_input(run_crucible({"plan", "--calibrate", dir / "no_run", "--cluster", cluster("dgx-a100")}),
                    "no such run directory");
