@@ -62,7 +62,13 @@ void check_output(const std::string& path) {
   if (!s) fail(s);
 }
 
+// A cluster file is written only when it reads back (plan::parse_cluster):
+// a writer never leaves a file its own reader refuses.
 void write_out(const std::string& path, const std::string& text, const std::string& what) {
+  if (auto back = plan::parse_cluster(text, path); !back)
+    fail(Status::invalid("[plan] not writing " + path + ": the " + what +
+                         " is outside the cluster file's bounds (" + back.status().message() +
+                         ")"));
   Status s = write_file_atomic(path, text);
   if (!s) fail(s);
   std::fprintf(stderr, "[plan] %s -> %s\n", what.c_str(), path.c_str());

@@ -21,6 +21,7 @@
 #include "profile/probe_hosts.h"
 #include "profile/probe_interconnect.h"
 #include "profile/probe_memory.h"
+#include "profile/probe_schema.h"
 #include "profile/probe_storage.h"
 #include "profile/probe_throttle.h"
 #include "profile/probe_topology.h"
@@ -203,9 +204,7 @@ double num(const json& j, const json::json_pointer& ptr) {
 Result<std::string> compare_probes(const json& a, const json& b, const std::string& la,
                                    const std::string& lb) {
   for (const json* d : {&a, &b})
-    if (!d->is_object() || d->value("schema", "") != kProbeSchema)
-      return Status::invalid(std::string("[probe] --compare: ") + (d == &a ? la : lb) +
-                             " is not a crucible probe document (schema " + kProbeSchema + ")");
+    CRUCIBLE_RETURN_IF_ERROR(check_probe_document(*d, d == &a ? la : lb));
   std::vector<Figure> rows;
   auto add = [&](const std::string& label, const std::string& ptr, bool higher = true) {
     json::json_pointer p(ptr);
@@ -214,7 +213,8 @@ Result<std::string> compare_probes(const json& a, const json& b, const std::stri
   add("FMA peak, all threads (GFLOP/s)", "/compute/peak/derived_gflops_all");
   add("sustained clock (GHz)", "/compute/peak/clock_ghz");
   // GEMMs matched by (name, dtype, threads).
-  if (a.contains("compute") && b.contains("compute"))
+  if (a.contains("compute") && b.contains("compute") && a["compute"].contains("gemm") &&
+      b["compute"].contains("gemm"))
     for (const auto& ga : a["compute"]["gemm"])
       for (const auto& gb : b["compute"]["gemm"])
         if (ga["name"] == gb["name"] && ga["dtype"] == gb["dtype"] && ga["threads"] == gb["threads"])
@@ -291,7 +291,8 @@ double probe_gemm_ceiling(const std::vector<std::string>& paths, int threads, co
     std::ifstream in(path);
     if (!in) continue;
     json p = json::parse(in, nullptr, false);
-    if (p.is_discarded() || p.value("schema", "") != kProbeSchema || !p.contains("compute")) continue;
+    if (p.is_discarded() || !check_probe_document(p, path).is_ok() || !p.contains("compute"))
+      continue;
     double best = 0;
     for (const auto& g : p["compute"].value("gemm", json::array()))
       if (g.value("dtype", "") == dtype && g.value("threads", 0) == threads && g.value("valid", false))

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/file_io.h"
+#include "profile/probe_schema.h"
 #include "profile/report_sections.h"
 #include "profile/svg.h"
 
@@ -543,8 +544,13 @@ Result<std::string> render_report(const std::string& run_dir) {
   }
   std::string probe_origin = run_dir + "/probe.json";
   if (!fs::exists(probe_origin, ec)) probe_origin = "probe.json";  // the working directory's
+  // The probe is consulted, not the run's own: one that fails its schema is
+  // left out, and the report says why.
   auto probe = read_optional_json(probe_origin);
-  if (!probe) return probe.status();
+  std::string probe_ignored;
+  if (!probe) probe_ignored = probe.status().message(), probe = json();
+  if (Status ps = probe->is_null() ? Status::ok() : check_probe_document(*probe, probe_origin); !ps)
+    probe_ignored = ps.message(), *probe = json();
   auto kernels = read_optional_json(run_dir + "/kernels.json");
   if (!kernels) return kernels.status();
   auto scaling = read_optional_json(run_dir + "/scaling.json");
@@ -572,6 +578,9 @@ Result<std::string> render_report(const std::string& run_dir) {
   html += *pipeline;
   if (!events.empty()) html += events_section(events);
   if (!probe->is_null()) html += probe_section(*probe, probe_origin);
+  if (!probe_ignored.empty())
+    html +=
+        section("probe", "Probe", "<p class=\"note\">" + escape(probe_ignored) + " (ignored)</p>");
   if (!kernels->is_null()) {
     auto s = roofline_section(*kernels, *probe, run_dir + "/kernels.json");
     if (!s) return s.status();

@@ -107,16 +107,20 @@ TEST(PlanCli, BadInputIsOneLineAndExitTwo) {
   ASSERT_NE(at, std::string::npos);
   testutil::write_file(dir / "huge.toml", huge.replace(at, 14, "memory_gb = 1e12"));
   expect_bad_input(run_crucible({"plan", "--cluster", dir / "huge.toml"}), "device.memory_gb: 1e+12 is out of range");
-  testutil::write_file(dir / "typed.json",
-                       R"({"schema": "crucible-probe/1", "compute": {"peak": {"measured_fma_gflops_all": 100},)"
-                       R"( "gemm": [{"m": "x", "n": 1, "k": 1, "dtype": "f32", "threads": 1, "gflops": 1, "valid": true}]},)"
-                       R"( "memory": {"threads_all": {"triad": {"best_gbs": 10}}}})");
-  expect_bad_input(run_crucible({"plan", "--cluster-from-probe", dir / "typed.json", "-o", dir / "c.toml"}),
-                   "not a well-formed probe document");
-  expect_bad_input(run_crucible({"plan", "--cluster-from-probe", dir / "typed.json", "-o", dir / "no/such/c.toml"}),
+  testutil::write_file(
+      dir / "typed.json",
+      R"({"schema": "crucible-probe/1", "compute": {"peak": {"measured_fma_gflops_all": 100},)"
+      R"( "gemm": [{"name": "s", "m": "x", "n": 1, "k": 1, "dtype": "f32", "threads": 1, "gflops": 1, "valid": true}]},)"
+      R"( "memory": {"threads_all": {"triad": {"best_gbs": 10}}}})");
+  expect_bad_input(
+      run_crucible({"plan", "--cluster-from-probe", dir / "typed.json", "-o", dir / "c.toml"}),
+      "[probe] " + (dir / "typed.json") + ": compute.gemm[0].m must be an integer, not a string");
+  expect_bad_input(run_crucible({"plan", "--cluster-from-probe", dir / "typed.json", "-o",
+                                 dir / "no/such/c.toml"}),
                    "does not exist");
-  expect_bad_input(run_crucible({"plan", "--cluster-from-probe", dir / "typed.json", "-o", dir.path()}),
-                   "is a directory");
+  expect_bad_input(
+      run_crucible({"plan", "--cluster-from-probe", dir / "typed.json", "-o", dir.path()}),
+      "is a directory");
   EXPECT_FALSE(fs::exists(dir / "c.toml"));
   expect_bad_input(run_crucible({"plan", "--calibrate", dir / "no_run", "--cluster", cluster("dgx-a100")}),
                    "no such run directory");
