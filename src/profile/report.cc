@@ -14,6 +14,7 @@
 #include "core/file_io.h"
 #include "profile/probe_schema.h"
 #include "profile/report_sections.h"
+#include "profile/run_schema.h"
 #include "profile/svg.h"
 
 // Charts are built with designated initializers (svg::Chart{.title = ...}); the
@@ -534,6 +535,9 @@ Result<std::string> render_report(const std::string& run_dir) {
   auto metrics = read_jsonl(mpath);
   if (!metrics) return metrics.status();
   if (metrics->empty()) return Status::invalid("[report] " + mpath + ": no steps yet");
+  for (size_t i = 0; i < metrics->size(); ++i)
+    CRUCIBLE_RETURN_IF_ERROR(
+        check_metrics_row((*metrics)[i], "[report]", mpath + " row " + std::to_string(i + 1)));
   const std::vector<json>& m = *metrics;
 
   std::vector<json> events;
@@ -569,6 +573,8 @@ Result<std::string> render_report(const std::string& run_dir) {
   html += memory_section(m, *mem_est);
   auto plan = read_optional_json(run_dir + "/plan.json");
   if (!plan) return plan.status();
+  if (!plan->is_null())
+    CRUCIBLE_RETURN_IF_ERROR(check_plan_document(*plan, "[report]", run_dir + "/plan.json"));
   html += prediction_section(*plan, m);
   auto ranks = ranks_section(run_dir);
   if (!ranks) return ranks.status();
