@@ -544,6 +544,9 @@ Result<std::string> render_report(const std::string& run_dir) {
   if (fs::exists(run_dir + "/events.jsonl", ec)) {
     auto ev = read_jsonl(run_dir + "/events.jsonl");
     if (!ev) return ev.status();
+    for (size_t i = 0; i < ev->size(); ++i)
+      CRUCIBLE_RETURN_IF_ERROR(check_event_row((*ev)[i], "[report]",
+                                               run_dir + "/events.jsonl row " + std::to_string(i + 1)));
     events = std::move(*ev);
   }
   std::string probe_origin = run_dir + "/probe.json";
@@ -557,6 +560,8 @@ Result<std::string> render_report(const std::string& run_dir) {
     probe_ignored = ps.message(), *probe = json();
   auto kernels = read_optional_json(run_dir + "/kernels.json");
   if (!kernels) return kernels.status();
+  if (!kernels->is_null())
+    CRUCIBLE_RETURN_IF_ERROR(check_kernels(*kernels, "[report]", run_dir + "/kernels.json"));
   auto scaling = read_optional_json(run_dir + "/scaling.json");
   if (!scaling) return scaling.status();
 
@@ -570,6 +575,8 @@ Result<std::string> render_report(const std::string& run_dir) {
   html += throughput_section(m);
   auto mem_est = read_optional_json(run_dir + "/memory.json");
   if (!mem_est) return mem_est.status();
+  if (!mem_est->is_null())
+    CRUCIBLE_RETURN_IF_ERROR(check_memory_estimate(*mem_est, "[report]", run_dir + "/memory.json"));
   html += memory_section(m, *mem_est);
   auto plan = read_optional_json(run_dir + "/plan.json");
   if (!plan) return plan.status();

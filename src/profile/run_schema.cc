@@ -83,4 +83,36 @@ Status check_metrics_row(const json& r, const std::string& op, const std::string
   return Status::ok();
 }
 
+Status check_memory_estimate(const json& est, const std::string& op, const std::string& source) {
+  const JsonSchema s(op, source);
+  CRUCIBLE_RETURN_IF_ERROR(s.object(est, ""));
+  for (const char* k : {"precision", "recompute"}) CRUCIBLE_RETURN_IF_ERROR(s.string(est, k));
+  for (const char* k : {"weights", "gradients", "optimizer", "activations", "other", "checkpoint_copy"})
+    CRUCIBLE_RETURN_IF_ERROR(s.number(est, k, 0, kMaxBytes));
+  return Status::ok();
+}
+
+Status check_kernels(const json& kernels, const std::string& op, const std::string& source) {
+  CRUCIBLE_RETURN_IF_ERROR(JsonSchema(op, source).array(kernels, ""));
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const JsonSchema at(op, source, "[" + std::to_string(i) + "].");
+    const json& k = kernels[i];
+    CRUCIBLE_RETURN_IF_ERROR(at.object(k, ""));
+    CRUCIBLE_RETURN_IF_ERROR(at.string(k, "class"));
+    for (const char* f : {"flops", "bytes"}) CRUCIBLE_RETURN_IF_ERROR(at.number(k, f, 0, 1e30));
+    CRUCIBLE_RETURN_IF_ERROR(at.number(k, "seconds", 0, 1e9));
+  }
+  return Status::ok();
+}
+
+Status check_event_row(const json& row, const std::string& op, const std::string& source) {
+  const JsonSchema s(op, source);
+  CRUCIBLE_RETURN_IF_ERROR(s.object(row, ""));
+  for (const char* k : {"event", "time", "message"}) CRUCIBLE_RETURN_IF_ERROR(s.string(row, k));
+  CRUCIBLE_RETURN_IF_ERROR(s.number(row, "t_s", 0, 1e12));
+  for (const char* k : {"step", "resume_step", "attempt"})
+    CRUCIBLE_RETURN_IF_ERROR(s.integer(row, k, -1, INT64_MAX));
+  return Status::ok();
+}
+
 }  // namespace crucible::profile

@@ -1,6 +1,7 @@
 // The schema checks of a run directory's JSON files that crucible reads back
-// (docs/formats.md, "Run directory files"): plan.json (the planner's
-// prediction, written before the first step) and each metrics.jsonl row. One
+// (docs/errors.md, "Files crucible reads back"): plan.json (the planner's
+// prediction, written before the first step), each metrics.jsonl row, and
+// the report's memory.json, kernels.json and events.jsonl rows. One
 // function per format, built from core/json_schema.h; every reader calls it
 // before using the document (report, plan --calibrate), so a damaged or
 // hand-edited file is one line naming the file and the field, exit 2:
@@ -27,5 +28,13 @@ Status check_plan_document(const nlohmann::json& plan, const std::string& op,
 // One row; source names the file and line ("runs/x/metrics.jsonl:12").
 Status check_metrics_row(const nlohmann::json& row, const std::string& op,
                          const std::string& source);
+// The report's other inputs: memory.json (the memory estimate), kernels.json
+// (per kernel class: flops, bytes, seconds) and one events.jsonl row.
+Status check_memory_estimate(const nlohmann::json& est, const std::string& op,
+                             const std::string& source);
+Status check_kernels(const nlohmann::json& kernels, const std::string& op,
+                     const std::string& source);
+Status check_event_row(const nlohmann::json& row, const std::string& op,
+                       const std::string& source);
 
 }  // namespace crucible::profile

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "support/cli_runner.h"
@@ -80,6 +81,16 @@ TEST(RunFilesCli, ReportRefusesADamagedTraceOrPlanWithOneLine) {
   expect_one_line(run_crucible({"report", run, "-o", dir / "r.html"}), 2,
                   "metrics.jsonl row 1: step_ms = 1e+308 is out of range");
   write_file(run + "/metrics.jsonl", metrics);
+  for (const auto& [file, text, line] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"memory.json", R"({"weights": "x"})", "memory.json: weights must be a number, not a string"},
+           {"kernels.json", "[5]", "kernels.json: [0] must be an object, not an integer"},
+           {"events.jsonl", "{\"event\": 5}\n", "events.jsonl row 1: event must be a string"}}) {
+    const std::string path = run + "/" + file, saved = fs::exists(path) ? read_file(path) : "";
+    write_file(path, text);
+    expect_one_line(run_crucible({"report", run, "-o", dir / "r.html"}), 2, line);
+    if (saved.empty()) fs::remove(path);
+    else write_file(path, saved);
+  }
   EXPECT_FALSE(fs::exists(dir / "r.html"));
 
   // A probe.json the run only consults: left out of the report, which says why.

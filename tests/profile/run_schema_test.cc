@@ -66,5 +66,27 @@ TEST(RunSchema, MetricsRow) {
             std::string::npos);
 }
 
+TEST(RunSchema, TheReportsOtherInputs) {
+  EXPECT_EQ(why(check_memory_estimate(json::parse(R"({"precision": "bf16", "weights": 1048576})"), "[report]", "M")),
+            "ok");
+  EXPECT_EQ(why(check_memory_estimate(json::parse(R"({"weights": "x"})"), "[report]", "R/memory.json")),
+            "[report] R/memory.json: weights must be a number, not a string");
+  EXPECT_EQ(why(check_kernels(json::parse(R"([{"class": "matmul", "flops": 2e9, "bytes": 1e7, "seconds": 0.02}])"),
+                              "[report]", "K")),
+            "ok");
+  EXPECT_EQ(why(check_kernels(json::parse("[5]"), "[report]", "R/kernels.json")),
+            "[report] R/kernels.json: [0] must be an object, not an integer");
+  EXPECT_EQ(why(check_kernels(json::parse(R"([{"class": 5}])"), "[report]", "R/kernels.json")),
+            "[report] R/kernels.json: [0].class must be a string, not an integer");
+  EXPECT_EQ(why(check_kernels(json::parse(R"({"class": "x"})"), "[report]", "R/kernels.json")),
+            "[report] R/kernels.json: the document must be an array, not an object");
+  EXPECT_EQ(why(check_event_row(json::parse(R"({"time": "t", "t_s": 5, "event": "failure", "attempt": 0,
+                                                "step": 5, "resume_step": -1, "message": "m"})"),
+                                "[report]", "E")),
+            "ok");
+  EXPECT_EQ(why(check_event_row(json::parse(R"({"event": 5})"), "[report]", "R/events.jsonl row 2")),
+            "[report] R/events.jsonl row 2: event must be a string, not an integer");
+}
+
 }  // namespace
 }  // namespace crucible::profile
