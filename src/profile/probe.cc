@@ -217,7 +217,8 @@ Result<std::string> compare_probes(const json& a, const json& b, const std::stri
       b["compute"].contains("gemm"))
     for (const auto& ga : a["compute"]["gemm"])
       for (const auto& gb : b["compute"]["gemm"])
-        if (ga["name"] == gb["name"] && ga["dtype"] == gb["dtype"] && ga["threads"] == gb["threads"])
+        if (ga.contains("name") && gb.contains("name") && ga["name"] == gb["name"] &&
+            ga["dtype"] == gb["dtype"] && ga["threads"] == gb["threads"])
           rows.push_back({"GEMM " + ga["name"].get<std::string>() + " " +
                               ga["dtype"].get<std::string>() + " x" +
                               std::to_string(ga["threads"].get<int>()) + " (GFLOP/s)",

@@ -26,9 +26,10 @@ Status check_cpu(const json& p, const JsonSchema& s) {
 }
 
 Status check_gemm_row(const json& g, const JsonSchema& s) {
-  // What identifies a row and its figure are required (rows are matched on them).
+  // What identifies a row and its figure are required (rows are matched on
+  // them); the name only labels it.
   CRUCIBLE_RETURN_IF_ERROR(s.object(g, ""));
-  CRUCIBLE_RETURN_IF_ERROR(s.string(g, "name", Need::kRequired));
+  CRUCIBLE_RETURN_IF_ERROR(s.string(g, "name"));
   CRUCIBLE_RETURN_IF_ERROR(s.string(g, "dtype", Need::kRequired));
   CRUCIBLE_RETURN_IF_ERROR(s.boolean(g, "valid", Need::kRequired));
   CRUCIBLE_RETURN_IF_ERROR(s.integer(g, "threads", 1, kMaxThreads, Need::kRequired));
