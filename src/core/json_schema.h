@@ -1,11 +1,12 @@
 // Checking a JSON document that crucible wrote (plan.json, probe.json,
-// metrics.jsonl rows, trace.json) before anything uses it: each field's type
+// metrics.jsonl rows) before anything uses it: each field's type
 // and range, so a damaged or hand-edited file is refused with one line that
 // names the file and the field instead of a json::type_error, an infinity in
 // a prediction, or a file the next reader refuses. Each format has one check
-// function built from these calls (profile/probe_schema.h,
-// profile/report_schema.h, runtime/plan_run.cc's metrics rows); after it
-// passes, its readers may .get<T>() the checked fields.
+// function built from these calls (profile/probe_schema.h for probe.json,
+// profile/run_schema.h for plan.json, metrics.jsonl rows and the report's
+// other inputs); after it passes, its readers may .get<T>() the checked
+// fields. trace.json keeps its own check, profile::validate_trace.
 //
 // Fields are named by dotted paths from the checked value ("compute.peak.
 // clock_ghz"); elements of arrays are checked through each(), whose callback
