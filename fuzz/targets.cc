@@ -16,6 +16,13 @@
 #include "data/jsonl_line.h"
 #include "data/loader.h"
 #include "data/shard.h"
+#include "plan/cluster.h"
+#include "profile/probe.h"
+#include "profile/probe_schema.h"
+#include "profile/report.h"
+#include "profile/report_sections.h"
+#include "profile/run_schema.h"
+#include "profile/trace_file.h"
 #include "runtime/config.h"
 #include "runtime/resume_check.h"
 
@@ -147,10 +154,86 @@ int fortunes(const uint8_t* data, size_t size) {
   return 0;
 }
 
+// The JSON of an input, or discarded.
+nlohmann::json parse_json(const uint8_t* data, size_t size) {
+  return nlohmann::json::parse(reinterpret_cast<const char*>(data),
+                               reinterpret_cast<const char*>(data) + size, nullptr,
+                               /*allow_exceptions=*/false);
+}
+
+// A run directory in the scratch space holding `name` (the input) and a
+// few metrics rows, for the report's readers.
+std::string scratch_run(const std::string& name, const uint8_t* data, size_t size) {
+  const std::string run = scratch() + "/run";
+  fs::remove_all(run);
+  fs::create_directories(run);
+  const std::string rows =
+      "{\"step\":1,\"loss\":5.0,\"lr\":0.001,\"step_ms\":12.0,\"forward_ms\":4.0,\"backward_ms\":6."
+      "0}\n"
+      "{\"step\":3,\"loss\":4.5,\"lr\":0.001,\"step_ms\":11.0,\"forward_ms\":4.0,\"backward_ms\":5."
+      "5}\n";
+  put("run/metrics.jsonl", reinterpret_cast<const uint8_t*>(rows.data()), rows.size());
+  put("run/" + name, data, size);
+  return run;
+}
+
+int probe(const uint8_t* data, size_t size) {
+  const nlohmann::json doc = parse_json(data, size);
+  if (doc.is_discarded()) return 0;
+  const Status checked = profile::check_probe_document(doc, "probe.json");
+  (void)profile::probe_gemm_ceiling({put("probe.json", data, size)}, 1, "f32");
+  (void)profile::compare_probes(doc, doc, "a", "b");
+  (void)profile::render_report(scratch_run("probe.json", data, size));
+  auto c = plan::cluster_from_probe(doc, "probe.json");
+  if (c) {
+    CRUCIBLE_CHECK(checked.is_ok(),
+                   "[fuzz] a cluster comes only from a probe document that passes its check");
+    CRUCIBLE_CHECK(plan::check_cluster(*c).is_ok(),
+                   "[fuzz] a cluster made from a probe reads back");
+  }
+  return 0;
+}
+
+int plan_json(const uint8_t* data, size_t size) {
+  const nlohmann::json doc = parse_json(data, size);
+  if (!doc.is_discarded()) (void)profile::check_plan_document(doc, "[fuzz]", "plan.json");
+  (void)profile::render_report(scratch_run("plan.json", data, size));
+  return 0;
+}
+
+int trace(const uint8_t* data, size_t size) {
+  const nlohmann::json doc = parse_json(data, size);
+  if (!doc.is_discarded()) (void)profile::validate_trace(doc);
+  (void)profile::pipeline_section(scratch_run("trace.json", data, size));
+  return 0;
+}
+
+int cluster(const uint8_t* data, size_t size) {
+  auto c = plan::parse_cluster(std::string(reinterpret_cast<const char*>(data), size), "fuzz.toml");
+  if (!c) return 0;
+  const std::string once = plan::cluster_toml(*c, "");
+  auto back = plan::parse_cluster(once, "written");
+  CRUCIBLE_CHECK(back.is_ok(),
+                 "[fuzz] a cluster file that parses is written so that it reads back");
+  const std::string twice = plan::cluster_toml(*back, "");
+  auto again = plan::parse_cluster(twice, "rewritten");
+  CRUCIBLE_CHECK(again.is_ok() && plan::cluster_toml(*again, "") == twice,
+                 "[fuzz] the cluster file is a fixed point");
+  return 0;
+}
+
 const std::vector<NamedTarget>& all_targets() {
-  static const std::vector<NamedTarget> t = {
-      {"config", config}, {"safetensors", safetensors}, {"manifest", manifest}, {"shard", shard},
-      {"checked_file", checked_file}, {"jsonl", jsonl}, {"fortunes", fortunes}};
+  static const std::vector<NamedTarget> t = {{"config", config},
+                                             {"safetensors", safetensors},
+                                             {"manifest", manifest},
+                                             {"shard", shard},
+                                             {"checked_file", checked_file},
+                                             {"jsonl", jsonl},
+                                             {"fortunes", fortunes},
+                                             {"probe", probe},
+                                             {"plan_json", plan_json},
+                                             {"trace", trace},
+                                             {"cluster", cluster}};
   return t;
 }
 

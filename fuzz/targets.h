@@ -35,6 +35,16 @@ int checked_file(const uint8_t* data, size_t size);
 int jsonl(const uint8_t* data, size_t size);
 // A fortunes file: split into fortunes, each sanitised.
 int fortunes(const uint8_t* data, size_t size);
+// A probe.json: the schema check (profile/probe_schema.h), then every
+// reader of a probe document; a cluster made from it must read back.
+int probe(const uint8_t* data, size_t size);
+// A run's plan.json: the schema check, then the report that reads it.
+int plan_json(const uint8_t* data, size_t size);
+// A run's trace.json: validate_trace, then the report's pipeline timeline.
+int trace(const uint8_t* data, size_t size);
+// A cluster.toml (plan::parse_cluster); what parses is written and read
+// back, and the second writing is a fixed point.
+int cluster(const uint8_t* data, size_t size);
 
 struct NamedTarget {
   const char* name;

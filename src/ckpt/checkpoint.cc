@@ -135,7 +135,7 @@ Status write_checkpoint_file(const std::string& dir, const std::string& label_di
   XXH64_state_t hash;
   XXH64_reset(&hash, 0);
   AtomicFile file;
-  Status st = file.open(dir + "/" + name);
+  Status st = file.open(dir + "/" + name, OutputScope::kCheckpoint);
   size_t written = 0;
   for (size_t i = 0; st && i < parts.size(); ++i) {
     size_t n = std::min(sizes[i], fault_at - written);
@@ -474,7 +474,7 @@ Status publish_step_dir(const std::string& ckpt_dir, const std::string& tmp_dir,
     return st;
   }
   // `latest` is a convenience for users and tools; readers scan step_* dirs.
-  st = write_file_atomic(ckpt_dir + "/latest", name + "\n");
+  st = write_file_atomic(ckpt_dir + "/latest", name + "\n", OutputScope::kCheckpoint);
   if (!st)
     return Status::io("[ckpt] " + name + " written, but updating latest failed: " + st.message());
   CRUCIBLE_RETURN_IF_ERROR(apply_injected_corruption(step, CorruptAt::kAfterPublish, ckpt_dir + "/" + name, name));

@@ -53,7 +53,8 @@ Status write_part(const std::string& ckpt_dir, const Snapshot& snap) {
   } else {
     receipt["error"] = st.message();
   }
-  Status written = write_file_atomic(tmp_dir + "/" + receipt_name(snap.writer), receipt.dump() + "\n");
+  Status written = write_file_atomic(tmp_dir + "/" + receipt_name(snap.writer),
+                                     receipt.dump() + "\n", OutputScope::kCheckpoint);
   return st ? written : st;
 }
 

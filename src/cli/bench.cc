@@ -17,6 +17,7 @@
 
 #include "cli/commands.h"
 #include "core/clock.h"
+#include "core/output_path.h"
 #include "core/process.h"
 #include "profile/scaling.h"
 #include "profile/step_bench.h"
@@ -111,6 +112,7 @@ std::vector<std::string> run_scaling_trainings(const ScalingOptions& o) {
 }
 
 void run_scaling(ScalingOptions o) {
+  if (Status s = check_output_path(o.out, "[bench] --out"); !s) throw ExitError(2, s.message());
   std::vector<std::string> dirs = o.runs;
   if (dirs.empty()) {
     if (o.ranks.empty()) o.ranks = {1, 2, 4};

@@ -109,13 +109,16 @@ uint64_t generate(const std::string& dir, double mb) {
   for (int file = 0; total < target; ++file) {
     char name[32];
     std::snprintf(name, sizeof name, "/part-%03d.jsonl", file);
-    std::ofstream out(dir + name, std::ios::binary);
+    AtomicFile out;
+    Status s = out.open(dir + name);
     uint64_t in_file = 0;
-    for (int i = 0; in_file < 64000000 && total < target; ++i) {
+    for (int i = 0; s.is_ok() && in_file < 64000000 && total < target; ++i) {
       std::string line = json{{"text", gen.next()}, {"id", file * 1000000 + i}, {"url", "https://example.org/" + std::to_string(i)}}.dump() + "\n";
-      out << line;
+      s = out.write(line.data(), line.size());
       in_file += line.size(), total += line.size();
     }
+    if (s.is_ok()) s = out.commit();
+    if (!s.is_ok()) throw ExitError(1, s.message());
   }
   return total;
 }
@@ -136,6 +139,8 @@ double sig_mb_per_s(const std::vector<std::string>& docs, uint64_t bytes, int th
 }
 
 void run(const CurateBench& b) {
+  if (Status s = check_output_dir(b.dir, "[bench] curate --dir"); !s)
+    throw ExitError(2, s.message());
   const int threads = b.threads > 0 ? b.threads : hardware_threads();
   const std::string corpus = b.dir + "/corpus", out = b.dir + "/out";
   std::error_code ec;

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "core/output_path.h"
 #include "data/dataset.h"
 #include "comm/comm.h"
 #include "profile/report.h"
@@ -26,6 +27,7 @@ struct CurateCli {
 };
 
 void run(CurateCli& c) {
+  if (Status s = check_output_dir(c.req.out, "[curate] -o"); !s) throw ExitError(2, s.message());
   auto cfg = runtime::load_config(c.config, c.overrides);
   if (!cfg) throw ExitError(exit_code(cfg.status()), cfg.status().message());
   c.req.cfg = *cfg;

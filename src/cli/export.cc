@@ -10,6 +10,7 @@
 #include "ckpt/checkpoint.h"
 #include "ckpt/model_io.h"
 #include "cli/commands.h"
+#include "core/output_path.h"
 #include "nn/gpt.h"
 #include "runtime/config.h"
 
@@ -21,12 +22,19 @@ struct ExportOptions {
   std::string run_dir, output;
   int64_t step = -1;
   std::string dtype = "f32";
+  bool output_given = false;
 };
 
 void run_export(const ExportOptions& o) {
   auto fail = [](const Status& s) { throw ExitError(exit_code(s), s.message()); };
   if (o.dtype != "f32" && o.dtype != "bf16")
     fail(Status::invalid("[export] --dtype '" + o.dtype + "' is not one of f32, bf16"));
+  // -o first: a path that cannot be written wastes no loading (the default,
+  // RUN/step_NNNNNNN.safetensors, once the checkpoint is known).
+  if (o.output_given) {
+    Status s = check_output_path(o.output, "[export] -o");
+    if (!s) fail(s);
+  }
   auto cfg = runtime::load_config(o.run_dir + "/config.toml");
   if (!cfg) fail(cfg.status());
   std::string dir;
@@ -41,11 +49,14 @@ void run_export(const ExportOptions& o) {
     for (const auto& w : found->warnings) std::fprintf(stderr, "%s\n", w.c_str());
     dir = found->dir;
   }
+  const std::string out =
+      !o.output_given
+          ? o.run_dir + "/" + std::filesystem::path(dir).filename().string() + ".safetensors"
+          : o.output;
+  if (Status s = check_output_path(out, "[export] -o"); !s) fail(s);
   nn::GPT model(cfg->model);
   auto state = ckpt::load_checkpoint(dir, model.params(), nullptr);  // verifies every byte first
   if (!state) fail(state.status());
-  const std::string out =
-      o.output.empty() ? o.run_dir + "/" + std::filesystem::path(dir).filename().string() + ".safetensors" : o.output;
   // Checkpoints hold f32 master weights whatever train.precision was; bf16
   // is a rounding of them on the way out.
   Status s = ckpt::save_params(model.params(), out, false, {{"format", "pt"}},
@@ -65,11 +76,15 @@ void add_export_command(CLI::App& app) {
   auto o = std::make_shared<ExportOptions>();
   auto* cmd = app.add_subcommand("export", "Write a run's weights as one Hugging Face safetensors file");
   cmd->add_option("run", o->run_dir, "Run directory (runs/NAME)")->required();
-  cmd->add_option("-o,--output", o->output, "Output file (default: RUN/step_NNNNNNN.safetensors)");
+  auto* out = cmd->add_option("-o,--output", o->output,
+                              "Output file (default: RUN/step_NNNNNNN.safetensors)");
   cmd->add_option("--step", o->step, "The checkpoint of this step (default: the newest valid one)")
       ->check(integer_in(0, INT64_MAX));
   cmd->add_option("--dtype", o->dtype, "f32 | bf16 (rounded from the f32 master weights)")->capture_default_str();
-  cmd->callback([o] { run_export(*o); });
+  cmd->callback([o, out] {
+    o->output_given = out->count() > 0;  // -o "" is a bad name, not the default
+    run_export(*o);
+  });
 }
 
 }  // namespace crucible::cli

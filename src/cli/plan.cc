@@ -5,7 +5,6 @@
 //   crucible plan --cluster-from-probe probe.json [-o cluster.toml]    this machine's file
 //   crucible plan --calibrate RUN... [--cluster FILE] [-o FILE]         refit from finished runs
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 
 #include "cli/commands.h"
@@ -57,22 +56,19 @@ plan::Cluster cluster_for(const PlanOptions& o) {
   return *c;
 }
 
-// An output path that can be written atomically (a temporary beside it,
-// renamed): its directory exists and it is not a directory or a device,
-// FIFO or socket. Checked before any work, so a bad -o wastes nothing.
+// -o, checked before any work (core/output_path.h), so a bad -o wastes nothing.
 void check_output(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path p(path);
-  if (path.empty() || path.back() == '/') fail(Status::invalid("[plan] -o '" + path + "': not a file name"));
-  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  if (!fs::is_directory(dir, ec)) fail(Status::invalid("[plan] -o " + path + ": " + dir.string() + " is not a directory"));
-  const auto st = fs::symlink_status(p, ec);
-  if (!ec && fs::exists(st) && !fs::is_regular_file(st))
-    fail(Status::invalid("[plan] -o " + path + ": exists and is not a regular file"));
+  Status s = check_output_path(path, "[plan] -o");
+  if (!s) fail(s);
 }
 
+// A cluster file is written only when it reads back (plan::parse_cluster):
+// a writer never leaves a file its own reader refuses.
 void write_out(const std::string& path, const std::string& text, const std::string& what) {
+  if (auto back = plan::parse_cluster(text, path); !back)
+    fail(Status::invalid("[plan] not writing " + path + ": the " + what +
+                         " is outside the cluster file's bounds (" + back.status().message() +
+                         ")"));
   Status s = write_file_atomic(path, text);
   if (!s) fail(s);
   std::fprintf(stderr, "[plan] %s -> %s\n", what.c_str(), path.c_str());
@@ -203,8 +199,14 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--cluster-from-probe", o->from_probe, "Write this machine's cluster file from a probe.json");
   cmd->add_option("--calibrate", o->calibrate, "Refit the cluster file's efficiencies from finished runs")
       ->expected(1, -1);
-  cmd->add_option("-o,--output", o->output, "Where --cluster-from-probe / --calibrate write (default: cluster.toml)");
-  cmd->callback([o] { run_plan(*o); });
+  auto* out =
+      cmd->add_option("-o,--output", o->output,
+                      "Where --cluster-from-probe / --calibrate write (default: cluster.toml)");
+  cmd->callback([o, out] {
+    if (out->count() > 0 && o->output.empty())
+      check_output("");  // -o "": a bad name, not the default
+    run_plan(*o);
+  });
 }
 
 }  // namespace crucible::cli

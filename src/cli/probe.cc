@@ -5,12 +5,12 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "core/file_io.h"
+#include "core/json_io.h"
 #include "comm/comm.h"
 #include "profile/probe.h"
 
@@ -24,12 +24,11 @@ struct ProbeCli {
   std::vector<std::string> compare;
 };
 
+// compare_probes checks each document (profile/probe_schema.h).
 nlohmann::json read_probe(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ExitError(2, "[probe] cannot read " + path);
-  auto j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded()) throw ExitError(2, "[probe] " + path + " is not JSON");
-  return j;
+  auto j = read_json(path);
+  if (!j) throw ExitError(2, "[probe] " + j.status().message());
+  return *j;
 }
 
 void run(const ProbeCli& c) {
@@ -52,6 +51,8 @@ void run(const ProbeCli& c) {
   for (const std::string& d : c.opt.storage_dirs)
     if (!std::filesystem::is_directory(d))
       throw ExitError(2, "[probe] --dir " + d + ": not a directory");
+  if (Status s = check_output_path(c.json_path, "[probe] --json"); !s)
+    throw ExitError(2, s.message());
   {  // the way the result will be written: a file created next to it
     const std::string probe_file = c.json_path + ".writable." + std::to_string(::getpid());
     const int fd = ::open(probe_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);

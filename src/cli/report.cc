@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "core/output_path.h"
 #include "profile/report.h"
 
 namespace crucible::cli {
@@ -16,9 +17,12 @@ void add_report_command(CLI::App& app) {
       "Write a self-contained HTML report of a run: losses, step-time breakdown, MFU, memory, "
       "per-rank comparison, events, probe, roofline, scaling");
   cmd->add_option("run", *run, "Run directory")->required();
-  cmd->add_option("-o,--output", *out, "Output file (default: RUN/report.html)");
-  cmd->callback([run, out] {
-    Status s = profile::write_report(*run, *out);
+  auto* given = cmd->add_option("-o,--output", *out, "Output file (default: RUN/report.html)");
+  cmd->callback([run, out, given] {
+    // The target is judged before the run is read (core/output_path.h); an
+    // explicit -o "" is a bad name, not the default.
+    Status s = check_output_path(given->count() == 0 ? *run + "/report.html" : *out, "[report] -o");
+    if (s.is_ok()) s = profile::write_report(*run, *out);
     if (!s.is_ok()) throw ExitError(exit_code(s), s.message());
     std::printf("written: %s\n", (out->empty() ? *run + "/report.html" : *out).c_str());
   });

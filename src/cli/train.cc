@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "core/output_path.h"
 #include "data/dataset.h"
 #include "runtime/console.h"
 #include "runtime/heartbeat.h"
@@ -97,6 +98,7 @@ void add_tokenize_command(CLI::App& app) {
       ->capture_default_str()
       ->check(number_in(0.001, 0.5));
   cmd->callback([spec, out] {
+    if (Status s = check_output_dir(*out, "[data] -o"); !s) throw ExitError(2, s.message());
     if (std::filesystem::exists(*out))
       throw ExitError(2, "[data] " + *out + " already exists; choose a new output directory");
     runtime::Console console;

@@ -42,15 +42,25 @@ Status fsync_dir(const std::string& dir) {
 
 AtomicFile::~AtomicFile() { abandon(); }
 
-Status AtomicFile::open(const std::string& path) {
+Status AtomicFile::open(const std::string& path, OutputScope scope) {
   abandon();
+  CRUCIBLE_RETURN_IF_ERROR(check_output_path(path, "[io]", scope));
   // Unique per process and per file object: ranks or threads writing the
   // same target never share a temporary.
   static std::atomic<uint64_t> counter{0};
   path_ = path;
-  tmp_ = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) return Status::io("[io] cannot create " + tmp_ + ": " + errno_str());
+  // O_EXCL | O_NOFOLLOW: the temporary is a new file, never something that
+  // already sits under its name (a link planted there is not followed; a
+  // crashed process's leftover of the same pid is skipped, not reused).
+  for (int attempt = 0;; ++attempt) {
+    tmp_ = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd_ >= 0) break;
+    if (errno == EEXIST && attempt < 64) continue;
+    Status s = Status::io("[io] cannot create " + tmp_ + ": " + errno_str());
+    tmp_.clear();  // not ours: abandon() must not unlink it
+    return s;
+  }
   return Status::ok();
 }
 
@@ -102,15 +112,15 @@ void AtomicFile::abandon() {
 }
 
 Status write_file_atomic(const std::string& path, const std::vector<const void*>& parts,
-                         const std::vector<size_t>& sizes) {
+                         const std::vector<size_t>& sizes, OutputScope scope) {
   AtomicFile f;
-  CRUCIBLE_RETURN_IF_ERROR(f.open(path));
+  CRUCIBLE_RETURN_IF_ERROR(f.open(path, scope));
   for (size_t i = 0; i < parts.size(); ++i) CRUCIBLE_RETURN_IF_ERROR(f.write(parts[i], sizes[i]));
   return f.commit();
 }
 
-Status write_file_atomic(const std::string& path, const std::string& text) {
-  return write_file_atomic(path, {text.data()}, {text.size()});
+Status write_file_atomic(const std::string& path, const std::string& text, OutputScope scope) {
+  return write_file_atomic(path, {text.data()}, {text.size()}, scope);
 }
 
 Result<std::string> read_file(const std::string& path) {

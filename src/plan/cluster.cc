@@ -263,6 +263,33 @@ Result<Cluster> load_cluster(const std::string& path) {
   return parse_cluster(ss.str(), path);
 }
 
+namespace {
+
+// A TOML basic string: quotes, backslashes and control characters escaped,
+// so any name (a host's, a CPU model's) reads back as itself.
+std::string toml_string(const std::string& v) {
+  std::string out = "\"";
+  for (unsigned char ch : v) {
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += char(ch);
+    } else if (ch < 0x20 || ch == 0x7f) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", ch);
+      out += b;
+    } else {
+      out += char(ch);
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+Status check_cluster(const Cluster& c) {
+  return parse_cluster(cluster_toml(c, ""), c.source).status();
+}
+
 std::string cluster_toml(const Cluster& c, const std::string& header) {
   std::ostringstream o;
   auto g = [](double x) {
@@ -272,16 +299,18 @@ std::string cluster_toml(const Cluster& c, const std::string& header) {
     return s;
   };
   o << header;
-  o << "name = \"" << c.name << "\"\n"
+  o << "name = " << toml_string(c.name) << "\n"
     << "nodes = " << c.nodes << "\ndevices_per_node = " << c.devices_per_node << "\n"
-    << "devices_per_nic = " << c.devices_per_nic << "\nshared_node = " << (c.shared_node ? "true" : "false") << "\n"
-    << "step_overhead_ms = " << g(c.step_overhead_s * 1e3) << "\ndata_wait_ms = " << g(c.data_wait_s * 1e3) << "\n\n"
-    << "[device]\nname = \"" << c.device.name << "\"\n"
+    << "devices_per_nic = " << c.devices_per_nic
+    << "\nshared_node = " << (c.shared_node ? "true" : "false") << "\n"
+    << "step_overhead_ms = " << g(c.step_overhead_s * 1e3)
+    << "\ndata_wait_ms = " << g(c.data_wait_s * 1e3) << "\n\n"
+    << "[device]\nname = " << toml_string(c.device.name) << "\n"
     << "memory_gb = " << g(c.device.memory_bytes / 1e9) << "\n"
     << "memory_bandwidth_gbs = " << g(c.device.memory_bandwidth_Bps / 1e9) << "\n"
     << "memory_efficiency = " << g(c.device.memory_efficiency) << "\n"
-    << "peak_tflops = { fp32 = " << g(c.device.peak_flops[0] / 1e12) << ", bf16 = " << g(c.device.peak_flops[1] / 1e12)
-    << " }\n"
+    << "peak_tflops = { fp32 = " << g(c.device.peak_flops[0] / 1e12)
+    << ", bf16 = " << g(c.device.peak_flops[1] / 1e12) << " }\n"
     << "attention_efficiency = { fp32 = " << g(c.device.attention_efficiency[0])
     << ", bf16 = " << g(c.device.attention_efficiency[1]) << " }\n\n"
     << "[device.gemm_efficiency]  # [m, n, k, fraction of peak]\n";

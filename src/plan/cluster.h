@@ -77,6 +77,10 @@ Result<Cluster> load_cluster(const std::string& path);
 // with `header` as its leading comment lines.
 std::string cluster_toml(const Cluster& c, const std::string& header);
 
+// ok when cluster_toml(c) reads back (parse_cluster): every value inside the
+// cluster file's bounds. Every writer of a cluster file checks it first.
+Status check_cluster(const Cluster& c);
+
 // This machine as a cluster of one node, from a probe document
 // (profile/probe.h): devices = hardware threads sharing the node
 // (shared_node), the peak = the probe's FMA loop on all threads (f32; bf16

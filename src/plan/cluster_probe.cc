@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "plan/cluster.h"
+#include "profile/probe_schema.h"
 
 namespace crucible::plan {
 
@@ -48,8 +49,18 @@ Result<Cluster> from_probe(const json& probe, const std::string& source);
 
 // A member of the wrong JSON type is a bad probe file, not a crash.
 Result<Cluster> cluster_from_probe(const json& probe, const std::string& source) {
+  CRUCIBLE_RETURN_IF_ERROR(profile::check_probe_document(probe, source));
   try {
-    return from_probe(probe, source);
+    auto c = from_probe(probe, source);
+    if (!c) return c;
+    // Never a cluster its own reader refuses (a peak or a latency beyond
+    // the cluster file's bounds): refused here, naming the probe.
+    if (Status s = check_cluster(*c); !s) {
+      const std::string prefix = "[plan] " + source + ": ", why = s.message();
+      return Status::invalid(prefix + "gives a cluster description outside its bounds: " +
+                             (why.rfind(prefix, 0) == 0 ? why.substr(prefix.size()) : why));
+    }
+    return c;
   } catch (const json::exception& e) {
     return Status::invalid("[plan] " + source + ": not a well-formed probe document (" + std::string(e.what()) + ")");
   }

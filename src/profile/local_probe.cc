@@ -11,6 +11,7 @@
 #include "profile/probe.h"
 #include "profile/probe_compute.h"
 #include "profile/probe_memory.h"
+#include "profile/probe_schema.h"
 #include "profile/probe_topology.h"
 
 namespace crucible::profile {
@@ -124,9 +125,13 @@ LocalProbe local_probe(const LocalProbeOptions& opt) {
     std::error_code ec;
     if (!fs::exists(f, ec)) continue;
     auto doc = read_json(f);
-    Status why = !doc ? doc.status() : probe_made_here(*doc, here, opt.max_age_days);
-    if (why && (*doc).value("schema", "") != kProbeSchema) why = Status::invalid("not a crucible probe document");
-    if (!why) {
+    // A file the run only consults: a bad or foreign one is named and passed over.
+    Status bad = !doc ? doc.status() : check_probe_document(*doc, f);
+    if (!bad) {
+      log(bad.message() + "; not used");
+      continue;
+    }
+    if (Status why = probe_made_here(*doc, here, opt.max_age_days); !why) {
       log("[probe] " + f + " not used: " + why.message());
       continue;
     }

@@ -25,6 +25,7 @@
 #include "profile/probe_hosts.h"
 #include "profile/probe_interconnect.h"
 #include "profile/probe_memory.h"
+#include "profile/probe_schema.h"
 #include "profile/probe_storage.h"
 #include "profile/probe_throttle.h"
 #include "profile/probe_topology.h"
@@ -223,9 +224,7 @@ double num(const json& j, const json::json_pointer& ptr) {
 Result<std::string> compare_probes(const json& a, const json& b, const std::string& la,
                                    const std::string& lb) {
   for (const json* d : {&a, &b})
-    if (!d->is_object() || d->value("schema", "") != kProbeSchema)
-      return Status::invalid(std::string("[probe] --compare: ") + (d == &a ? la : lb) +
-                             " is not a crucible probe document (schema " + kProbeSchema + ")");
+    CRUCIBLE_RETURN_IF_ERROR(check_probe_document(*d, d == &a ? la : lb));
   std::vector<Figure> rows;
   auto add = [&](const std::string& label, const std::string& ptr, bool higher = true) {
     json::json_pointer p(ptr);
@@ -234,10 +233,12 @@ Result<std::string> compare_probes(const json& a, const json& b, const std::stri
   add("FMA peak, all threads (GFLOP/s)", "/compute/peak/derived_gflops_all");
   add("sustained clock (GHz)", "/compute/peak/clock_ghz");
   // GEMMs matched by (name, dtype, threads).
-  if (a.contains("compute") && b.contains("compute"))
+  if (a.contains("compute") && b.contains("compute") && a["compute"].contains("gemm") &&
+      b["compute"].contains("gemm"))
     for (const auto& ga : a["compute"]["gemm"])
       for (const auto& gb : b["compute"]["gemm"])
-        if (ga["name"] == gb["name"] && ga["dtype"] == gb["dtype"] && ga["threads"] == gb["threads"])
+        if (ga.contains("name") && gb.contains("name") && ga["name"] == gb["name"] &&
+            ga["dtype"] == gb["dtype"] && ga["threads"] == gb["threads"])
           rows.push_back({"GEMM " + ga["name"].get<std::string>() + " " +
                               ga["dtype"].get<std::string>() + " x" +
                               std::to_string(ga["threads"].get<int>()) + " (GFLOP/s)",
@@ -311,7 +312,7 @@ double probe_gemm_ceiling(const std::vector<std::string>& paths, int threads, co
     std::error_code ec;
     if (!fs::exists(path, ec)) continue;
     auto p = read_json(path);
-    if (!p || !p->is_object() || p->value("schema", "") != kProbeSchema) continue;
+    if (!p || !check_probe_document(*p, path).is_ok()) continue;
     if (const double best = gemm_ceiling(*p, threads, dtype); best > 0) return best;
   }
   return 0;

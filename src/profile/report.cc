@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "core/file_io.h"
+#include "profile/probe_schema.h"
 #include "profile/report_sections.h"
+#include "profile/run_schema.h"
 #include "profile/svg.h"
 
 // Charts are built with designated initializers (svg::Chart{.title = ...}); the
@@ -533,20 +535,33 @@ Result<std::string> render_report(const std::string& run_dir) {
   auto metrics = read_jsonl(mpath);
   if (!metrics) return metrics.status();
   if (metrics->empty()) return Status::invalid("[report] " + mpath + ": no steps yet");
+  for (size_t i = 0; i < metrics->size(); ++i)
+    CRUCIBLE_RETURN_IF_ERROR(
+        check_metrics_row((*metrics)[i], "[report]", mpath + " row " + std::to_string(i + 1)));
   const std::vector<json>& m = *metrics;
 
   std::vector<json> events;
   if (fs::exists(run_dir + "/events.jsonl", ec)) {
     auto ev = read_jsonl(run_dir + "/events.jsonl");
     if (!ev) return ev.status();
+    for (size_t i = 0; i < ev->size(); ++i)
+      CRUCIBLE_RETURN_IF_ERROR(check_event_row((*ev)[i], "[report]",
+                                               run_dir + "/events.jsonl row " + std::to_string(i + 1)));
     events = std::move(*ev);
   }
   std::string probe_origin = run_dir + "/probe.json";
   if (!fs::exists(probe_origin, ec)) probe_origin = "probe.json";  // the working directory's
+  // The probe is consulted, not the run's own: one that fails its schema is
+  // left out, and the report says why.
   auto probe = read_optional_json(probe_origin);
-  if (!probe) return probe.status();
+  std::string probe_ignored;
+  if (!probe) probe_ignored = probe.status().message(), probe = json();
+  if (Status ps = probe->is_null() ? Status::ok() : check_probe_document(*probe, probe_origin); !ps)
+    probe_ignored = ps.message(), *probe = json();
   auto kernels = read_optional_json(run_dir + "/kernels.json");
   if (!kernels) return kernels.status();
+  if (!kernels->is_null())
+    CRUCIBLE_RETURN_IF_ERROR(check_kernels(*kernels, "[report]", run_dir + "/kernels.json"));
   auto scaling = read_optional_json(run_dir + "/scaling.json");
   if (!scaling) return scaling.status();
 
@@ -560,9 +575,13 @@ Result<std::string> render_report(const std::string& run_dir) {
   html += throughput_section(m);
   auto mem_est = read_optional_json(run_dir + "/memory.json");
   if (!mem_est) return mem_est.status();
+  if (!mem_est->is_null())
+    CRUCIBLE_RETURN_IF_ERROR(check_memory_estimate(*mem_est, "[report]", run_dir + "/memory.json"));
   html += memory_section(m, *mem_est);
   auto plan = read_optional_json(run_dir + "/plan.json");
   if (!plan) return plan.status();
+  if (!plan->is_null())
+    CRUCIBLE_RETURN_IF_ERROR(check_plan_document(*plan, "[report]", run_dir + "/plan.json"));
   html += prediction_section(*plan, m);
   auto ranks = ranks_section(run_dir);
   if (!ranks) return ranks.status();
@@ -572,6 +591,9 @@ Result<std::string> render_report(const std::string& run_dir) {
   html += *pipeline;
   if (!events.empty()) html += events_section(events);
   if (!probe->is_null()) html += probe_section(*probe, probe_origin);
+  if (!probe_ignored.empty())
+    html +=
+        section("probe", "Probe", "<p class=\"note\">" + escape(probe_ignored) + " (ignored)</p>");
   if (!kernels->is_null()) {
     auto s = roofline_section(*kernels, *probe, run_dir + "/kernels.json");
     if (!s) return s.status();

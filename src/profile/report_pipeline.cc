@@ -4,10 +4,13 @@
 // axis, so the bubble is where a row is grey (waiting in a receive) or empty.
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
+#include <filesystem>
 #include <map>
 
+#include "core/file_io.h"
+#include "core/json_io.h"
 #include "profile/report_sections.h"
+#include "profile/trace_file.h"
 
 namespace crucible::profile {
 
@@ -33,17 +36,36 @@ std::string num(double v) {
   return buf;
 }
 
+// RUN/trace.json's events, checked by validate_trace (every event an object
+// with its typed fields; profile/trace_file.h) before any is used: a trace
+// that is no trace is one line naming it, not a json::type_error. Absent: none.
+Result<nlohmann::json> read_trace_events(const std::string& run_dir) {
+  const std::string path = run_dir + "/trace.json";
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return nlohmann::json::array();
+  auto text = read_file(path);
+  if (!text) return Status::invalid("[report] " + text.status().message());
+  nlohmann::json doc = nlohmann::json::parse(*text, nullptr, false);
+  if (doc.is_discarded()) return Status::corrupt("[report] " + path + ": not valid JSON");
+  if (Status v = validate_trace(doc); !v) {
+    std::string why = v.message();
+    if (why.rfind("[trace] ", 0) == 0) why = why.substr(8);
+    return Status::corrupt("[report] " + path + ": " + why);
+  }
+  return doc.is_array() ? std::move(doc) : std::move(doc["traceEvents"]);
+}
+
 }  // namespace
 
 Result<std::string> pipeline_section(const std::string& run_dir) {
-  std::ifstream in(run_dir + "/trace.json");
-  if (!in) return std::string();
-  nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
-  if (doc.is_discarded() || !doc.contains("traceEvents")) return std::string();
+  auto events = read_trace_events(run_dir);
+  if (!events) return events.status();
+  auto cat = [](const nlohmann::json& e) { return json_string_or(e, "cat", ""); };
   // Each rank's last "pipeline schedule" phase is its window.
   std::map<int, std::pair<double, double>> window;  // pid -> [ts, ts + dur] (µs)
-  for (const auto& e : doc["traceEvents"])
-    if (e.value("cat", "") == "phase" && e.value("name", "") == "pipeline schedule" && e.value("ph", "") == "X") {
+  for (const auto& e : *events)
+    if (cat(e) == "phase" && e.value("name", "") == "pipeline schedule" &&
+        e.value("ph", "") == "X") {
       const double ts = e.value("ts", 0.0);
       auto& w = window[e.value("pid", 0)];
       if (ts >= w.first) w = {ts, ts + e.value("dur", 0.0)};
@@ -52,8 +74,8 @@ Result<std::string> pipeline_section(const std::string& run_dir) {
   double origin = 1e300, end = 0;
   for (const auto& [pid, w] : window) origin = std::min(origin, w.first), end = std::max(end, w.second);
   std::map<int, std::vector<Bar>> rows;
-  for (const auto& e : doc["traceEvents"]) {
-    if (e.value("cat", "") != "pipeline" || e.value("ph", "") != "X") continue;
+  for (const auto& e : *events) {
+    if (cat(e) != "pipeline" || e.value("ph", "") != "X") continue;
     const int pid = e.value("pid", 0);
     auto w = window.find(pid);
     const double ts = e.value("ts", 0.0), dur = e.value("dur", 0.0);

@@ -10,6 +10,7 @@
 
 #include "core/file_io.h"
 #include "core/stats.h"
+#include "profile/run_schema.h"
 
 namespace crucible::profile {
 
@@ -95,6 +96,8 @@ Result<RunThroughput> read_scaling_run(const std::string& run_dir, int ranks, in
     // A torn last line (a run killed mid-write) is skipped, as MetricsWriter does.
     if (j.is_discarded() || !j.is_object()) continue;
     if (++line_no <= skip_steps) continue;
+    CRUCIBLE_RETURN_IF_ERROR(
+        check_metrics_row(j, "[bench] scaling:", path + " line " + std::to_string(line_no)));
     auto it = j.find("tokens_per_s");
     if (it == j.end() || !it->is_number())
       return Status::corrupt("[bench] scaling: " + path + " line " + std::to_string(line_no) +

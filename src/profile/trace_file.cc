@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -78,6 +79,7 @@ std::optional<BadEvent> check_fields(const json& events, size_t i) {
   if (!e.contains("name") || !e["name"].is_string()) return bad("missing \"name\" (a string)");
   if (!e.contains("ph") || !e["ph"].is_string()) return bad("missing \"ph\" (a string)");
   if (!e.contains("ts") || !e["ts"].is_number()) return bad("missing \"ts\" (a number)");
+  if (!std::isfinite(e["ts"].get<double>())) return bad("\"ts\" is not finite");
   for (const char* k : {"pid", "tid"}) {
     if (!e.contains(k) || !e[k].is_number_integer())
       return bad(fmt::format("missing \"{}\" (an integer)", k));
@@ -92,7 +94,8 @@ std::optional<BadEvent> check_fields(const json& events, size_t i) {
   } else if (ph == "X") {
     if (!e.contains("dur") || !e["dur"].is_number())
       return bad("\"X\" event without \"dur\" (a number)");
-    if (e["dur"].get<double>() < 0) return bad("negative \"dur\"");
+    if (!(e["dur"].get<double>() >= 0) || !std::isfinite(e["dur"].get<double>()))
+      return bad("\"dur\" is negative or not finite");
   } else if (ph != "B" && ph != "E" && ph != "C" && ph != "i" && ph != "I") {
     return bad("unsupported ph (expected X, B, E, C, i, I or M)");
   }

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/clock.h"
+#include "core/output_path.h"
 
 namespace crucible::runtime {
 
@@ -17,6 +18,9 @@ Console::~Console() {
 
 bool Console::open_log(const std::string& path) {
   if (log_) std::fclose(log_);
+  log_ = nullptr;
+  // Appended to, not replaced, but judged like every output (core/output_path.h).
+  if (!check_output_path(path).is_ok()) return false;
   log_ = std::fopen(path.c_str(), "a");
   if (!log_) return false;
   std::fputs(before_log_.c_str(), log_);

@@ -22,7 +22,9 @@ EventLog::~EventLog() {
 }
 
 Status EventLog::open(const std::string& path) {
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  // Appended to, not replaced, but judged like every output (core/output_path.h).
+  CRUCIBLE_RETURN_IF_ERROR(check_output_path(path, "[launch]"));
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd_ < 0) return Status::io("[launch] cannot open " + path + ": " + errno_str());
   t0_ = now_ns() * 1e-9;
   return Status::ok();

@@ -9,6 +9,7 @@
 
 #include "core/json_io.h"
 #include "core/stats.h"
+#include "profile/run_schema.h"
 
 namespace crucible::runtime {
 
@@ -120,6 +121,7 @@ Result<plan::Observation> observe_run(const std::string& run_dir) {
   if (std::filesystem::exists(run_dir + "/plan.json")) {
     auto pj = read_json(run_dir + "/plan.json");
     if (!pj) return pj.status();
+    CRUCIBLE_RETURN_IF_ERROR(profile::check_plan_document(*pj, "[plan]", run_dir + "/plan.json"));
     const nlohmann::json& layout = (*pj)["layout"];
     if (layout.is_object() && layout.contains("devices") && layout["devices"].is_number_integer())
       world = layout["devices"].get<int>();
@@ -138,14 +140,13 @@ Result<plan::Observation> observe_run(const std::string& run_dir) {
     ++lineno;
     auto row = nlohmann::json::parse(line, nullptr, false);
     if (!row.is_object()) continue;  // a torn last line of a killed run
-    try {
-      if (row.value("step", int64_t(0)) <= 2 || !row.contains("step_ms")) continue;
-      for (size_t k = 0; k < cols.size(); ++k) cols[k].push_back(row.value(keys[k], 0.0) * 1e-3);
-      o.measured.mem_peak = std::max<uint64_t>(o.measured.mem_peak, row.value("mem_peak", uint64_t(0)));
-    } catch (const nlohmann::json::exception& e) {
-      return Status::invalid("[plan] " + run_dir + "/metrics.jsonl:" + std::to_string(lineno) +
-                             ": not a metrics row (" + e.what() + ")");
-    }
+    // Types and ranges first (profile/run_schema.h): a step_ms of 1e308
+    // would become a cluster file its reader refuses.
+    CRUCIBLE_RETURN_IF_ERROR(profile::check_metrics_row(
+        row, "[plan]", run_dir + "/metrics.jsonl:" + std::to_string(lineno)));
+    if (row["step"].get<int64_t>() <= 2 || !row.contains("step_ms")) continue;
+    for (size_t k = 0; k < cols.size(); ++k) cols[k].push_back(row.value(keys[k], 0.0) * 1e-3);
+    o.measured.mem_peak = std::max(o.measured.mem_peak, uint64_t(row.value("mem_peak", 0.0)));
   }
   plan::Measured& m = o.measured;
   m.steps = int(cols[0].size());

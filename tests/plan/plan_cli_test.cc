@@ -107,16 +107,20 @@ TEST(PlanCli, BadInputIsOneLineAndExitTwo) {
   ASSERT_NE(at, std::string::npos);
   testutil::write_file(dir / "huge.toml", huge.replace(at, 14, "memory_gb = 1e12"));
   expect_bad_input(run_crucible({"plan", "--cluster", dir / "huge.toml"}), "device.memory_gb: 1e+12 is out of range");
-  testutil::write_file(dir / "typed.json",
-                       R"({"schema": "crucible-probe/1", "compute": {"peak": {"measured_fma_gflops_all": 100},)"
-                       R"( "gemm": [{"m": "x", "n": 1, "k": 1, "dtype": "f32", "threads": 1, "gflops": 1, "valid": true}]},)"
-                       R"( "memory": {"threads_all": {"triad": {"best_gbs": 10}}}})");
-  expect_bad_input(run_crucible({"plan", "--cluster-from-probe", dir / "typed.json", "-o", dir / "c.toml"}),
-                   "not a well-formed probe document");
-  expect_bad_input(run_crucible({"plan", "--cluster-from-probe", dir / "typed.json", "-o", dir / "no/such/c.toml"}),
-                   "is not a directory");
-  expect_bad_input(run_crucible({"plan", "--cluster-from-probe", dir / "typed.json", "-o", dir.path()}),
-                   "exists and is not a regular file");
+  testutil::write_file(
+      dir / "typed.json",
+      R"({"schema": "crucible-probe/1", "compute": {"peak": {"measured_fma_gflops_all": 100},)"
+      R"( "gemm": [{"name": "s", "m": "x", "n": 1, "k": 1, "dtype": "f32", "threads": 1, "gflops": 1, "valid": true}]},)"
+      R"( "memory": {"threads_all": {"triad": {"best_gbs": 10}}}})");
+  expect_bad_input(
+      run_crucible({"plan", "--cluster-from-probe", dir / "typed.json", "-o", dir / "c.toml"}),
+      "[probe] " + (dir / "typed.json") + ": compute.gemm[0].m must be an integer, not a string");
+  expect_bad_input(run_crucible({"plan", "--cluster-from-probe", dir / "typed.json", "-o",
+                                 dir / "no/such/c.toml"}),
+                   "does not exist");
+  expect_bad_input(
+      run_crucible({"plan", "--cluster-from-probe", dir / "typed.json", "-o", dir.path()}),
+      "is a directory");
   EXPECT_FALSE(fs::exists(dir / "c.toml"));
   expect_bad_input(run_crucible({"plan", "--calibrate", dir / "no_run", "--cluster", cluster("dgx-a100")}),
                    "no such run directory");
@@ -129,6 +133,47 @@ TEST(PlanCli, BadInputIsOneLineAndExitTwo) {
                    "fewer blocks than pp x pp_virtual = 4294967296 stages");
   // No cluster description at hand.
   expect_bad_input(run_crucible({"plan"}, dir.path()), "no cluster description");
+}
+
+// Values in range for JSON but not for a machine are refused when read, and
+// no cluster file that `--cluster` would refuse is ever written (issue 32:
+// step_ms 1e308 became step_overhead_ms = 1e+308, gflops 1e308 a peak of inf).
+TEST(PlanCli, OutOfRangeFiguresAreRefusedWhenReadAndNoUnreadableClusterIsWritten) {
+  TempDir dir("plan_cli_ranges");
+  fs::create_directories(dir / "run");
+  testutil::write_file(dir / "run/config.toml", read_file(config("tiny")));
+  std::string rows;
+  for (int step = 1; step <= 6; ++step)
+    rows += "{\"step\": " + std::to_string(step) +
+            ", \"loss\": 5, \"lr\": 0.001, \"step_ms\": " + (step == 5 ? "1e308" : "120.5") +
+            ", \"forward_ms\": 40, \"backward_ms\": 70, \"optimizer_ms\": 5}\n";
+  testutil::write_file(dir / "run/metrics.jsonl", rows);
+  auto cal = run_crucible(
+      {"plan", "--calibrate", "run", "--cluster", cluster("dgx-a100"), "-o", "cal.toml"},
+      dir.path());
+  expect_bad_input(cal, "run/metrics.jsonl:5: step_ms = 1e+308 is out of range");
+  EXPECT_FALSE(fs::exists(dir / "cal.toml"));
+  // The same run with a sane row calibrates, and what it writes reads back.
+  testutil::write_file(dir / "run/metrics.jsonl",
+                       std::string(rows).replace(rows.find("1e308"), 5, "121.0"));
+  auto ok = run_crucible(
+      {"plan", "--calibrate", "run", "--cluster", cluster("dgx-a100"), "-o", "cal.toml"},
+      dir.path());
+  ASSERT_EQ(ok.code, 0) << ok.output;
+  EXPECT_EQ(run_crucible({"plan", "--cluster", "cal.toml", "--layout", "mb=4"}, dir.path()).code,
+            0);
+
+  const std::string probe = read_file(std::string(CRUCIBLE_SOURCE_DIR) +
+                                      "/fuzz/corpus/probe/regression-gflops-1e308.json");
+  testutil::write_file(dir / "probe.json", probe);
+  expect_bad_input(
+      run_crucible({"plan", "--cluster-from-probe", "probe.json", "-o", "c.toml"}, dir.path()),
+      "[probe] probe.json: compute.gemm[0].gflops = 1e+308 is out of range [0, 1e+08]");
+  EXPECT_FALSE(fs::exists(dir / "c.toml"));
+  // A probe.json beside a plan is consulted: the bad one is named, and no
+  // time is predicted from it.
+  expect_bad_input(run_crucible({"plan", config("tiny")}, dir.path()),
+                   "compute.gemm[0].gflops = 1e+308");
 }
 
 TEST(PlanCli, TheDefaultRunStoresItsPredictionAndCalibrationLowersTheError) {

@@ -47,7 +47,7 @@ void write_run(const TempDir& d) {
       "step\":4}\n");
   write_file(
       d / "probe.json",
-      R"({"host":"h","compute":{"peak":{"derived_gflops_all":200},"gemm":[{"name":"square 1024","dtype":"f32","threads":2,"gflops":150,"valid":true}]},
+      R"({"schema":"crucible-probe/1","host":"h","compute":{"peak":{"derived_gflops_all":200},"gemm":[{"name":"square 1024","dtype":"f32","threads":2,"gflops":150,"valid":true}]},
                 "memory":{"threads_all":{"triad":{"best_gbs":20}}},
                 "storage":[{"dir":"/tmp","filesystem":"ext4","seq_write_gbs":1.5,"seq_read_gbs":2.5,"rand_read_4k_us":{"p50":80}}],
                 "interconnect":{"ranks":2,"collectives":{"allreduce":{"comm":[{"bytes":8,"busbw_gbs":0.1},{"bytes":1024,"busbw_gbs":3.5}]}}}})");
