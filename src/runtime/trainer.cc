@@ -252,6 +252,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     // any other (full-layout tensors; each optimizer takes its shard).
     auto resume = [&]() -> Status {
       const ckpt::FoundCheckpoint* found = &*resume_from;
+      CRUCIBLE_RETURN_IF_ERROR(check_resume_batch(found->state.world, B, accum, dp_size, ckpt_name(found->dir)));
       auto state = ckpt::load_checkpoint(found->dir, model.params(), &adam, /*part=*/parts, /*verified=*/true);
       if (!state) return state.status();
       auto ls = data::loader_state_from_json(state->loader);
