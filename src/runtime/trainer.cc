@@ -148,6 +148,12 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     const ckpt::VerifyShare share = verify_share(comm);
     auto point = find_resume_point(plan.config, plan.run_dir, &share);
     CRUCIBLE_RETURN_IF_ERROR(agree(comm, point.status()));
+    // Before the run directory is written (its config.toml): a refused
+    // resume leaves the run as it was.
+    CRUCIBLE_RETURN_IF_ERROR(agree(comm, check_resume_batch(point->checkpoint.state.world,
+                                                            plan.config.train.batch_size,
+                                                            plan.config.train.grad_accum, layout.dp(),
+                                                            ckpt_name(point->checkpoint.dir))));
     resume_from = std::move(point->checkpoint);
     pinned = point->pin;
     const int64_t at = resume_from->step;
@@ -252,7 +258,6 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     // any other (full-layout tensors; each optimizer takes its shard).
     auto resume = [&]() -> Status {
       const ckpt::FoundCheckpoint* found = &*resume_from;
-      CRUCIBLE_RETURN_IF_ERROR(check_resume_batch(found->state.world, B, accum, dp_size, ckpt_name(found->dir)));
       auto state = ckpt::load_checkpoint(found->dir, model.params(), &adam, /*part=*/parts, /*verified=*/true);
       if (!state) return state.status();
       auto ls = data::loader_state_from_json(state->loader);
