@@ -274,7 +274,8 @@ std::vector<size_t> moment_starts(const Snapshot& snap) {
 
 // O(log R + the ranges it overlaps): the ranges are ascending and disjoint,
 // so the first that ends after the tensor's start is found by bisection.
-MomentSpan moment_span(const Snapshot& snap, const std::vector<size_t>& starts, const nn::ParamSpec& s) {
+MomentSpan moment_span(const Snapshot& snap, const std::vector<size_t>& starts,
+                       const nn::ParamSpec& s) {
   MomentSpan span;
   const auto& ranges = snap.moment_ranges;
   auto it = std::upper_bound(ranges.begin(), ranges.end(), s.offset,
@@ -297,7 +298,8 @@ MomentSpan moment_span(const Snapshot& snap, const std::vector<size_t>& starts, 
 // the key (a scan of the keys before it: quadratic over a checkpoint's
 // tensors). The caller knows the key is new.
 void append_member(nlohmann::ordered_json& object, std::string key, nlohmann::ordered_json value) {
-  object.get_ref<nlohmann::ordered_json::object_t&>().Container::emplace_back(std::move(key), std::move(value));
+  object.get_ref<nlohmann::ordered_json::object_t&>().Container::emplace_back(std::move(key),
+                                                                              std::move(value));
 }
 
 nlohmann::ordered_json slice_json(const nn::ParamSpec& s) {
@@ -332,8 +334,9 @@ Status write_tensor_files(const std::string& tmp_dir, const std::string& name, c
       entry_of[i] = it->second;
       if (!fresh) continue;
       names.push_back(s.name);
-      entries.push_back({{"shape", std::vector<int64_t>(s.whole_shape.d.begin(),
-                                                         s.whole_shape.d.begin() + s.whole_shape.ndim)}});
+      entries.push_back(
+          {{"shape", std::vector<int64_t>(s.whole_shape.d.begin(),
+                                          s.whole_shape.d.begin() + s.whole_shape.ndim)}});
     }
   }
   std::vector<bool> kept(entries.size(), true);
@@ -356,7 +359,8 @@ Status write_tensor_files(const std::string& tmp_dir, const std::string& name, c
     if (snap.moment_shard < 0 && !span.whole)
       return Status::invalid("[ckpt] snapshot moments cover part of parameter " + s.name + " outside a ZeRO shard");
     if (span.count == 0) {
-      if (snap.params.empty()) kept[entry_of[i]] = false;  // neither its weights nor its moments are here
+      if (snap.params.empty())
+        kept[entry_of[i]] = false;  // neither its weights nor its moments are here
       continue;
     }
     std::vector<int64_t> shape(s.shape.d.begin(), s.shape.d.begin() + s.shape.ndim);

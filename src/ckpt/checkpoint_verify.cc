@@ -484,8 +484,9 @@ Status load_sharded(const std::string& step_dir, const nlohmann::json& m, nn::Pa
   // found by bisection (O(log R) a tensor, not a scan of every range).
   const std::vector<optim::Range>& shard = opt->shard();
   CRUCIBLE_CHECK(std::adjacent_find(shard.begin(), shard.end(),
-                                    [](const optim::Range& a, const optim::Range& b) { return b.begin < a.end; }) ==
-                     shard.end(),
+                                    [](const optim::Range& a, const optim::Range& b) {
+                                      return b.begin < a.end;
+                                    }) == shard.end(),
                  "[ckpt] an optimizer's shard is ascending, disjoint ranges");
   for (const nn::ParamSpec& s : params.specs()) {
     ShardedReader::Flat only;

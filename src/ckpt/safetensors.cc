@@ -3,13 +3,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <algorithm>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string_view>
-#include <nlohmann/json.hpp>
 
 namespace crucible::ckpt {
 size_t dtype_bytes(const std::string& dt) {
@@ -31,7 +31,6 @@ const LoadedTensor* SafetensorsFile::find(const std::string& name) const {
   return it == tensors.end() ? nullptr : &it->second;
 }
 
-
 Result<SafetensorsHeader> safetensors_header(const std::vector<TensorView>& tensors,
                                              const std::map<std::string, std::string>& metadata) {
   // Written member by member: nlohmann::ordered_json's operator[] finds a key
@@ -48,7 +47,8 @@ Result<SafetensorsHeader> safetensors_header(const std::vector<TensorView>& tens
     size_t eb = dtype_bytes(t.dtype);
     if (eb == 0) return Status::invalid("[safetensors] unknown dtype " + t.dtype + " for " + t.name);
     if (t.name == "__metadata__" || !names.insert(t.name).second)
-      return Status::invalid("[safetensors] tensor " + t.name + " is given twice (or takes the metadata's name)");
+      return Status::invalid("[safetensors] tensor " + t.name +
+                             " is given twice (or takes the metadata's name)");
     size_t n = eb;
     for (auto d : t.shape) n *= size_t(d);
     const nlohmann::ordered_json entry = {
@@ -99,7 +99,9 @@ struct TopLevelKeys : nlohmann::json_sax<nlohmann::json> {
     if (depth == 1 && !names.insert(k).second && duplicate.empty()) duplicate = k;
     return true;
   }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
 };
 
 }  // namespace
@@ -132,7 +134,8 @@ Result<SafetensorsFile> read_safetensors(const std::string& path) {
   // every member: quadratic in the tensors).
   TopLevelKeys keys;
   nlohmann::json::sax_parse(h, &keys);
-  if (!keys.duplicate.empty()) return Status::corrupt(where + "tensor " + keys.duplicate + " is listed twice");
+  if (!keys.duplicate.empty())
+    return Status::corrupt(where + "tensor " + keys.duplicate + " is listed twice");
   const uint64_t data_size = file_size - 8 - hlen;
   SafetensorsFile out;
   std::vector<std::pair<std::pair<uint64_t, uint64_t>, std::string>> ranges;

@@ -9,9 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <csignal>
-
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -58,22 +57,24 @@ void run_unsupervised(const LaunchOptions& o) {
     if (child == 0) {
       if (relayed) ::dup2(relay.write_fd(), STDERR_FILENO);
       ::execvp(cargv[0], cargv.data());
-      std::fprintf(stderr, "[launch] cannot run %s: %s (install openmpi-bin)\n", cargv[0], std::strerror(errno));
+      std::fprintf(stderr, "[launch] cannot run %s: %s (install openmpi-bin)\n", cargv[0],
+                   std::strerror(errno));
       ::_exit(2);
     }
     if (child < 0) throw ExitError(2, "[launch] fork: " + std::string(std::strerror(errno)));
     relay.start();
     g_launcher = child;
     for (int sig : {SIGTERM, SIGHUP, SIGUSR1}) ::signal(sig, [](int s) { ::kill(g_launcher, s); });
-    ::signal(SIGINT, SIG_IGN);  // the terminal's Ctrl-C reaches the launcher itself, which ends the ranks
+    ::signal(SIGINT,
+             SIG_IGN);  // the terminal's Ctrl-C reaches the launcher itself, which ends the ranks
     int st = 0;
     while (::waitpid(child, &st, 0) < 0 && errno == EINTR) {
     }
     code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
   }  // the relay prints what is left before the exit
   if (code > 128 && code < 128 + NSIG)
-    throw ExitError(code, "[launch] " + std::string(cargv[0]) + " ended by signal " + std::to_string(code - 128) + " (" +
-                              strsignal(code - 128) + ")");
+    throw ExitError(code, "[launch] " + std::string(cargv[0]) + " ended by signal " +
+                              std::to_string(code - 128) + " (" + strsignal(code - 128) + ")");
   if (code != 0) throw ExitError(code, "");
 }
 

@@ -99,29 +99,32 @@ std::string model_name(const std::string& config_path, const nn::GPTConfig& m) {
 
 // The fields that make a --layout one layout to evaluate (dp and m follow
 // from --devices and --global-batch); with any left out it is a search.
-const std::vector<const char*> kLayoutFields = {"tp",        "pp", "v",        "mb",        "zero",
-                                                "recompute", "sp", "schedule", "precision", "fused_head"};
+const std::vector<const char*> kLayoutFields = {
+    "tp", "pp", "v", "mb", "zero", "recompute", "sp", "schedule", "precision", "fused_head"};
 
 // One line: what was asked, and why nothing of it runs (each reason's first
 // instance in full, so a given field the model cannot take is named).
-Status nothing_runs(const plan::SearchResult& r, const std::string& model, const std::string& layout,
-                    const plan::SearchOptions& so, const plan::Cluster& cluster) {
+Status nothing_runs(const plan::SearchResult& r, const std::string& model,
+                    const std::string& layout, const plan::SearchOptions& so,
+                    const plan::Cluster& cluster) {
   std::string reasons;
   for (const auto& [kind, n] : r.rejected) {
     auto it = r.why.find(kind);
     reasons += (reasons.empty() ? "" : "; ") + (it == r.why.end() ? kind : it->second) +
                (n > 1 ? " (" + std::to_string(n) + " layouts)" : "");
   }
-  return Status::invalid("[plan] no layout of " + model + (layout.empty() ? "" : " with " + layout) + " runs on " +
-                         std::to_string(so.devices) + " devices of " + cluster.name + " with a global batch of " +
-                         std::to_string(so.global_batch) + (reasons.empty() ? "" : ": " + reasons));
+  return Status::invalid(
+      "[plan] no layout of " + model + (layout.empty() ? "" : " with " + layout) + " runs on " +
+      std::to_string(so.devices) + " devices of " + cluster.name + " with a global batch of " +
+      std::to_string(so.global_batch) + (reasons.empty() ? "" : ": " + reasons));
 }
 
 // A --layout with fields left out: the search, kept to the given fields.
 // Devices: --devices, else the layout's own dp x tp x pp (a field not given
 // counting 1). Global batch: --global-batch, else dp x mb x m when mb, m and
 // the grid say it, else the config's.
-plan::SearchOptions layout_search(const PlanOptions& o, const plan::ParsedLayout& p, const plan::Candidate& config) {
+plan::SearchOptions layout_search(const PlanOptions& o, const plan::ParsedLayout& p,
+                                  const plan::Candidate& config) {
   plan::SearchOptions so;
   so.fixed = plan::LayoutConstraints::from(p);
   so.base = p.c;
@@ -132,17 +135,18 @@ plan::SearchOptions layout_search(const PlanOptions& o, const plan::ParsedLayout
   for (const char* k : {"dp", "tp", "pp"})
     if (p.has(k)) named += (named.empty() ? "" : " x ") + std::string(k);
   if (grid > plan::kMaxDevices)
-    fail(Status::invalid("[plan] --layout: " + named + " = " + std::to_string(grid) + " devices is more than " +
-                         std::to_string(plan::kMaxDevices)));
+    fail(Status::invalid("[plan] --layout: " + named + " = " + std::to_string(grid) +
+                         " devices is more than " + std::to_string(plan::kMaxDevices)));
   const int64_t devices = o.devices > 0 ? o.devices : grid;
   if (devices % grid)
-    fail(Status::invalid("[plan] --layout: " + named + " = " + std::to_string(grid) + " does not divide --devices " +
-                         std::to_string(devices)));
+    fail(Status::invalid("[plan] --layout: " + named + " = " + std::to_string(grid) +
+                         " does not divide --devices " + std::to_string(devices)));
   so.devices = int(devices);
   if (o.global_batch > 0) {
     so.global_batch = o.global_batch;
   } else if (f.mb && f.m && (f.dp || (f.tp && f.pp) || o.devices <= 0)) {
-    so.global_batch = (f.dp ? *f.dp : devices / (int64_t(f.tp.value_or(1)) * f.pp.value_or(1))) * *f.mb * *f.m;
+    so.global_batch =
+        (f.dp ? *f.dp : devices / (int64_t(f.tp.value_or(1)) * f.pp.value_or(1))) * *f.mb * *f.m;
   } else {
     so.global_batch = config.global_batch();
   }
@@ -162,12 +166,12 @@ void evaluate_layout(const PlanOptions& o, const runtime::Config& cfg, const pla
                          std::to_string(plan::kMaxDevices)));
   if (!has_dp) {
     if (devices % grid)
-      fail(Status::invalid("[plan] --layout: tp x pp = " + std::to_string(grid) + " does not divide --devices " +
-                           std::to_string(devices)));
+      fail(Status::invalid("[plan] --layout: tp x pp = " + std::to_string(grid) +
+                           " does not divide --devices " + std::to_string(devices)));
     c.dp = int(devices / grid);
   } else if (o.devices > 0 && c.world() != o.devices) {
-    fail(Status::invalid("[plan] --layout: dp x tp x pp = " + std::to_string(c.world()) + " is not --devices " +
-                         std::to_string(o.devices)));
+    fail(Status::invalid("[plan] --layout: dp x tp x pp = " + std::to_string(c.world()) +
+                         " is not --devices " + std::to_string(o.devices)));
   }
   if (!has_m && o.global_batch > 0) {
     const int64_t per_step = int64_t(c.dp) * c.mb;
@@ -175,8 +179,9 @@ void evaluate_layout(const PlanOptions& o, const runtime::Config& cfg, const pla
       fail(Status::invalid("[plan] --layout: --global-batch " + std::to_string(o.global_batch) +
                            " does not divide by dp x mb = " + std::to_string(per_step)));
     if (o.global_batch / per_step > plan::kMaxMicroBatches)
-      fail(Status::invalid("[plan] --layout: --global-batch " + std::to_string(o.global_batch) + " is " +
-                           std::to_string(o.global_batch / per_step) + " micro-batches per step, more than " +
+      fail(Status::invalid("[plan] --layout: --global-batch " + std::to_string(o.global_batch) +
+                           " is " + std::to_string(o.global_batch / per_step) +
+                           " micro-batches per step, more than " +
                            std::to_string(plan::kMaxMicroBatches)));
     c.m = int(o.global_batch / per_step);
   } else if (o.global_batch > 0 && c.global_batch() != o.global_batch) {
@@ -186,9 +191,12 @@ void evaluate_layout(const PlanOptions& o, const runtime::Config& cfg, const pla
   const plan::Prediction p = plan::predict(cfg.model, c, cluster);
   if (!p.divides) fail(Status::invalid("[plan] " + c.describe() + " cannot run: " + p.why_not));
   // One that does not fit is still predicted: what it would take with more memory.
-  if (o.json) std::printf("%s\n", plan::to_json(p).dump(1).c_str());
-  else std::printf("%s on %s\n%s\n", model.c_str(), cluster.name.c_str(), row(p).c_str());
-  if (!p.fits) std::fprintf(stderr, "[plan] warning: %s %s\n", c.describe().c_str(), p.why_not.c_str());
+  if (o.json)
+    std::printf("%s\n", plan::to_json(p).dump(1).c_str());
+  else
+    std::printf("%s on %s\n%s\n", model.c_str(), cluster.name.c_str(), row(p).c_str());
+  if (!p.fits)
+    std::fprintf(stderr, "[plan] warning: %s %s\n", c.describe().c_str(), p.why_not.c_str());
 }
 
 void run_plan(const PlanOptions& o) {
@@ -199,8 +207,9 @@ void run_plan(const PlanOptions& o) {
     auto c = plan::cluster_from_probe(*doc, o.from_probe);
     if (!c) fail(c.status());
     write_out(o.output.empty() ? "cluster.toml" : o.output,
-              plan::cluster_toml(*c, "# This machine, from crucible probe (" + o.from_probe +
-                                         "); crucible plan --calibrate RUN... refits it. Schema: docs/plan.md\n"),
+              plan::cluster_toml(
+                  *c, "# This machine, from crucible probe (" + o.from_probe +
+                          "); crucible plan --calibrate RUN... refits it. Schema: docs/plan.md\n"),
               "cluster description of " + c->name +
                   (o.output.empty() ? " (runs started in this directory predict with it)" : ""));
     return;
@@ -271,9 +280,10 @@ void run_plan(const PlanOptions& o) {
       for (const std::string& k : chosen) list += (list.empty() ? "" : ", ") + k;
       what = "given " + o.layout + ", chosen " + (list.empty() ? "nothing" : list) + "; best first";
     }
-    std::printf("%s on %d device%s of %s, global batch %lld sequences of %d tokens: %lld layouts run, %s\n",
-                model.c_str(), so.devices, so.devices == 1 ? "" : "s", cluster.name.c_str(),
-                (long long)so.global_batch, cfg->model.seq_len, (long long)r->evaluated, what.c_str());
+    std::printf(
+        "%s on %d device%s of %s, global batch %lld sequences of %d tokens: %lld layouts run, %s\n",
+        model.c_str(), so.devices, so.devices == 1 ? "" : "s", cluster.name.c_str(),
+        (long long)so.global_batch, cfg->model.seq_len, (long long)r->evaluated, what.c_str());
     for (size_t i = 0; i < r->best.size(); ++i) std::printf("%2zu. %s\n", i + 1, row(r->best[i]).c_str());
     for (const auto& [why, n] : r->rejected) std::printf("    rejected %lld: %s\n", (long long)n, why.c_str());
   }
@@ -295,10 +305,11 @@ void add_plan_command(CLI::App& app) {
       ->check(integer_in(1, int64_t(1) << 40));
   cmd->add_option("--top", o->top, "How many layouts to show")->check(integer_in(1, 1000))->capture_default_str();
   cmd->add_flag("--json", o->json, "Print JSON (schema: docs/plan.md)");
-  auto* layout = cmd->add_option("--layout", o->layout,
-                                 "Fix these fields of the layout and search the rest, or evaluate one layout when "
-                                 "every field is given: \"dp=8,tp=8,pp=8,v=2,mb=1,m=4,zero=1,recompute=selective,"
-                                 "sp=true,schedule=interleaved,precision=bf16,fused_head=false\"");
+  auto* layout = cmd->add_option(
+      "--layout", o->layout,
+      "Fix these fields of the layout and search the rest, or evaluate one layout when "
+      "every field is given: \"dp=8,tp=8,pp=8,v=2,mb=1,m=4,zero=1,recompute=selective,"
+      "sp=true,schedule=interleaved,precision=bf16,fused_head=false\"");
   cmd->add_option("--cluster-from-probe", o->from_probe, "Write this machine's cluster file from a probe.json");
   cmd->add_option("--calibrate", o->calibrate, "Refit the cluster file's efficiencies from finished runs")
       ->expected(1, -1);
@@ -309,12 +320,16 @@ void add_plan_command(CLI::App& app) {
     // for a plan beside it would be silently dropped.
     if (!o->from_probe.empty()) {
       std::string ignored;
-      for (const char* name : {"config", "--layout", "--devices", "--global-batch", "--set", "--calibrate", "--cluster",
-                               "--top", "--json"})
-        if (cmd->get_option(name)->count() > 0) ignored += std::string(ignored.empty() ? "" : ", ") + name;
+      for (const char* name : {"config", "--layout", "--devices", "--global-batch", "--set",
+                               "--calibrate", "--cluster", "--top", "--json"})
+        if (cmd->get_option(name)->count() > 0)
+          ignored += std::string(ignored.empty() ? "" : ", ") + name;
       if (!ignored.empty())
-        throw ExitError(2, "[plan] --cluster-from-probe only writes a cluster file (-o, default ./cluster.toml); it "
-                           "takes no " + ignored + ": write the file first, then plan with --cluster FILE");
+        throw ExitError(2,
+                        "[plan] --cluster-from-probe only writes a cluster file (-o, default "
+                        "./cluster.toml); it "
+                        "takes no " +
+                            ignored + ": write the file first, then plan with --cluster FILE");
     }
     run_plan(*o);
   });

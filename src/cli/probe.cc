@@ -33,9 +33,11 @@ std::vector<std::string> parse_sections(const std::string& text) {
   std::vector<std::string> out;
   for (size_t at = 0;;) {
     const size_t comma = text.find(',', at);
-    const std::string s = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    const std::string s =
+        text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
     if (s.empty())
-      throw ExitError(2, "[probe] --sections '" + text + "': an empty section name (sections: " + known + ")");
+      throw ExitError(
+          2, "[probe] --sections '" + text + "': an empty section name (sections: " + known + ")");
     if (s != "compute" && s != "memory" && s != "throttle" && s != "topology" && s != "storage" &&
         s != "interconnect")
       throw ExitError(2, "[probe] --sections: unknown section '" + s + "' (" + known + ")");
@@ -105,8 +107,9 @@ void add_probe_command(CLI::App& app) {
                   "Directory whose file system to measure (repeatable; default: runs/ and data/)");
   cmd->add_option("--throttle-s", c->opt.throttle_s, "Seconds of sustained load (default 20, quick 3)")
       ->check(positive());
-  auto* sections = cmd->add_option("--sections", c->sections,
-                                   "Only these sections: compute,memory,throttle,topology,storage,interconnect");
+  auto* sections =
+      cmd->add_option("--sections", c->sections,
+                      "Only these sections: compute,memory,throttle,topology,storage,interconnect");
   cmd->add_option("--compare", c->compare, "Show two probe.json files side by side: A B")
       ->expected(2);
   cmd->callback([c, sections] {

@@ -1,10 +1,10 @@
 #include "nn/gpt.h"
 
 #include <algorithm>
-#include <limits>
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "kernels/gemm.h"
@@ -169,7 +169,8 @@ size_t GPT::flat_params(const GPTConfig& cfg, const GPTPart& part) {
   register_params(cfg, part, P, /*max_blocks=*/1);
   size_t total = 0, block = 0;
   for (const ParamSpec& s : P.specs()) {
-    const size_t padded = (s.numel + 15) / 16 * 16;  // as add() aligns the next and allocate() pads the last
+    const size_t padded =
+        (s.numel + 15) / 16 * 16;  // as add() aligns the next and allocate() pads the last
     total += padded;
     if (s.name.rfind("transformer.h.", 0) == 0) block += padded;
   }

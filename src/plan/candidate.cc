@@ -69,7 +69,7 @@ Result<ParsedLayout> parse_layout(const std::string& text, const Candidate& defa
   // Every field between commas counts: "tp=2,,pp=1" or a trailing comma is
   // a typo to point at, not a field to skip.
   std::vector<std::string> items;
-  for (size_t at = 0;; ) {
+  for (size_t at = 0;;) {
     const size_t comma = text.find(',', at);
     items.push_back(text.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
     if (comma == std::string::npos) break;
@@ -79,7 +79,8 @@ Result<ParsedLayout> parse_layout(const std::string& text, const Candidate& defa
     item.erase(0, item.find_first_not_of(" \t"));
     item.erase(item.find_last_not_of(" \t") + 1);
     if (item.empty())
-      return Status::invalid("[plan] layout '" + text + "': an empty field (two commas, or one at an end)");
+      return Status::invalid("[plan] layout '" + text +
+                             "': an empty field (two commas, or one at an end)");
     const size_t eq = item.find('=');
     if (eq == std::string::npos) return bad("'" + item + "'", "expected key=value");
     std::string k = item.substr(0, eq), v = item.substr(eq + 1);
@@ -99,12 +100,14 @@ Result<ParsedLayout> parse_layout(const std::string& text, const Candidate& defa
       return Status::ok();
     };
     Status s;
-    if (k == "dp") s = set_int(c.dp, 1);
+    if (k == "dp")
+      s = set_int(c.dp, 1);
     else if (k == "tp") s = set_int(c.tp, 1);
     else if (k == "pp") s = set_int(c.pp, 1);
     else if (k == "v") s = set_int(c.v, 1);
     else if (k == "mb") s = set_int(c.mb, 1);
-    else if (k == "m") s = set_int(c.m, 1);
+    else if (k == "m")
+      s = set_int(c.m, 1);
     else if (k == "zero") {
       s = set_int(c.zero, 0);
       if (s && c.zero > 2) s = bad(k, "'" + v + "' is not 0, 1 or 2");
@@ -125,7 +128,9 @@ Result<ParsedLayout> parse_layout(const std::string& text, const Candidate& defa
   // Sequence parallelism splits a tensor-parallel group's tokens: with one
   // rank there is nothing to split, and training would quietly run without it.
   if (out.has("sp") && c.sp && out.has("tp") && c.tp == 1)
-    return bad("sp", "true needs tp > 1 (sequence parallelism splits the tensor-parallel group's tokens), and tp = 1");
+    return bad("sp",
+               "true needs tp > 1 (sequence parallelism splits the tensor-parallel group's "
+               "tokens), and tp = 1");
   return out;
 }
 

@@ -56,8 +56,9 @@ Result<ParsedLayout> parse_layout(const std::string& text, const Candidate& defa
 
 // The fields the layout search chooses (plan/search.h), in describe()'s
 // order; the others (moments, grad_dtype, split) are the config's.
-inline const std::vector<std::string> kSearchedFields = {"dp",   "tp",        "pp", "v",        "mb",        "m",
-                                                         "zero", "recompute", "sp", "schedule", "precision", "fused_head"};
+inline const std::vector<std::string> kSearchedFields = {
+    "dp",   "tp",        "pp", "v",        "mb",        "m",
+    "zero", "recompute", "sp", "schedule", "precision", "fused_head"};
 
 // The planner's limits: devices (dp x tp x pp), micro-batches per step, and
 // schedule actions per pipeline rank (pp x v x m: the schedule is built to

@@ -49,8 +49,8 @@ LayoutConstraints LayoutConstraints::from(const ParsedLayout& p) {
 bool LayoutConstraints::matches(const Candidate& c) const {
   auto ok = [](const auto& fixed, const auto& value) { return !fixed || *fixed == value; };
   return ok(dp, c.dp) && ok(tp, c.tp) && ok(pp, c.pp) && ok(v, c.v) && ok(mb, c.mb) && ok(m, c.m) &&
-         ok(zero, c.zero) && ok(sp, c.sp) && ok(fused_head, c.fused_head) && ok(schedule, c.schedule) &&
-         ok(recompute, c.recompute) && ok(precision, c.precision);
+         ok(zero, c.zero) && ok(sp, c.sp) && ok(fused_head, c.fused_head) &&
+         ok(schedule, c.schedule) && ok(recompute, c.recompute) && ok(precision, c.precision);
 }
 
 Result<SearchResult> search(const nn::GPTConfig& md, const Cluster& cl, const SearchOptions& o) {
@@ -102,7 +102,8 @@ Result<SearchResult> search(const nn::GPTConfig& md, const Cluster& cl, const Se
       std::vector<int> mbs;
       if (fx.mb || fx.m) {
         const int64_t mb = fx.mb ? *fx.mb : per_dp / *fx.m;
-        if (per_dp % (fx.mb ? *fx.mb : *fx.m) || (fx.mb && fx.m && per_dp != int64_t(*fx.mb) * *fx.m)) {
+        if (per_dp % (fx.mb ? *fx.mb : *fx.m) ||
+            (fx.mb && fx.m && per_dp != int64_t(*fx.mb) * *fx.m)) {
           ++r.rejected["global batch does not divide by dp x mb x m"];
           continue;
         }
@@ -133,9 +134,11 @@ Result<SearchResult> search(const nn::GPTConfig& md, const Cluster& cl, const Se
               continue;
             }
             for (const std::string& prec : over(fx.precision, o.precisions))
-              for (bool sp : over(fx.sp, tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false})) {
+              for (bool sp : over(
+                       fx.sp, tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false})) {
                 if (sp && tp == 1) continue;  // no tokens to split (a fixed sp = true keeps tp > 1)
-                for (int zero : over(fx.zero, dp > 1 ? std::vector<int>{0, 1, 2} : std::vector<int>{0})) {
+                for (int zero :
+                     over(fx.zero, dp > 1 ? std::vector<int>{0, 1, 2} : std::vector<int>{0})) {
                   // From the cheapest memory saving up: the fused head (the
                   // same FLOPs), then each recompute policy without and
                   // with it; the first that fits ends it.

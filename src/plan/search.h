@@ -59,7 +59,7 @@ struct SearchResult {
   std::vector<Prediction> best;  // runs, fastest first, at most `top`
   int64_t evaluated = 0;         // layouts whose time was predicted
   std::map<std::string, int64_t> rejected;  // reason -> count
-  std::map<std::string, std::string> why;    // reason -> the first such layout's whole message
+  std::map<std::string, std::string> why;   // reason -> the first such layout's whole message
 };
 
 Result<SearchResult> search(const nn::GPTConfig& model, const Cluster& cluster, const SearchOptions& opt);

@@ -585,7 +585,8 @@ std::string to_toml(const Config& cfg_in) {
             if (std::isfinite(*v)) {
               std::string shortest = format_double(*v);
               if (shortest.find_first_of(".eE") == std::string::npos) shortest += ".0";
-              floats.push_back({name + " = " + toml_float_text(*v) + "\n", name + " = " + shortest + "\n"});
+              floats.push_back(
+                  {name + " = " + toml_float_text(*v) + "\n", name + " = " + shortest + "\n"});
             }
           } else {
             t.insert(name, *v);
@@ -602,7 +603,8 @@ std::string to_toml(const Config& cfg_in) {
   // the same is rewritten correctly too.
   for (const auto& [printed, shortest] : floats)
     for (size_t at = 0; (at = text.find(printed, at)) != std::string::npos;) {
-      const bool whole_key = at == 0 || text[at - 1] == '\n' || text[at - 1] == ' ' || text[at - 1] == '\t';
+      const bool whole_key =
+          at == 0 || text[at - 1] == '\n' || text[at - 1] == ' ' || text[at - 1] == '\t';
       if (!whole_key) {  // "min_lr = ..." when looking for "lr = ..."
         at += printed.size();
         continue;

@@ -87,7 +87,8 @@ void StderrRelay::copy() {
   for (;;) {
     if (stop_.load()) {  // the job is over: a writer that outlives it by 2 s is not waited for
       const auto now = std::chrono::steady_clock::now();
-      if (give_up == std::chrono::steady_clock::time_point{}) give_up = now + std::chrono::seconds(2);
+      if (give_up == std::chrono::steady_clock::time_point{})
+        give_up = now + std::chrono::seconds(2);
       if (now >= give_up) break;
     }
     pollfd p{read_fd_, POLLIN, 0};

@@ -53,8 +53,8 @@ Status check_resume_config(const nlohmann::json& ckpt_config, const Config& cfg,
 // elastic fallback's fewer ranks with more accumulation). `ckpt_world` is the
 // manifest's "world" member; a checkpoint that does not record its batch
 // passes. One line naming the keys that changed and both global batches.
-Status check_resume_batch(const nlohmann::json& ckpt_world, int64_t batch_size, int64_t grad_accum, int64_t dp,
-                          const std::string& ckpt_name);
+Status check_resume_batch(const nlohmann::json& ckpt_world, int64_t batch_size, int64_t grad_accum,
+                          int64_t dp, const std::string& ckpt_name);
 
 struct ResumePoint {
   ckpt::FoundCheckpoint checkpoint;  // the newest valid one

@@ -134,7 +134,8 @@ TEST_F(CheckpointTest, TwentyThousandTensorsRoundTripInSeconds) {
   ASSERT_TRUE(save(a, 1));
   Model b(2, many);
   auto state = ckpt::load_checkpoint(step_dir(1), b.gpt.params(), &b.opt);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_TRUE(state) << state.status().message();
   const size_t n = a.gpt.params().numel();
   EXPECT_TRUE(same_floats(a.gpt.params().values(), b.gpt.params().values(), n));

@@ -125,7 +125,8 @@ TEST(Safetensors, TwentyThousandTensorsRoundTripInSeconds) {
   const auto start = std::chrono::steady_clock::now();
   ASSERT_TRUE(write_safetensors(dir / "many.safetensors", views, {{"format", "pt"}}));
   auto file = read_safetensors(dir / "many.safetensors");
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_TRUE(file) << file.status().message();
   ASSERT_EQ(file->tensors.size(), n);
   EXPECT_EQ(file->metadata.at("format"), "pt");

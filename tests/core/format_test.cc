@@ -24,7 +24,7 @@ double parse(const std::string& s) {
 }
 
 TEST(FormatDouble, ShortestTextThatReadsBackToTheSameValue) {
-  EXPECT_EQ(format_double(0.1), "0.1");  // not 0.10000000000000001
+  EXPECT_EQ(format_double(0.1), "0.1");     // not 0.10000000000000001
   EXPECT_EQ(format_double(3e-4), "3e-04");  // the shorter of the two spellings
   EXPECT_EQ(format_double(0.0125), "0.0125");
   EXPECT_EQ(format_double(0.95), "0.95");

@@ -357,8 +357,10 @@ std::vector<Prediction> every_runnable(const nn::GPTConfig& m, const Cluster& cl
                     for (bool fused : {false, true}) {
                       if (tp * pp > 8) continue;
                       Candidate c;
-                      c.tp = tp, c.pp = pp, c.dp = 8 / (tp * pp), c.mb = mb, c.zero = zero, c.recompute = rc;
-                      c.precision = prec, c.sp = sp, c.schedule = sched, c.v = v, c.fused_head = fused;
+                      c.tp = tp, c.pp = pp, c.dp = 8 / (tp * pp), c.mb = mb, c.zero = zero,
+                      c.recompute = rc;
+                      c.precision = prec, c.sp = sp, c.schedule = sched, c.v = v,
+                      c.fused_head = fused;
                       if (32 % (c.dp * mb)) continue;
                       c.m = 32 / (c.dp * mb);
                       const Prediction p = predict(m, c, cl);
@@ -391,9 +393,10 @@ TEST(PlanSearch, AConstrainedSearchIsTheBruteForceFilteredByTheGivenFields) {
     ASSERT_TRUE(parsed) << text << ": " << parsed.status().message();
     cases.push_back({text, LayoutConstraints::from(*parsed)});
   };
-  for (const char* text : {"tp=2", "pp=2,mb=2", "zero=1,precision=bf16", "recompute=full", "fused_head=true",
-                           "schedule=interleaved", "dp=2", "m=4", "sp=true", "v=2", "tp=2,pp=2,schedule=zb-h1",
-                           "schedule=zb-h1,pp=1", "mb=1,recompute=selective,fused_head=false"})
+  for (const char* text :
+       {"tp=2", "pp=2,mb=2", "zero=1,precision=bf16", "recompute=full", "fused_head=true",
+        "schedule=interleaved", "dp=2", "m=4", "sp=true", "v=2", "tp=2,pp=2,schedule=zb-h1",
+        "schedule=zb-h1,pp=1", "mb=1,recompute=selective,fused_head=false"})
     add(text);
   for (const auto& [text, fixed] : cases) {
     SCOPED_TRACE(text);
@@ -412,8 +415,9 @@ TEST(PlanSearch, AConstrainedSearchIsTheBruteForceFilteredByTheGivenFields) {
       if ((c.v > 1) != (c.schedule == "interleaved") && !fixed.v) continue;
       if (c.pp == 1 && c.schedule != "1f1b" && !fixed.schedule) continue;
       if (c.v > 1 && c.schedule != "interleaved") continue;
-      if (c.sp && c.tp == 1) continue;                 // nothing to split: sp is tp > 1's
-      if (c.zero > 0 && c.dp == 1 && !fixed.zero) continue;  // nothing to shard: the same as zero = 0
+      if (c.sp && c.tp == 1) continue;  // nothing to split: sp is tp > 1's
+      if (c.zero > 0 && c.dp == 1 && !fixed.zero)
+        continue;  // nothing to shard: the same as zero = 0
       auto [it, fresh] = fastest.emplace(point_of(c), p.step_time_s);
       if (!fresh) it->second = std::min(it->second, p.step_time_s);
     }
@@ -424,7 +428,8 @@ TEST(PlanSearch, AConstrainedSearchIsTheBruteForceFilteredByTheGivenFields) {
       EXPECT_TRUE(fixed.matches(p.layout)) << p.layout.describe();
       EXPECT_EQ(p.layout.world(), 8);
       EXPECT_EQ(p.layout.global_batch(), 32);
-      EXPECT_TRUE(found.emplace(point_of(p.layout), p.step_time_s).second) << "weighed twice: " << p.layout.describe();
+      EXPECT_TRUE(found.emplace(point_of(p.layout), p.step_time_s).second)
+          << "weighed twice: " << p.layout.describe();
     }
     EXPECT_EQ(found.size(), fastest.size());
     for (const auto& [point, t] : fastest) {
@@ -454,7 +459,8 @@ TEST(PlanSearch, AConstrainedSearchIsTheBruteForceFilteredByTheGivenFields) {
 TEST(PlanModel, FlatParamsFromOneBlockEqualsRegisteringEveryTensor) {
   const nn::GPTConfig m{12, 4, 64, 1000, 32};
   std::vector<nn::GPTPart> parts = {nn::GPTPart::whole(m)};
-  nn::GPTPart first{{{0, 5}}, true, false}, middle{{{5, 7}, {9, 10}}, false, false}, last{{{10, 12}}, false, true};
+  nn::GPTPart first{{{0, 5}}, true, false}, middle{{{5, 7}, {9, 10}}, false, false},
+      last{{{10, 12}}, false, true};
   for (nn::GPTPart p : {first, middle, last}) {
     parts.push_back(p);
     for (int r : {0, 1, 3}) {
@@ -476,12 +482,14 @@ TEST(PlanSearch, TwelveThousandLayersPlanInSeconds) {
   auto cl = load_cluster(shipped("dgx-h100"));
   ASSERT_TRUE(cl) << cl.status().message();
   nn::GPTConfig deep;
-  deep.n_layer = 12000, deep.n_head = 16, deep.n_embd = 1024, deep.vocab_size = 32000, deep.seq_len = 1024;
+  deep.n_layer = 12000, deep.n_head = 16, deep.n_embd = 1024, deep.vocab_size = 32000,
+  deep.seq_len = 1024;
   SearchOptions o;
   o.devices = 768, o.global_batch = 768, o.top = 3;
   const auto start = std::chrono::steady_clock::now();
   auto r = search(deep, *cl, o);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_TRUE(r) << r.status().message();
   ASSERT_FALSE(r->best.empty());
   EXPECT_GT(r->evaluated, 100);

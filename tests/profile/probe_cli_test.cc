@@ -66,8 +66,9 @@ TEST(ProbeCli, BadInputIsOneLine) {
   for (const char* list : {",", "compute,,memory", "", "memory,"}) {
     auto empty = run_crucible({"probe", "--sections", list, "--json", dir / "p.json"});
     EXPECT_EQ(empty.code, 2) << list << ": " << empty.output;
-    EXPECT_NE(empty.output.find("[probe] --sections '" + std::string(list) + "': an empty section name"),
-              std::string::npos)
+    EXPECT_NE(
+        empty.output.find("[probe] --sections '" + std::string(list) + "': an empty section name"),
+        std::string::npos)
         << empty.output;
     EXPECT_EQ(empty.output.find("--json'"), std::string::npos) << empty.output;
     EXPECT_FALSE(std::filesystem::exists(dir / "p.json"));

@@ -17,21 +17,23 @@ namespace {
 
 const std::string kRule(74, '-');
 // What Open MPI 4.1.4 prints around a rank's exit 2, as captured here.
-const std::string kExitBanners = kRule + "\nPrimary job  terminated normally, but 1 process returned\n" +
-                                 "a non-zero exit code. Per user-direction, the job has been aborted.\n" + kRule +
-                                 "\n" + kRule +
-                                 "\nmpirun detected that one or more processes exited with non-zero status, thus "
-                                 "causing\nthe job to be terminated. The first process to do so was:\n\n"
-                                 "  Process name: [[13762,1],0]\n  Exit code:    2\n" +
-                                 kRule + "\n";
-const std::string kSlotsBox = kRule + "\nThere are not enough slots available in the system to satisfy the 64\n" +
-                              "slots that were requested by the application:\n" + kRule + "\n";
+const std::string kExitBanners =
+    kRule + "\nPrimary job  terminated normally, but 1 process returned\n" +
+    "a non-zero exit code. Per user-direction, the job has been aborted.\n" + kRule + "\n" + kRule +
+    "\nmpirun detected that one or more processes exited with non-zero status, thus "
+    "causing\nthe job to be terminated. The first process to do so was:\n\n"
+    "  Process name: [[13762,1],0]\n  Exit code:    2\n" +
+    kRule + "\n";
+const std::string kSlotsBox =
+    kRule + "\nThere are not enough slots available in the system to satisfy the 64\n" +
+    "slots that were requested by the application:\n" + kRule + "\n";
 
 // The filter's output for `text` fed in pieces of `piece` bytes.
 std::string filtered(const std::string& text, size_t piece) {
   MpirunBannerFilter f;
   std::string out;
-  for (size_t at = 0; at < text.size(); at += piece) out += f.feed(std::string_view(text).substr(at, piece));
+  for (size_t at = 0; at < text.size(); at += piece)
+    out += f.feed(std::string_view(text).substr(at, piece));
   return out + f.finish();
 }
 
@@ -46,7 +48,8 @@ TEST(MpirunBannerFilter, DropsTheExitCodeBannersAndKeepsEverythingElse) {
     // A last line without its newline, an unclosed box: printed at the end.
     EXPECT_EQ(filtered(rank + "partial", piece), rank + "partial");
     EXPECT_EQ(filtered(kRule + "\nunclosed\n", piece), kRule + "\nunclosed\n");
-    EXPECT_EQ(filtered("a line with --- dashes\n------\n", piece), "a line with --- dashes\n------\n");
+    EXPECT_EQ(filtered("a line with --- dashes\n------\n", piece),
+              "a line with --- dashes\n------\n");
   }
 }
 
@@ -58,8 +61,8 @@ namespace {
 
 TEST(LaunchCli, ARefusalTheRanksFindIsTheirLineWithoutMpirunsBanners) {
   TempDir dir("launch_refusal");
-  auto r = run_crucible({"launch", "-n", "2", "--", "train", "--set", "data.dataset=/nonexistent", "--run-dir",
-                         "runs/r"},
+  auto r = run_crucible({"launch", "-n", "2", "--", "train", "--set", "data.dataset=/nonexistent",
+                         "--run-dir", "runs/r"},
                         dir.path());
   EXPECT_EQ(r.code, 2) << r.output;
   const std::string line = "[data] dataset /nonexistent: missing /nonexistent/tokenizer.model";
@@ -68,13 +71,16 @@ TEST(LaunchCli, ARefusalTheRanksFindIsTheirLineWithoutMpirunsBanners) {
   EXPECT_EQ(r.output.find(line, at + 1), std::string::npos) << "printed twice:\n" << r.output;
   for (const char* banner : {"Primary job", "mpirun detected", "-----"})
     EXPECT_EQ(r.output.find(banner), std::string::npos) << banner << " in:\n" << r.output;
-  EXPECT_FALSE(std::filesystem::exists(dir / "runs/r")) << "a refused fresh run leaves its directory";
+  EXPECT_FALSE(std::filesystem::exists(dir / "runs/r"))
+      << "a refused fresh run leaves its directory";
   // Not the ranks': the layout on 3 ranks is refused before mpirun starts.
-  auto grid = run_crucible({"launch", "-n", "3", "--", "train", "--set", "dist.tp=2", "--run-dir", "runs/g"},
-                           dir.path());
+  auto grid = run_crucible(
+      {"launch", "-n", "3", "--", "train", "--set", "dist.tp=2", "--run-dir", "runs/g"},
+      dir.path());
   EXPECT_EQ(grid.code, 2) << grid.output;
   EXPECT_EQ(grid.output,
-            "[layout] dist.tp x dist.pp: 2 x 1 does not divide the world of 3 ranks (dp x tp x pp must equal it)\n");
+            "[layout] dist.tp x dist.pp: 2 x 1 does not divide the world of 3 ranks (dp x tp x pp "
+            "must equal it)\n");
   // An unsupervised command: its ranks' lines, no banner, the exit code.
   auto probe = run_crucible({"launch", "-n", "2", "--", "probe", "--sections", "gpu"}, dir.path());
   EXPECT_EQ(probe.code, 2) << probe.output;
