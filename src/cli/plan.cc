@@ -1,7 +1,8 @@
 // `crucible plan`: the predicted memory and step time of parallel layouts,
 // before anything is launched (docs/plan.md).
 //   crucible plan [CONFIG] --cluster FILE --devices N --global-batch B [--top K] [--json]
-//   crucible plan [CONFIG] ... --layout "dp=8,tp=8,pp=8,v=2,mb=1,..."   one layout, evaluated
+//   crucible plan [CONFIG] ... --layout "tp=8,pp=2"        these fields fixed, the rest searched
+//   crucible plan [CONFIG] ... --layout "tp=8,pp=2,v=1,mb=1,...,fused_head=false"   every field: evaluated
 //   crucible plan --cluster-from-probe probe.json [-o cluster.toml]    this machine's file
 //   crucible plan --calibrate RUN... [--cluster FILE] [-o FILE]         refit from finished runs
 #include <algorithm>
