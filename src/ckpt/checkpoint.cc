@@ -19,7 +19,9 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "ckpt/checkpoint_internal.h"
@@ -151,32 +153,22 @@ Status write_checkpoint_file(const std::string& dir, const std::string& label_di
   return Status::ok();
 }
 
-// The safetensors encoding of ckpt/safetensors.h (the same header as
-// write_safetensors), streamed through the checkpoint writer so it is hashed
-// while written and can fail part-way under fault injection.
+// The safetensors encoding of ckpt/safetensors.h (its header), streamed
+// through the checkpoint writer so it is hashed while written and can fail
+// part-way under fault injection.
 Status write_safetensors_file(const std::string& dir, const std::string& label_dir, int64_t step,
                               const std::string& name, const std::vector<TensorView>& tensors,
                               const std::map<std::string, std::string>& metadata,
                               std::vector<FileRecord>& records) {
-  nlohmann::ordered_json header = nlohmann::ordered_json::object();
-  if (!metadata.empty()) header["__metadata__"] = metadata;
-  std::vector<const void*> parts(2);
-  std::vector<size_t> sizes(2);
-  size_t offset = 0;
-  for (const TensorView& t : tensors) {
-    size_t n = dtype_bytes(t.dtype);
-    for (int64_t d : t.shape) n *= size_t(d);
-    header[t.name] = {
-        {"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + n}}};
-    parts.push_back(t.data);
-    sizes.push_back(n);
-    offset += n;
+  auto header = safetensors_header(tensors, metadata);
+  if (!header) return header.status();
+  uint64_t hlen = header->json.size();  // little-endian on every platform crucible runs on
+  std::vector<const void*> parts = {&hlen, header->json.data()};
+  std::vector<size_t> sizes = {8, header->json.size()};
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    parts.push_back(tensors[i].data);
+    sizes.push_back(header->sizes[i]);
   }
-  std::string h = header.dump();
-  h.append((8 - h.size() % 8) % 8, ' ');
-  uint64_t hlen = h.size();  // little-endian on every platform crucible runs on
-  parts[0] = &hlen, sizes[0] = 8;
-  parts[1] = h.data(), sizes[1] = h.size();
   return write_checkpoint_file(dir, label_dir, step, name, parts, sizes, records);
 }
 
@@ -272,20 +264,42 @@ struct MomentSpan {
   bool whole = false;
 };
 
-MomentSpan moment_span(const Snapshot& snap, const nn::ParamSpec& s) {
+// Where each of the snapshot's moment ranges starts in the concatenation.
+std::vector<size_t> moment_starts(const Snapshot& snap) {
+  std::vector<size_t> starts;
+  size_t at = 0;
+  for (const optim::Range& r : snap.moment_ranges) starts.push_back(at), at += r.end - r.begin;
+  return starts;
+}
+
+// O(log R + the ranges it overlaps): the ranges are ascending and disjoint,
+// so the first that ends after the tensor's start is found by bisection.
+MomentSpan moment_span(const Snapshot& snap, const std::vector<size_t>& starts,
+                       const nn::ParamSpec& s) {
   MomentSpan span;
-  size_t at = 0;  // where range r's moments start in the concatenation
-  for (const optim::Range& r : snap.moment_ranges) {
+  const auto& ranges = snap.moment_ranges;
+  auto it = std::upper_bound(ranges.begin(), ranges.end(), s.offset,
+                             [](size_t offset, const optim::Range& r) { return offset < r.end; });
+  for (; it != ranges.end() && it->begin < s.offset + s.numel; ++it) {
+    const optim::Range& r = *it;
+    const size_t at = starts[size_t(it - ranges.begin())];  // where range r's moments start
     const size_t lo = std::max(r.begin, s.offset), hi = std::min(r.end, s.offset + s.numel);
     if (hi > lo) {
       if (span.flat.empty()) span.offset = at + (lo - r.begin);
       span.flat.push_back({lo - s.offset, hi - s.offset});
       span.count += hi - lo;
     }
-    at += r.end - r.begin;
   }
   span.whole = span.count == s.numel;
   return span;
+}
+
+// Appends key: value to an object without nlohmann::ordered_json's lookup of
+// the key (a scan of the keys before it: quadratic over a checkpoint's
+// tensors). The caller knows the key is new.
+void append_member(nlohmann::ordered_json& object, std::string key, nlohmann::ordered_json value) {
+  object.get_ref<nlohmann::ordered_json::object_t&>().Container::emplace_back(std::move(key),
+                                                                              std::move(value));
 }
 
 nlohmann::ordered_json slice_json(const nn::ParamSpec& s) {
@@ -302,30 +316,51 @@ nlohmann::ordered_json slice_json(const nn::ParamSpec& s) {
 // Snapshot), and what they hold of each whole tensor for the manifest's
 // "shards" (docs/formats.md): {NAME: {"shape", "slices" (the weights'),
 // "moment_slices" (a ZeRO shard's moments)}}.
+//
+// O(n log n) in the tensors: each tensor's entry is built in a vector (a
+// name seen before, as a replica would be, shares the first's entry) and
+// appended once.
 Status write_tensor_files(const std::string& tmp_dir, const std::string& name, const Snapshot& snap,
                           std::vector<FileRecord>& records, nlohmann::ordered_json& tensors) {
   const int64_t step = snap.state.step;
-  tensors = nlohmann::ordered_json::object();
-  for (const nn::ParamSpec& s : snap.specs)
-    tensors[s.name]["shape"] = std::vector<int64_t>(s.whole_shape.d.begin(), s.whole_shape.d.begin() + s.whole_shape.ndim);
+  std::vector<nlohmann::ordered_json> entries;
+  std::vector<std::string> names;
+  std::vector<size_t> entry_of(snap.specs.size());
+  {
+    std::unordered_map<std::string_view, size_t> index;
+    for (size_t i = 0; i < snap.specs.size(); ++i) {
+      const nn::ParamSpec& s = snap.specs[i];
+      auto [it, fresh] = index.emplace(s.name, entries.size());
+      entry_of[i] = it->second;
+      if (!fresh) continue;
+      names.push_back(s.name);
+      entries.push_back(
+          {{"shape", std::vector<int64_t>(s.whole_shape.d.begin(),
+                                          s.whole_shape.d.begin() + s.whole_shape.ndim)}});
+    }
+  }
+  std::vector<bool> kept(entries.size(), true);
   if (!snap.params.empty()) {
     CRUCIBLE_RETURN_IF_ERROR(write_safetensors_file(tmp_dir, name, step, part_file_name("model", snap.part),
                                                     tensor_views(snap.specs, snap.params.data(), ""),
                                                     {{"format", "pt"}}, records));
-    for (const nn::ParamSpec& s : snap.specs) {
+    for (size_t i = 0; i < snap.specs.size(); ++i) {
       nlohmann::ordered_json slice = {{"part", snap.part}};
-      slice.update(slice_json(s));
-      tensors[s.name]["slices"].push_back(slice);
+      slice.update(slice_json(snap.specs[i]));
+      entries[entry_of[i]]["slices"].push_back(slice);
     }
   }
   const std::string moments_file = moments_file_name(snap.part, snap.moment_shard);
+  const std::vector<size_t> starts = moment_starts(snap);
   std::vector<TensorView> m, v;
-  for (const nn::ParamSpec& s : snap.specs) {
-    const MomentSpan span = moment_span(snap, s);
+  for (size_t i = 0; i < snap.specs.size(); ++i) {
+    const nn::ParamSpec& s = snap.specs[i];
+    const MomentSpan span = moment_span(snap, starts, s);
     if (snap.moment_shard < 0 && !span.whole)
       return Status::invalid("[ckpt] snapshot moments cover part of parameter " + s.name + " outside a ZeRO shard");
     if (span.count == 0) {
-      if (snap.params.empty()) tensors.erase(s.name);  // neither its weights nor its moments are here
+      if (snap.params.empty())
+        kept[entry_of[i]] = false;  // neither its weights nor its moments are here
       continue;
     }
     std::vector<int64_t> shape(s.shape.d.begin(), s.shape.d.begin() + s.shape.ndim);
@@ -336,8 +371,11 @@ Status write_tensor_files(const std::string& tmp_dir, const std::string& name, c
     nlohmann::ordered_json slice = {{"file", moments_file}};
     slice.update(slice_json(s));
     if (!span.whole) slice["flat"] = span.flat;
-    tensors[s.name]["moment_slices"].push_back(slice);
+    entries[entry_of[i]]["moment_slices"].push_back(slice);
   }
+  tensors = nlohmann::ordered_json::object();
+  for (size_t e = 0; e < entries.size(); ++e)
+    if (kept[e]) append_member(tensors, std::move(names[e]), std::move(entries[e]));
   for (TensorView& t : v) m.push_back(std::move(t));
   return write_safetensors_file(tmp_dir, name, step, moments_file, m,
                                 {{"format", "pt"}, {"adam_steps", std::to_string(snap.adam_steps)}}, records);

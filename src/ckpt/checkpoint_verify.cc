@@ -22,6 +22,7 @@
 #include "ckpt/checkpoint.h"
 #include "ckpt/model_io.h"
 #include "ckpt/safetensors.h"
+#include "core/check.h"
 #include "core/file_io.h"
 
 namespace crucible::ckpt {
@@ -479,10 +480,20 @@ Status load_sharded(const std::string& step_dir, const nlohmann::json& m, nn::Pa
   // The moments of the optimizer's own ranges only (a ZeRO rank's shard),
   // staged in the full layout for import_moments.
   std::vector<float> m_full(params.numel(), 0.0f), v_full(params.numel(), 0.0f);
+  // The shard's ranges are ascending and disjoint: each tensor's overlap is
+  // found by bisection (O(log R) a tensor, not a scan of every range).
+  const std::vector<optim::Range>& shard = opt->shard();
+  CRUCIBLE_CHECK(std::adjacent_find(shard.begin(), shard.end(),
+                                    [](const optim::Range& a, const optim::Range& b) {
+                                      return b.begin < a.end;
+                                    }) == shard.end(),
+                 "[ckpt] an optimizer's shard is ascending, disjoint ranges");
   for (const nn::ParamSpec& s : params.specs()) {
     ShardedReader::Flat only;
-    for (const optim::Range& r : opt->shard()) {
-      const size_t lo = std::max(r.begin, s.offset), hi = std::min(r.end, s.offset + s.numel);
+    auto r = std::upper_bound(shard.begin(), shard.end(), s.offset,
+                              [](size_t offset, const optim::Range& x) { return offset < x.end; });
+    for (; r != shard.end() && r->begin < s.offset + s.numel; ++r) {
+      const size_t lo = std::max(r->begin, s.offset), hi = std::min(r->end, s.offset + s.numel);
       if (hi > lo) only.push_back({lo - s.offset, hi - s.offset});
     }
     if (only.empty()) continue;  // none of its moments are this rank's

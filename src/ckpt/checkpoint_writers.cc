@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "ckpt/checkpoint.h"
@@ -49,7 +50,11 @@ Status write_part(const std::string& ckpt_dir, const Snapshot& snap) {
     receipt["files"] = nlohmann::ordered_json::array();
     for (const FileRecord& r : records)
       receipt["files"].push_back({{"name", r.name}, {"bytes", r.bytes}, {"xxh64", xxh64_hex(r.xxh64)}});
-    receipt["tensors"] = tensors;
+    // As [name, entry] pairs: an array parses in linear time, where an
+    // ordered object's parse looks up every key among those before it.
+    nlohmann::ordered_json pairs = nlohmann::ordered_json::array();
+    for (auto& [tensor, entry] : tensors.items()) pairs.push_back({tensor, std::move(entry)});
+    receipt["tensors"] = std::move(pairs);
   } else {
     receipt["error"] = st.message();
   }
@@ -62,11 +67,24 @@ Status write_part(const std::string& ckpt_dir, const Snapshot& snap) {
 
 namespace {
 
-// Adds one writer's slices to the manifest's "shards" tensors (in writer
-// order, so the manifest does not depend on who finished first).
+// Adds one writer's slices (a receipt's [name, entry] pairs) to the
+// manifest's "shards" tensors (in writer order, so the manifest does not
+// depend on who finished first). O(n) per writer: the tensors already there
+// are found through an index, not nlohmann::ordered_json's scan of its keys.
 Status merge_slices(nlohmann::ordered_json& into, const nlohmann::ordered_json& from, const std::string& label) {
-  for (const auto& [tensor, t] : from.items()) {
-    nlohmann::ordered_json& e = into[tensor];
+  if (!from.is_array()) return Status::io("[ckpt] " + label + ": not a writer's receipt");
+  using Members = nlohmann::ordered_json::object_t::Container;  // the map's vector, indexed
+  auto& members = static_cast<Members&>(into.get_ref<nlohmann::ordered_json::object_t&>());
+  std::unordered_map<std::string, size_t> index;
+  for (size_t i = 0; i < members.size(); ++i) index.emplace(members[i].first, i);
+  for (const auto& pair : from) {
+    if (!pair.is_array() || pair.size() != 2 || !pair[0].is_string() || !pair[1].is_object())
+      return Status::io("[ckpt] " + label + ": not a writer's receipt");
+    const std::string& tensor = pair[0].get_ref<const std::string&>();
+    const nlohmann::ordered_json& t = pair[1];
+    auto [it, fresh] = index.emplace(tensor, members.size());
+    if (fresh) members.emplace_back(tensor, nlohmann::ordered_json::object());
+    nlohmann::ordered_json& e = members[it->second].second;
     if (!e.contains("shape")) e["shape"] = t["shape"];
     if (e["shape"] != t["shape"]) return Status::io("[ckpt] " + label + ": writers disagree on the shape of " + tensor);
     for (const char* key : {"slices", "moment_slices"})

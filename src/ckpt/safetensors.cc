@@ -3,12 +3,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <algorithm>
 #include <fstream>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <string_view>
 
 namespace crucible::ckpt {
 size_t dtype_bytes(const std::string& dt) {
@@ -30,31 +31,80 @@ const LoadedTensor* SafetensorsFile::find(const std::string& name) const {
   return it == tensors.end() ? nullptr : &it->second;
 }
 
-
-Status write_safetensors(const std::string& path, const std::vector<TensorView>& tensors,
-                         const std::map<std::string, std::string>& metadata) {
-  nlohmann::ordered_json header = nlohmann::ordered_json::object();
-  if (!metadata.empty()) header["__metadata__"] = metadata;
+Result<SafetensorsHeader> safetensors_header(const std::vector<TensorView>& tensors,
+                                             const std::map<std::string, std::string>& metadata) {
+  // Written member by member: nlohmann::ordered_json's operator[] finds a key
+  // by scanning the ones before it, which made a header of n tensors O(n^2)
+  // (20,000 tensors: minutes). The bytes are what that wrote.
+  SafetensorsHeader out;
+  std::string& h = out.json;
+  h = "{";
+  if (!metadata.empty()) h += "\"__metadata__\":" + nlohmann::ordered_json(metadata).dump();
+  std::set<std::string_view> names;
   size_t offset = 0;
-  std::vector<const void*> parts;
-  std::vector<size_t> sizes;
+  out.sizes.reserve(tensors.size());
   for (const auto& t : tensors) {
     size_t eb = dtype_bytes(t.dtype);
     if (eb == 0) return Status::invalid("[safetensors] unknown dtype " + t.dtype + " for " + t.name);
-    size_t n = 1;
+    if (t.name == "__metadata__" || !names.insert(t.name).second)
+      return Status::invalid("[safetensors] tensor " + t.name +
+                             " is given twice (or takes the metadata's name)");
+    size_t n = eb;
     for (auto d : t.shape) n *= size_t(d);
-    header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + n * eb}}};
-    parts.push_back(t.data);
-    sizes.push_back(n * eb);
-    offset += n * eb;
+    const nlohmann::ordered_json entry = {
+        {"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + n}}};
+    if (h.size() > 1) h += ',';
+    h += nlohmann::ordered_json(t.name).dump() + ':' + entry.dump();
+    out.sizes.push_back(n);
+    offset += n;
   }
-  std::string h = header.dump();
+  h += '}';
   h.append((8 - h.size() % 8) % 8, ' ');
-  uint64_t hlen = h.size();  // little-endian on every platform crucible runs on
-  parts.insert(parts.begin(), {&hlen, h.data()});
-  sizes.insert(sizes.begin(), {8, h.size()});
+  return out;
+}
+
+Status write_safetensors(const std::string& path, const std::vector<TensorView>& tensors,
+                         const std::map<std::string, std::string>& metadata) {
+  auto header = safetensors_header(tensors, metadata);
+  if (!header) return header.status();
+  uint64_t hlen = header->json.size();  // little-endian on every platform crucible runs on
+  std::vector<const void*> parts = {&hlen, header->json.data()};
+  std::vector<size_t> sizes = {8, header->json.size()};
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    parts.push_back(tensors[i].data);
+    sizes.push_back(header->sizes[i]);
+  }
   return write_file_atomic(path, parts, sizes);
 }
+
+namespace {
+
+// A SAX pass that notes the first key a top-level object repeats.
+struct TopLevelKeys : nlohmann::json_sax<nlohmann::json> {
+  int depth = 0;
+  std::set<std::string> names;
+  std::string duplicate;
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return ++depth, true; }
+  bool end_object() override { return --depth, true; }
+  bool start_array(std::size_t) override { return ++depth, true; }
+  bool end_array() override { return --depth, true; }
+  bool key(string_t& k) override {
+    if (depth == 1 && !names.insert(k).second && duplicate.empty()) duplicate = k;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
+};
+
+}  // namespace
 
 Result<SafetensorsFile> read_safetensors(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -75,19 +125,17 @@ Result<SafetensorsFile> read_safetensors(const std::string& path) {
   // tensors' byte ranges tile the data section exactly, in any order.
   if (h.empty() || h[0] != '{')
     return Status::corrupt(where + "header does not start with '{' (header length " + std::to_string(hlen) + ")");
-  // nlohmann keeps the last of duplicate keys silently; the callback sees them all.
-  std::set<std::string> names;
-  std::string duplicate;
-  auto on_event = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-    if (depth == 1 && event == nlohmann::json::parse_event_t::key && parsed.is_string() &&
-        !names.insert(parsed.get<std::string>()).second && duplicate.empty())
-      duplicate = parsed.get<std::string>();
-    return true;
-  };
-  nlohmann::json header = nlohmann::json::parse(h, on_event, /*allow_exceptions=*/false);
+  nlohmann::json header = nlohmann::json::parse(h, nullptr, /*allow_exceptions=*/false);
   if (header.is_discarded() || !header.is_object())
     return Status::corrupt(where + "header is not a JSON object");
-  if (!duplicate.empty()) return Status::corrupt(where + "tensor " + duplicate + " is listed twice");
+  // nlohmann keeps the last of duplicate keys silently: the top level's keys
+  // are counted in a pass of their own (a parse callback would do, but
+  // nlohmann's callback parser rescans the enclosing object at the end of
+  // every member: quadratic in the tensors).
+  TopLevelKeys keys;
+  nlohmann::json::sax_parse(h, &keys);
+  if (!keys.duplicate.empty())
+    return Status::corrupt(where + "tensor " + keys.duplicate + " is listed twice");
   const uint64_t data_size = file_size - 8 - hlen;
   SafetensorsFile out;
   std::vector<std::pair<std::pair<uint64_t, uint64_t>, std::string>> ranges;

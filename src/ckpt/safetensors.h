@@ -5,6 +5,8 @@
 // See docs/formats.md. Writes are atomic: a temporary file in the same
 // directory is written, fsync'ed and renamed over the target, then the
 // directory is fsync'ed. Reads validate every offset and size against the file.
+// Both are O(n log n) in the tensors (a file of 20,000 takes well under a
+// second: tests/ckpt/safetensors_test.cc).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -38,6 +40,18 @@ struct SafetensorsFile {
 };
 
 size_t dtype_bytes(const std::string& dtype);  // 0 for an unknown dtype
+
+// The file's first two parts for `tensors`, their data laid out back to back
+// in their order: the header (JSON padded with spaces to 8 bytes; the u64
+// length before it is the caller's) and each tensor's byte count. Invalid on
+// an unknown dtype or a name given twice (or "__metadata__"). O(n log n) in
+// the tensors: each entry is written once, its name checked in a set.
+struct SafetensorsHeader {
+  std::string json;
+  std::vector<size_t> sizes;
+};
+Result<SafetensorsHeader> safetensors_header(const std::vector<TensorView>& tensors,
+                                             const std::map<std::string, std::string>& metadata);
 
 Status write_safetensors(const std::string& path, const std::vector<TensorView>& tensors,
                          const std::map<std::string, std::string>& metadata = {});

@@ -6,9 +6,11 @@
 // `train`, supervision: heartbeats, hang detection, restarts from the newest
 // valid checkpoint, preemption, elastic fallback (docs/fault_tolerance.md).
 // Other commands are handed to the launcher as they are.
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -17,6 +19,7 @@
 
 #include "cli/commands.h"
 #include "core/process.h"
+#include "runtime/launcher_stderr.h"
 #include "runtime/supervisor.h"
 
 namespace crucible::cli {
@@ -30,7 +33,14 @@ struct LaunchOptions {
   std::vector<std::string> command;
 };
 
-[[noreturn]] void exec_unsupervised(const LaunchOptions& o) {
+pid_t g_launcher = 0;  // the launcher a signal to `crucible launch` is passed on to
+
+// Runs the launcher on the command (not `train`: no supervision); its exit
+// code is launch's. Its stderr comes through runtime::StderrRelay, without the
+// banners mpirun puts around a rank's exit code; SIGTERM, SIGHUP and SIGUSR1
+// sent to this process are passed on to it (Ctrl-C on a terminal reaches
+// both: one process group).
+void run_unsupervised(const LaunchOptions& o) {
   std::vector<std::string> argv = runtime::launcher_command(o.spec, self_executable(), o.command);
   std::string line;
   for (const auto& a : argv) line += (line.empty() ? "" : " ") + a;
@@ -39,9 +49,33 @@ struct LaunchOptions {
   std::vector<char*> cargv;
   for (auto& a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);
-  ::execvp(cargv[0], cargv.data());
-  throw ExitError(2, std::string("[launch] cannot run ") + cargv[0] + ": " + std::strerror(errno) +
-                         " (install openmpi-bin)");
+  int code = 0;
+  {
+    runtime::StderrRelay relay;
+    const bool relayed = relay.open().is_ok();
+    const pid_t child = ::fork();
+    if (child == 0) {
+      if (relayed) ::dup2(relay.write_fd(), STDERR_FILENO);
+      ::execvp(cargv[0], cargv.data());
+      std::fprintf(stderr, "[launch] cannot run %s: %s (install openmpi-bin)\n", cargv[0],
+                   std::strerror(errno));
+      ::_exit(2);
+    }
+    if (child < 0) throw ExitError(2, "[launch] fork: " + std::string(std::strerror(errno)));
+    relay.start();
+    g_launcher = child;
+    for (int sig : {SIGTERM, SIGHUP, SIGUSR1}) ::signal(sig, [](int s) { ::kill(g_launcher, s); });
+    ::signal(SIGINT,
+             SIG_IGN);  // the terminal's Ctrl-C reaches the launcher itself, which ends the ranks
+    int st = 0;
+    while (::waitpid(child, &st, 0) < 0 && errno == EINTR) {
+    }
+    code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  }  // the relay prints what is left before the exit
+  if (code > 128 && code < 128 + NSIG)
+    throw ExitError(code, "[launch] " + std::string(cargv[0]) + " ended by signal " +
+                              std::to_string(code - 128) + " (" + strsignal(code - 128) + ")");
+  if (code != 0) throw ExitError(code, "");
 }
 
 void run_launch(const LaunchOptions& o) {
@@ -50,7 +84,7 @@ void run_launch(const LaunchOptions& o) {
   if (o.min_ranks > o.spec.ranks)
     throw ExitError(2, "[launch] --min-ranks " + std::to_string(o.min_ranks) +
                            " is more than -n " + std::to_string(o.spec.ranks));
-  if (o.command[0] != "train") exec_unsupervised(o);
+  if (o.command[0] != "train") return run_unsupervised(o);
   // Parse the train command as `crucible train` would, to know its run.
   runtime::SuperviseOptions so;
   so.launch = o.spec;

@@ -21,10 +21,34 @@ namespace {
 struct ProbeCli {
   profile::ProbeOptions opt;
   std::string json_path = "probe.json";
+  std::string sections;  // --sections' text: "compute,memory"
+  bool has_sections = false;
   std::vector<std::string> compare;
 };
 
 // compare_probes checks each document (profile/probe_schema.h).
+
+// --sections' list: comma-separated names, each known and none empty (",",
+// "compute,,memory" and "" are typos to name, not lists to shorten).
+std::vector<std::string> parse_sections(const std::string& text) {
+  const char* known = "compute, memory, throttle, topology, storage, interconnect";
+  std::vector<std::string> out;
+  for (size_t at = 0;;) {
+    const size_t comma = text.find(',', at);
+    const std::string s =
+        text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    if (s.empty())
+      throw ExitError(
+          2, "[probe] --sections '" + text + "': an empty section name (sections: " + known + ")");
+    if (s != "compute" && s != "memory" && s != "throttle" && s != "topology" && s != "storage" &&
+        s != "interconnect")
+      throw ExitError(2, "[probe] --sections: unknown section '" + s + "' (" + known + ")");
+    out.push_back(s);
+    if (comma == std::string::npos) return out;
+    at = comma + 1;
+  }
+}
+
 nlohmann::json read_probe(const std::string& path) {
   auto j = read_json(path);
   if (!j) throw ExitError(2, "[probe] " + j.status().message());
@@ -41,11 +65,8 @@ void run(const ProbeCli& c) {
     std::printf("%s", table->c_str());
     return;
   }
-  for (const std::string& s : c.opt.sections)
-    if (s != "compute" && s != "memory" && s != "throttle" && s != "topology" && s != "storage" &&
-        s != "interconnect")
-      throw ExitError(2, "[probe] --sections: unknown section '" + s +
-                             "' (compute, memory, throttle, topology, storage, interconnect)");
+  profile::ProbeOptions opt = c.opt;
+  if (c.has_sections) opt.sections = parse_sections(c.sections);
   // Judge the arguments before the minutes of measuring: a directory that
   // does not exist, a result that cannot be written.
   for (const std::string& d : c.opt.storage_dirs)
@@ -60,7 +81,6 @@ void run(const ProbeCli& c) {
     ::close(fd);
     ::unlink(probe_file.c_str());
   }
-  profile::ProbeOptions opt = c.opt;
   opt.log = [](const std::string& m) {
     std::fprintf(stderr, "%s\n", m.c_str());
     std::fflush(stderr);
@@ -89,12 +109,15 @@ void add_probe_command(CLI::App& app) {
                   "Directory whose file system to measure (repeatable; default: runs/ and data/)");
   cmd->add_option("--throttle-s", c->opt.throttle_s, "Seconds of sustained load (default 20, quick 3)")
       ->check(positive());
-  cmd->add_option("--sections", c->opt.sections,
-                  "Only these sections: compute,memory,throttle,topology,storage,interconnect")
-      ->delimiter(',');
+  auto* sections =
+      cmd->add_option("--sections", c->sections,
+                      "Only these sections: compute,memory,throttle,topology,storage,interconnect");
   cmd->add_option("--compare", c->compare, "Show two probe.json files side by side: A B")
       ->expected(2);
-  cmd->callback([c] { run(*c); });
+  cmd->callback([c, sections] {
+    c->has_sections = sections->count() > 0;
+    run(*c);
+  });
 }
 
 }  // namespace crucible::cli

@@ -4,6 +4,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "kernels/gemm.h"
@@ -78,7 +79,11 @@ void check_part(const GPTConfig& cfg, const GPTPart& part) {
 // Tensor-parallel shards (nn/tensor_parallel.h): wte's rows, c_attn's and
 // c_fc's columns, the two c_proj's rows; what every rank of the group holds
 // whole is a replica on all but the first, so it is counted once.
-PartIdx register_params(const GPTConfig& cfg, const GPTPart& part, ParamRegistry& P) {
+//
+// max_blocks: register only the first that many blocks (flat_params' size
+// query; a model never does).
+PartIdx register_params(const GPTConfig& cfg, const GPTPart& part, ParamRegistry& P,
+                        int max_blocks = std::numeric_limits<int>::max()) {
   check_part(cfg, part);
   const int C = cfg.n_embd, L = cfg.n_layer, tp = part.tp, r = part.tp_rank;
   const float std = 0.02f, proj_std = 0.02f / std::sqrt(2.0f * L);
@@ -105,7 +110,7 @@ PartIdx register_params(const GPTConfig& cfg, const GPTPart& part, ParamRegistry
   if (part.embedding) x.wpe = whole("transformer.wpe.weight", {cfg.seq_len, C}, Init::normal, std);
   for (const BlockRange& range : part.chunks) {
     auto& chunk = x.chunks.emplace_back();
-    for (int l = range.first; l < range.last; ++l) {
+    for (int l = range.first; l < range.last && max_blocks > 0; ++l, --max_blocks) {
       std::string p = "transformer.h." + std::to_string(l) + ".";
       auto& i = chunk.emplace_back();
       i.ln1w = whole(p + "ln_1.weight", {C}, Init::ones);
@@ -154,10 +159,24 @@ std::vector<ParamSpec> GPT::param_specs(const GPTConfig& cfg, const GPTPart& par
   return P.specs();
 }
 
+// O(1) in the layers: every block holds tensors of the same shapes, so the
+// part is its other tensors and one block registered, plus the rest of its
+// blocks at that block's size (each tensor starts 16-float aligned, so the
+// padded sizes add up; the planner asks this for every layout it weighs,
+// and registering 12,000 blocks' names each time took minutes).
 size_t GPT::flat_params(const GPTConfig& cfg, const GPTPart& part) {
   ParamRegistry P;
-  register_params(cfg, part, P);
-  return (P.numel() + 15) / 16 * 16;  // as allocate() pads it
+  register_params(cfg, part, P, /*max_blocks=*/1);
+  size_t total = 0, block = 0;
+  for (const ParamSpec& s : P.specs()) {
+    const size_t padded =
+        (s.numel + 15) / 16 * 16;  // as add() aligns the next and allocate() pads the last
+    total += padded;
+    if (s.name.rfind("transformer.h.", 0) == 0) block += padded;
+  }
+  size_t blocks = 0;
+  for (const BlockRange& r : part.chunks) blocks += size_t(r.last - r.first);
+  return total + (blocks - 1) * block;  // check_part: at least one block
 }
 
 // Mirrors the arena allocations of bind(), forward() and backward() below and
@@ -194,10 +213,11 @@ size_t GPT::activation_bytes(const GPTConfig& cfg, const GPTPart& part, int chun
   size_t fwd = first ? a(N) + a(NlC) : a(NlC);  // tokens and x, or the received input
   if (!last) fwd += a(NlC);                     // where the output's gradient is received
   size_t refwd = 0;  // full: the largest block forward that backward runs again
-  for (int l = r.first; l < r.last; ++l) {
-    fwd += 2 * a(NlC) + (full ? 0 : internal(l));
-    refwd = std::max(refwd, full ? internal(l) : 0);
-  }
+  // Every block of the chunk but its first also keeps r (internal(l) is the
+  // same for all of them): O(1) in the blocks, not a loop over them.
+  const size_t blocks = size_t(r.last - r.first), later = internal(r.first + 1);
+  fwd += blocks * 2 * a(NlC) + (full ? 0 : internal(r.first) + (blocks - 1) * later);
+  if (full) refwd = blocks > 1 ? later : internal(r.first);
   // What forward allocates and gives back before backward starts: a fused
   // head's chunk of logits and its loss's scratch.
   size_t transient = 0;
@@ -233,7 +253,7 @@ size_t GPT::activation_bytes(const GPTConfig& cfg, const GPTPart& part, int chun
   const size_t mlp = dcopy + a(NF) + (bf ? x(NF) : 0) + sel_mlp;
   const size_t attn = dcopy + a(NCh) + x(3 * NCh) + sel_attn;
   if (split_backward) {
-    for (int l = r.first; l < r.last; ++l) bwd += (full ? internal(l) : 0) + a(NlC) + mlp + attn;
+    bwd += blocks * (a(NlC) + mlp + attn) + (full ? internal(r.first) + (blocks - 1) * later : 0);
     bwd += sp ? a(NC) : 0;  // the larger of the partial input gradient and the input gathered again
   } else {  // sequence parallel: the input gathered again and the partial input gradient on top
     bwd += refwd + a(NlC) + std::max(mlp, attn) + (sp ? x(NC) + a(NC) : 0);

@@ -58,15 +58,29 @@ std::string Candidate::describe() const {
   return s.str();
 }
 
+bool ParsedLayout::has(const std::string& key) const {
+  return std::find(given.begin(), given.end(), key) != given.end();
+}
+
 Result<ParsedLayout> parse_layout(const std::string& text, const Candidate& defaults) {
-  ParsedLayout out{defaults};
+  ParsedLayout out{defaults, {}};
   Candidate& c = out.c;
-  std::stringstream in(text);
-  std::vector<std::string> seen;
-  for (std::string item; std::getline(in, item, ',');) {
+  std::vector<std::string>& seen = out.given;
+  // Every field between commas counts: "tp=2,,pp=1" or a trailing comma is
+  // a typo to point at, not a field to skip.
+  std::vector<std::string> items;
+  for (size_t at = 0;;) {
+    const size_t comma = text.find(',', at);
+    items.push_back(text.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  for (std::string item : items) {
     item.erase(0, item.find_first_not_of(" \t"));
     item.erase(item.find_last_not_of(" \t") + 1);
-    if (item.empty()) continue;
+    if (item.empty())
+      return Status::invalid("[plan] layout '" + text +
+                             "': an empty field (two commas, or one at an end)");
     const size_t eq = item.find('=');
     if (eq == std::string::npos) return bad("'" + item + "'", "expected key=value");
     std::string k = item.substr(0, eq), v = item.substr(eq + 1);
@@ -86,12 +100,14 @@ Result<ParsedLayout> parse_layout(const std::string& text, const Candidate& defa
       return Status::ok();
     };
     Status s;
-    if (k == "dp") s = set_int(c.dp, 1), out.has_dp = true;
+    if (k == "dp")
+      s = set_int(c.dp, 1);
     else if (k == "tp") s = set_int(c.tp, 1);
     else if (k == "pp") s = set_int(c.pp, 1);
     else if (k == "v") s = set_int(c.v, 1);
     else if (k == "mb") s = set_int(c.mb, 1);
-    else if (k == "m") s = set_int(c.m, 1), out.has_m = true;
+    else if (k == "m")
+      s = set_int(c.m, 1);
     else if (k == "zero") {
       s = set_int(c.zero, 0);
       if (s && c.zero > 2) s = bad(k, "'" + v + "' is not 0, 1 or 2");
@@ -109,6 +125,12 @@ Result<ParsedLayout> parse_layout(const std::string& text, const Candidate& defa
                               "moments, grad_dtype, split, fused_head)");
     if (!s) return s;
   }
+  // Sequence parallelism splits a tensor-parallel group's tokens: with one
+  // rank there is nothing to split, and training would quietly run without it.
+  if (out.has("sp") && c.sp && out.has("tp") && c.tp == 1)
+    return bad("sp",
+               "true needs tp > 1 (sequence parallelism splits the tensor-parallel group's "
+               "tokens), and tp = 1");
   return out;
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "nn/gpt.h"
@@ -42,14 +43,22 @@ struct Candidate {
 
 // --layout's text: comma-separated key=value over dp tp pp v mb m zero
 // recompute sp schedule precision moments grad_dtype split fused_head; keys not given
-// keep `defaults`' values. An unknown key or a bad value is invalid, naming it.
-// has_dp / has_m: whether dp and m were given (else the caller derives them
-// from --devices and --global-batch).
+// keep `defaults`' values. An unknown key, a bad value, a key given twice, an
+// empty field ("tp=2,,pp=1") or sp=true with tp=1 is invalid, naming it.
+// given: the keys the text sets, in its order (`crucible plan` searches the
+// others of kSearchedFields).
 struct ParsedLayout {
   Candidate c;
-  bool has_dp = false, has_m = false;
+  std::vector<std::string> given;
+  bool has(const std::string& key) const;
 };
 Result<ParsedLayout> parse_layout(const std::string& text, const Candidate& defaults = {});
+
+// The fields the layout search chooses (plan/search.h), in describe()'s
+// order; the others (moments, grad_dtype, split) are the config's.
+inline const std::vector<std::string> kSearchedFields = {
+    "dp",   "tp",        "pp", "v",        "mb",        "m",
+    "zero", "recompute", "sp", "schedule", "precision", "fused_head"};
 
 // The planner's limits: devices (dp x tp x pp), micro-batches per step, and
 // schedule actions per pipeline rank (pp x v x m: the schedule is built to

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <type_traits>
 
 #include "core/clock.h"
 #include "core/dtype.h"
@@ -63,13 +64,38 @@ nlohmann::json measure(const GemmShape& s, bool half, int threads, double min_s,
     for (size_t i = 0; i < ma; ++i) Ah[i] = to_bf16(A[i]), A[i] = to_f32(Ah[i]);
     for (size_t i = 0; i < mb; ++i) Bh[i] = to_bf16(B[i]), B[i] = to_f32(Bh[i]);
   }
+  // Transposed operands are stored transposed (A as (k, m), B as (n, k)); the
+  // spot check below reads the untransposed A and B.
+  std::vector<float> At, Bt;
+  std::vector<bf16> Aht, Bht, Ch;
+  const bool plain = !s.trans_a && !s.trans_b && !s.accumulate && !s.bf16_out;
+  auto transpose = [](const auto& x, int rows, int cols) {
+    std::remove_cvref_t<decltype(x)> t(x.size());
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < cols; ++c) t[size_t(c) * rows + r] = x[size_t(r) * cols + c];
+    return t;
+  };
+  if (!plain) {
+    At = s.trans_a ? transpose(A, s.m, s.k) : A;
+    Bt = s.trans_b ? transpose(B, s.k, s.n) : B;
+    if (half) Aht = s.trans_a ? transpose(Ah, s.m, s.k) : Ah, Bht = s.trans_b ? transpose(Bh, s.k, s.n) : Bh;
+    if (half && s.bf16_out) Ch.resize(mc);
+  }
+  const int lda = s.trans_a ? s.m : s.k, ldb = s.trans_b ? s.k : s.n;
   auto call = [&] {
-    if (half)
+    if (plain && half)
       kernels::gemm_bf16(false, false, s.m, s.n, s.k, Ah.data(), s.k, Bh.data(), s.n, C.data(), s.n,
                          false);
-    else
+    else if (plain)
       kernels::gemm(false, false, s.m, s.n, s.k, A.data(), s.k, B.data(), s.n, C.data(), s.n,
                     false);
+    else if (half)
+      kernels::gemm(DType::bf16, s.bf16_out && !s.accumulate ? DType::bf16 : DType::f32, s.trans_a, s.trans_b, s.m,
+                    s.n, s.k, Aht.data(), lda, Bht.data(), ldb,
+                    s.bf16_out && !s.accumulate ? static_cast<void*>(Ch.data()) : C.data(), s.n, s.accumulate);
+    else
+      kernels::gemm(s.trans_a, s.trans_b, s.m, s.n, s.k, At.data(), lda, Bt.data(), ldb, C.data(), s.n,
+                    s.accumulate);
   };
   call();  // primitive creation, first touch
   const double flops = 2.0 * s.m * s.n * s.k;
@@ -83,10 +109,23 @@ nlohmann::json measure(const GemmShape& s, bool half, int threads, double min_s,
     for (int i = 0; i < iters; ++i) call();
     best = std::min(best, sw.elapsed_s() / iters);
   }
+  // One clean product to check: accumulated rows start from zero again; a
+  // bf16 output is widened (its rounding is 2^-8 of |c| <= sum |a||b|).
+  if (s.accumulate) {
+    std::fill(C.begin(), C.end(), 0.0f);
+    call();
+  }
+  if (!Ch.empty() && !s.accumulate)
+    for (size_t i = 0; i < mc; ++i) C[i] = to_f32(Ch[i]);
   const double err = gemm_spot_error(A.data(), B.data(), C.data(), s.m, s.n, s.k, 32, 7);
-  const double tol = half ? 1e-3 : 1e-5;
+  const double tol = !Ch.empty() ? 1e-2 : half ? 1e-3 : 1e-5;
   const double gflops = flops / best * 1e-9;
-  return {{"name", s.name},
+  nlohmann::json form = nlohmann::json::array();
+  if (s.trans_a) form.push_back("trans_a");
+  if (s.trans_b) form.push_back("trans_b");
+  if (s.accumulate) form.push_back("accumulate");
+  if (s.bf16_out && half && !s.accumulate) form.push_back("bf16_out");
+  nlohmann::json row = {{"name", s.name},
           {"m", s.m},
           {"n", s.n},
           {"k", s.k},
@@ -96,6 +135,8 @@ nlohmann::json measure(const GemmShape& s, bool half, int threads, double min_s,
           {"fraction_of_peak", gflops / peak},
           {"max_rel_error", err},
           {"valid", err < tol}};
+  if (!form.empty()) row["form"] = form;
+  return row;
 }
 
 }  // namespace

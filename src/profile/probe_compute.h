@@ -36,6 +36,11 @@ namespace crucible::profile {
 struct GemmShape {
   std::string name;
   int m = 0, n = 0, k = 0;
+  // As a training step calls it (nn/linear.cc): backward's input gradient
+  // takes W transposed, its weight gradient X transposed and accumulates
+  // into f32; bf16 forwards write bf16. Plain row-major (all false) in the
+  // standard list.
+  bool trans_a = false, trans_b = false, accumulate = false, bf16_out = false;
 };
 
 struct ComputeOptions {

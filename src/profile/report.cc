@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/file_io.h"
+#include "core/format.h"
 #include "profile/probe_schema.h"
 #include "profile/report_sections.h"
 #include "profile/run_schema.h"
@@ -176,6 +177,8 @@ Result<std::string> summary_section(const std::string& run_dir, const std::vecto
         n->visit([&](auto&& x) {
           if constexpr (toml::is_string<decltype(x)>)
             v << x.get();
+          else if constexpr (toml::is_floating_point<decltype(x)>)
+            v << format_double(x.get());  // 0.1, not toml++'s 0.10000000000000001
           else
             v << x;
         });

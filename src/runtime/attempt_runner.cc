@@ -23,6 +23,7 @@
 #include "runtime/hang_diagnosis.h"
 #include "runtime/heartbeat.h"
 #include "runtime/launcher.h"
+#include "runtime/launcher_stderr.h"
 #include "runtime/reach.h"
 #include "runtime/slurm.h"
 #include "runtime/stop_signals.h"
@@ -198,8 +199,14 @@ AttemptResult AttemptRunner::run(int attempt, const AttemptLayout& at, bool resu
   attempt_ = attempt;
   AttemptResult res;
   const double start = mono_s();
+  // mpirun's stderr (its ranks' lines among it) comes through here, without
+  // the banners it puts around a rank's exit code: a refusal the ranks found
+  // reaches the user as their one line (the outcome is reported below).
+  StderrRelay relay;
+  const bool relayed = relay.open().is_ok();
   pid_t child = ::fork();
   if (child == 0) {
+    if (relayed) ::dup2(relay.write_fd(), STDERR_FILENO);
     ::setpgid(0, 0);  // Ctrl-C on the terminal reaches the supervisor only
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // and the job dies with the supervisor
     for (int sig : {SIGINT, SIGTERM, SIGUSR1, SIGHUP}) ::signal(sig, SIG_DFL);
@@ -216,6 +223,7 @@ AttemptResult AttemptRunner::run(int attempt, const AttemptLayout& at, bool resu
     return res;
   }
   ::setpgid(child, child);
+  relay.start();
   for (auto& r : ranks_) r.last_change = start;
 
   int stops_handled = SupervisorSignals::stops();

@@ -3,6 +3,7 @@
 #include <toml++/toml.h>
 
 #include "core/file_io.h"
+#include "core/format.h"
 #include "data/corpus.h"
 #include "parallel/layout.h"
 
@@ -14,6 +15,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <locale>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <variant>
@@ -547,9 +549,28 @@ toml::table& table_for(toml::table& root, const std::string& key, std::string* n
 
 }  // namespace
 
+namespace {
+
+// How the toml++ library prints a double (it is built without charconv for
+// floats: max_digits10 digits, then ".0" when the text has no point).
+std::string toml_float_text(double v) {
+  std::ostringstream s;
+  s.imbue(std::locale::classic());
+  s.precision(std::numeric_limits<double>::max_digits10);
+  s << v;
+  std::string t = s.str();
+  if (t.find_first_of(".eE") == std::string::npos) t += ".0";
+  return t;
+}
+
+}  // namespace
+
 std::string to_toml(const Config& cfg_in) {
   Config cfg = cfg_in;
   toml::table root;
+  // Each double's line as toml++ prints it -> in the shortest text that reads
+  // back to the same value (core/format.h): "weight_decay = 0.1".
+  std::vector<std::pair<std::string, std::string>> floats;
   for (const auto& f : fields(cfg)) {
     std::string name;
     toml::table& t = table_for(root, f.key, &name);
@@ -562,6 +583,14 @@ std::string to_toml(const Config& cfg_in) {
             t.insert(name, std::move(arr));
           } else if constexpr (std::is_same_v<T, uint64_t>) {
             t.insert(name, int64_t(*v));
+          } else if constexpr (std::is_same_v<T, double>) {
+            t.insert(name, *v);
+            if (std::isfinite(*v)) {
+              std::string shortest = format_double(*v);
+              if (shortest.find_first_of(".eE") == std::string::npos) shortest += ".0";
+              floats.push_back(
+                  {name + " = " + toml_float_text(*v) + "\n", name + " = " + shortest + "\n"});
+            }
           } else {
             t.insert(name, *v);
           }
@@ -572,7 +601,21 @@ std::string to_toml(const Config& cfg_in) {
   out << "# Resolved crucible configuration (every key, defaults included; curation\n"
          "# profile applied). Read back, it resolves to itself.\n"
       << root << "\n";
-  return out.str();
+  std::string text = out.str();
+  // The same value either way, so a line of another key that happens to read
+  // the same is rewritten correctly too.
+  for (const auto& [printed, shortest] : floats)
+    for (size_t at = 0; (at = text.find(printed, at)) != std::string::npos;) {
+      const bool whole_key =
+          at == 0 || text[at - 1] == '\n' || text[at - 1] == ' ' || text[at - 1] == '\t';
+      if (!whole_key) {  // "min_lr = ..." when looking for "lr = ..."
+        at += printed.size();
+        continue;
+      }
+      text.replace(at, printed.size(), shortest);
+      at += shortest.size();
+    }
+  return text;
 }
 
 nlohmann::json to_json(const Config& cfg_in) {

@@ -55,16 +55,20 @@ Result<plan::Cluster> local_cluster(const std::string& run_dir) {
 
 std::vector<profile::GemmShape> run_gemm_shapes(const Config& cfg, int world) {
   std::vector<profile::GemmShape> out;
-  auto add = [&](double m, double n, double k) {
+  const bool bf16 = cfg.train.precision == "bf16";
+  auto add = [&](double m, double n, double k, bool ta, bool tb, bool acc, bool bf16_out) {
     const int mi = int(m), ni = int(n), ki = int(k);
     for (const auto& s : out)
       if (s.m == mi && s.n == ni && s.k == ki) return;
-    out.push_back({"run " + std::to_string(mi) + "x" + std::to_string(ni) + "x" + std::to_string(ki), mi, ni, ki});
+    out.push_back({"run " + std::to_string(mi) + "x" + std::to_string(ni) + "x" + std::to_string(ki), mi, ni, ki,
+                   ta, tb, acc, bf16_out});
   };
+  // As nn/linear.cc calls them: y = x W (weights stored (in, out)), dx = dy
+  // W^T, dW += x^T dy into f32; the tied head takes wte transposed.
   for (const plan::GemmShape& g : plan::forward_gemms(cfg.model, candidate_of(cfg, world))) {
-    add(g.m, g.n, g.k);
-    add(g.m, g.k, g.n);
-    add(g.k, g.n, g.m);
+    add(g.m, g.n, g.k, false, !g.block, false, bf16);
+    add(g.m, g.k, g.n, false, true, false, false);
+    add(g.k, g.n, g.m, true, false, true, false);
   }
   return out;
 }

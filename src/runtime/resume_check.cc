@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "core/hash.h"
+#include "core/json_io.h"
 
 namespace crucible::runtime {
 
@@ -73,6 +74,37 @@ Status check_resume_config(const nlohmann::json& ckpt_config, const Config& cfg,
                              " (a resumed run keeps the model's shape; start a new run to change it)");
   }
   return Status::ok();
+}
+
+Status check_resume_batch(const nlohmann::json& ckpt_world, int64_t batch_size, int64_t grad_accum,
+                          int64_t dp, const std::string& ckpt_name) {
+  if (!ckpt_world.is_object() || !ckpt_world.contains("batch_size") ||
+      !ckpt_world.contains("grad_accum"))
+    return Status::ok();
+  const int64_t b = json_int_or(ckpt_world, "batch_size", batch_size),
+                a = json_int_or(ckpt_world, "grad_accum", grad_accum);
+  const int64_t ranks = json_int_or(ckpt_world, "world_size", 1);
+  const int64_t grid =
+      std::max<int64_t>(1, json_int_or(ckpt_world, "tp", 1) * json_int_or(ckpt_world, "pp", 1));
+  const int64_t d = json_int_or(ckpt_world, "dp", std::max<int64_t>(1, ranks / grid));
+  if (b * a * d == batch_size * grad_accum * dp) return Status::ok();
+  std::string changed;
+  auto note = [&](const char* key, int64_t was, int64_t now) {
+    if (was != now)
+      changed += (changed.empty() ? "" : ", ") + std::string(key) + " " + std::to_string(was) +
+                 " -> " + std::to_string(now);
+  };
+  note("train.batch_size", b, batch_size);
+  note("train.grad_accum", a, grad_accum);
+  note("data-parallel ranks", d, dp);
+  return Status::invalid("[config] " + changed + ": the global batch would change from " +
+                         std::to_string(b * a * d) + " to " +
+                         std::to_string(batch_size * grad_accum * dp) + " sequences (" + ckpt_name +
+                         " was trained at batch_size " + std::to_string(b) + " x grad_accum " +
+                         std::to_string(a) + " x " + std::to_string(d) +
+                         " data-parallel ranks); a resumed run keeps its global batch: "
+                         "choose train.batch_size and train.grad_accum to give " +
+                         std::to_string(b * a * d) + " on these ranks, or start a new run");
 }
 
 Result<ResumePoint> find_resume_point(Config& cfg, const std::string& run_dir, const ckpt::VerifyShare* share) {

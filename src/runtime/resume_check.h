@@ -46,6 +46,16 @@ Status check_tokenizer_pin(const DataPin& pinned, uint64_t fingerprint, const st
 Status check_resume_config(const nlohmann::json& ckpt_config, const Config& cfg,
                            const std::string& ckpt_name);
 
+// A resumed run keeps its global batch (train.batch_size x train.grad_accum
+// x data-parallel ranks): another changes what a step is in the middle of
+// the run (the learning-rate schedule's steps, the tokens each one sees)
+// without a word. The layout may change around it (another world size, an
+// elastic fallback's fewer ranks with more accumulation). `ckpt_world` is the
+// manifest's "world" member; a checkpoint that does not record its batch
+// passes. One line naming the keys that changed and both global batches.
+Status check_resume_batch(const nlohmann::json& ckpt_world, int64_t batch_size, int64_t grad_accum,
+                          int64_t dp, const std::string& ckpt_name);
+
 struct ResumePoint {
   ckpt::FoundCheckpoint checkpoint;  // the newest valid one
   std::optional<DataPin> pin;        // none in checkpoints of earlier versions

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -23,6 +23,7 @@
 #include "runtime/restart_policy.h"
 #include "runtime/slurm.h"
 #include "runtime/stop_signals.h"
+#include "runtime/train_step.h"
 
 namespace crucible::runtime {
 
@@ -270,6 +271,10 @@ Result<int> supervise(const SuperviseOptions& opt) {
     CRUCIBLE_RETURN_IF_ERROR(check_memory_fits(plan->config, opt.launch.ranks, 0, opt.launch.ranks,
                                                available_memory()));
   CRUCIBLE_RETURN_IF_ERROR(check_memory_budget(plan->config, opt.launch.ranks));
+  // The layout on this many ranks (tp x pp dividing them, the micro-batches
+  // the pipeline needs): one line here, not a refusal every rank finds after
+  // mpirun has started them.
+  CRUCIBLE_RETURN_IF_ERROR(TrainStep::plan_layout(plan->config, opt.launch.ranks).status());
   const std::string run = plan->run_dir;  // a copy: the plan moves into the Supervisor
   // The supervisor owns the run directory for the job's whole life (its ranks
   // take only the attempt lock); nothing is written before it holds it.

@@ -149,6 +149,12 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     const ckpt::VerifyShare share = verify_share(comm);
     auto point = find_resume_point(plan.config, plan.run_dir, &share);
     CRUCIBLE_RETURN_IF_ERROR(agree(comm, point.status()));
+    // Before the run directory is written (its config.toml): a refused
+    // resume leaves the run as it was.
+    CRUCIBLE_RETURN_IF_ERROR(agree(comm, check_resume_batch(point->checkpoint.state.world,
+                                                            plan.config.train.batch_size,
+                                                            plan.config.train.grad_accum, layout.dp(),
+                                                            ckpt_name(point->checkpoint.dir))));
     resume_from = std::move(point->checkpoint);
     pinned = point->pin;
     const int64_t at = resume_from->step;

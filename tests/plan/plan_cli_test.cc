@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/cli_runner.h"
+#include "support/files.h"
 
 namespace crucible::e2e {
 namespace {
@@ -44,10 +45,12 @@ TEST(PlanCli, SearchesAndEvaluatesLayoutsOnTheShippedClusters) {
   }
   EXPECT_LE(j["best"][0]["step_time_s"].get<double>(), j["best"][1]["step_time_s"].get<double>());
 
-  // One layout; unset fields from the config, m from the global batch.
-  r = run_crucible({"plan", config("gpt2-124M"), "--cluster", cluster("dgx-h100"), "--devices", "16",
-                    "--global-batch", "64", "--json", "--layout",
-                    "tp=2,pp=2,mb=2,zero=1,recompute=selective,sp=true,schedule=interleaved,v=2,precision=bf16"});
+  // One layout: every field given, dp from the devices, m from the global batch.
+  r = run_crucible(
+      {"plan", config("gpt2-124M"), "--cluster", cluster("dgx-h100"), "--devices", "16",
+       "--global-batch", "64", "--json", "--layout",
+       "tp=2,pp=2,mb=2,zero=1,recompute=selective,sp=true,schedule=interleaved,v=2,precision=bf16,"
+       "fused_head=false"});
   ASSERT_EQ(r.code, 0) << r.output;
   const auto one = nlohmann::json::parse(r.output);
   EXPECT_EQ(one["layout"]["dp"].get<int>(), 4);
@@ -77,7 +80,11 @@ TEST(PlanCli, BadInputIsOneLineAndExitTwo) {
                                  "--layout", "mb=100000"}),
                    "does not divide");
   // One that does not fit is predicted anyway, and says so.
-  auto big = run_crucible({"plan", "--cluster", cluster("dgx-a100"), "--layout", "mb=65536", "--json"});
+  auto big = run_crucible(
+      {"plan", "--cluster", cluster("dgx-a100"), "--layout",
+       "tp=1,pp=1,v=1,mb=65536,zero=0,recompute=none,sp=false,schedule=1f1b,precision=fp32,"
+       "fused_head=false",
+       "--json"});
   EXPECT_EQ(big.code, 0) << big.output;
   EXPECT_NE(big.output.find("[plan] warning: dp=1,tp=1,pp=1,v=1,mb=65536"), std::string::npos) << big.output;
   EXPECT_NE(big.output.find("does not fit"), std::string::npos) << big.output;
@@ -90,15 +97,20 @@ TEST(PlanCli, BadInputIsOneLineAndExitTwo) {
   // build, special files, wrong JSON types, outputs that cannot be written.
   expect_bad_input(run_crucible({"plan", "--cluster", cluster("dgx-a100"), "--layout", "tp=65536,pp=65536"}),
                    "more than 16777216");
-  expect_bad_input(run_crucible({"plan", "--cluster", cluster("dgx-a100"), "--layout", "dp=65536,tp=65537",
-                                 "--devices", "65536"}),
-                   "is not --devices 65536");
-  expect_bad_input(run_crucible({"plan", "--cluster", cluster("dgx-a100"), "--devices", "8", "--global-batch",
-                                 "1099511627776", "--layout", "dp=8"}),
-                   "micro-batches per step, more than 65536");
-  expect_bad_input(run_crucible({"plan", "--cluster", cluster("dgx-a100"), "--devices", "2", "--global-batch",
-                                 "2000000", "--layout", "pp=2,mb=1"}),
-                   "more than 65536");
+  expect_bad_input(run_crucible({"plan", "--cluster", cluster("dgx-a100"), "--layout",
+                                 "dp=65536,tp=65537", "--devices", "65536"}),
+                   "dp x tp = 4295032832 devices is more than 16777216");
+  expect_bad_input(run_crucible({"plan", "--cluster", cluster("dgx-a100"), "--layout", "dp=3,tp=2",
+                                 "--devices", "8"}),
+                   "dp x tp = 6 does not divide --devices 8");
+  expect_bad_input(run_crucible({"plan", "--cluster", cluster("dgx-a100"), "--devices", "8",
+                                 "--global-batch", "1099511627776", "--layout", "dp=8"}),
+                   "more micro-batches per step than the planner's limit of 65536");
+  expect_bad_input(run_crucible({"plan", "--cluster", cluster("dgx-a100"), "--devices", "2",
+                                 "--global-batch", "2000000", "--layout", "pp=2,mb=1"}),
+                   "with pp=2,mb=1 runs on 2 devices of dgx-a100 with a global batch of 2000000: "
+                   "more micro-batches "
+                   "per step than the planner's limit of 65536 (");
   expect_bad_input(run_crucible({"plan", "--cluster", cluster("dgx-a100"), "--layout", "tp=2,tp=4"}), "given twice");
   expect_bad_input(run_crucible({"plan", "--cluster", "/dev/zero"}), "is not a regular file");
   expect_bad_input(run_crucible({"plan", "--cluster", dir.path()}), "is not a regular file");
@@ -176,6 +188,98 @@ TEST(PlanCli, OutOfRangeFiguresAreRefusedWhenReadAndNoUnreadableClusterIsWritten
                    "compute.gemm[0].gflops = 1e+308");
 }
 
+// A 70B model (Llama-2 70B's shape in GPT form) as the issue tried it.
+std::string seventy_b(const TempDir& dir) {
+  testutil::write_file(
+      dir / "llama-70b.toml",
+      "[model]\nn_layer = 80\nn_head = 64\nn_embd = 8192\nvocab_size = 32000\nseq_len = 4096\n");
+  return dir / "llama-70b.toml";
+}
+
+// plan --layout with fields left out searches them: the 70B case, whose
+// micro-batch size the config's 8 made impossible ("1 micro-batches are
+// fewer than pp = 2 stages"), returns its best layouts with tp, pp and dp as
+// given and says which fields it chose, in text and JSON.
+TEST(PlanCli, APartialLayoutSearchesTheFieldsLeftOut) {
+  TempDir dir("plan_cli_partial");
+  const std::string cfg = seventy_b(dir);
+  const std::vector<std::string> args = {
+      "plan",           cfg,   "--cluster", cluster("dgx-h100"), "--devices", "768",
+      "--global-batch", "384", "--layout",  "tp=8,pp=2,dp=48",   "--top",     "3"};
+  auto text = run_crucible(args);
+  ASSERT_EQ(text.code, 0) << text.output;
+  // The header names the model by its file, not "tiny".
+  EXPECT_NE(text.output.find("llama-70b on 768 devices of dgx-h100, global batch 384"),
+            std::string::npos)
+      << text.output;
+  EXPECT_EQ(text.output.find("tiny"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find(
+                "given tp=8,pp=2,dp=48, chosen v, mb, m, zero, recompute, sp, schedule, precision, "
+                "fused_head; best first"),
+            std::string::npos)
+      << text.output;
+  EXPECT_NE(text.output.find(" 1. dp=48,tp=8,pp=2,"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find(" 3. dp=48,tp=8,pp=2,"), std::string::npos) << text.output;
+
+  std::vector<std::string> json_args = args;
+  json_args.push_back("--json");
+  auto js = run_crucible(json_args);
+  ASSERT_EQ(js.code, 0) << js.output;
+  const auto j = nlohmann::json::parse(js.output);
+  EXPECT_EQ(j["given"], nlohmann::json({"tp", "pp", "dp"}));
+  EXPECT_EQ(j["chosen"], nlohmann::json({"v", "mb", "m", "zero", "recompute", "sp", "schedule",
+                                         "precision", "fused_head"}));
+  ASSERT_EQ(j["best"].size(), 3u);
+  for (const auto& p : j["best"]) {
+    EXPECT_TRUE(p["runs"].get<bool>());
+    EXPECT_EQ(p["layout"]["tp"], 8);
+    EXPECT_EQ(p["layout"]["pp"], 2);
+    EXPECT_EQ(p["layout"]["dp"], 48);
+    EXPECT_EQ(p["layout"]["global_batch"], 384);
+    EXPECT_GE(p["layout"]["m"].get<int>(), 2) << "a pipeline of 2 needs 2 micro-batches";
+  }
+  EXPECT_LE(j["best"][0]["step_time_s"].get<double>(), j["best"][2]["step_time_s"].get<double>());
+  // The same fields and a micro-batch size that cannot fill the pipeline:
+  // nothing runs, said in one line with the reason.
+  expect_bad_input(run_crucible({"plan", cfg, "--cluster", cluster("dgx-h100"), "--devices", "768",
+                                 "--global-batch", "384", "--layout", "tp=8,pp=2,dp=48,mb=8"}),
+                   "too few micro-batches for the pipeline");
+  // The embedded default is named by its size.
+  auto tiny =
+      run_crucible({"plan", "--cluster", cluster("dgx-a100"), "--devices", "8", "--top", "1"});
+  ASSERT_EQ(tiny.code, 0) << tiny.output;
+  EXPECT_EQ(tiny.output.rfind("5.3M-parameter GPT on 8 devices of dgx-a100", 0), 0u) << tiny.output;
+}
+
+// Item 10's small refusals: an empty layout field, sequence parallelism
+// without tensor parallelism, and --cluster-from-probe with plan options it
+// would drop (leaving a cluster.toml behind that later runs pick up).
+TEST(PlanCli, MalformedLayoutsAndMixedModesAreOneLine) {
+  TempDir dir("plan_cli_refusals");
+  expect_bad_input(
+      run_crucible({"plan", "--cluster", cluster("dgx-a100"), "--layout", "tp=2,,pp=1"}),
+      "[plan] layout 'tp=2,,pp=1': an empty field");
+  expect_bad_input(run_crucible({"plan", "--cluster", cluster("dgx-a100"), "--layout", "tp=2,"}),
+                   "an empty field");
+  expect_bad_input(run_crucible({"plan", "--cluster", cluster("dgx-a100"), "--layout", ""}),
+                   "an empty field");
+  expect_bad_input(
+      run_crucible({"plan", "--cluster", cluster("dgx-a100"), "--layout", "sp=true,tp=1"}),
+      "[plan] layout sp: true needs tp > 1");
+  testutil::write_file(
+      dir / "probe.json",
+      R"({"schema": "crucible-probe/1", "compute": {"peak": {"measured_fma_gflops_all": 100}}})");
+  expect_bad_input(
+      run_crucible({"plan", "--cluster-from-probe", "probe.json", "--layout", "tp=1"}, dir.path()),
+      "[plan] --cluster-from-probe only writes a cluster file");
+  expect_bad_input(
+      run_crucible({"plan", config("tiny"), "--cluster-from-probe", "probe.json", "--devices", "2"},
+                   dir.path()),
+      "takes no config, --devices");
+  EXPECT_FALSE(fs::exists(dir / "cluster.toml"))
+      << "a refused call left a cluster file for later runs";
+}
+
 TEST(PlanCli, TheDefaultRunStoresItsPredictionAndCalibrationLowersTheError) {
   TempDir dir("plan_closed_loop");
   // This machine's cluster file, from its own (quick, compute and memory) probe.
@@ -219,6 +323,7 @@ TEST(PlanCli, TheDefaultRunStoresItsPredictionAndCalibrationLowersTheError) {
   // The calibrated file is a cluster file the planner reads back.
   auto again = run_crucible({"plan", "--cluster", "calibrated.toml", "--layout", "mb=8", "--json"}, dir.path());
   ASSERT_EQ(again.code, 0) << again.output;
+  EXPECT_EQ(nlohmann::json::parse(again.output)["best"][0]["layout"]["mb"], 8) << again.output;
 }
 
 }  // namespace

@@ -6,7 +6,9 @@
 // best is the minimum of every layout evaluated one by one).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "core/allocator.h"
@@ -336,6 +338,162 @@ TEST(PlanSearch, ReturnsOnlyRunnableLayoutsAndTheMinimumOfAllEvaluated) {
                   }
   EXPECT_GT(runnable, 100);
   EXPECT_DOUBLE_EQ(r->best.front().step_time_s, brute);
+}
+
+// Every runnable layout of gpt2-124M on the toy cluster's 8 devices at a
+// global batch of 32, one by one (every recompute, either head, no early
+// stop, every schedule with every v).
+std::vector<Prediction> every_runnable(const nn::GPTConfig& m, const Cluster& cl) {
+  std::vector<Prediction> out;
+  for (int tp : {1, 2, 4})
+    for (int pp : {1, 2, 4})
+      for (int mb : {1, 2, 4, 8, 16, 32})
+        for (int zero : {0, 1, 2})
+          for (const char* rc : {"none", "selective", "full"})
+            for (const char* prec : {"fp32", "bf16"})
+              for (bool sp : {false, true})
+                for (const char* sched : {"1f1b", "interleaved", "zb-h1"})
+                  for (int v : {1, 2, 4})
+                    for (bool fused : {false, true}) {
+                      if (tp * pp > 8) continue;
+                      Candidate c;
+                      c.tp = tp, c.pp = pp, c.dp = 8 / (tp * pp), c.mb = mb, c.zero = zero,
+                      c.recompute = rc;
+                      c.precision = prec, c.sp = sp, c.schedule = sched, c.v = v,
+                      c.fused_head = fused;
+                      if (32 % (c.dp * mb)) continue;
+                      c.m = 32 / (c.dp * mb);
+                      const Prediction p = predict(m, c, cl);
+                      if (p.runs) out.push_back(p);
+                    }
+  return out;
+}
+
+// A layout without its memory savings (what the search weighs once,
+// choosing the cheapest saving that fits).
+std::string point_of(const Candidate& c) {
+  Candidate k = c;
+  k.recompute = "none", k.fused_head = false;
+  return k.describe();
+}
+
+// plan --layout with fields left out is the search kept to the given fields:
+// for each set of given fields, what it returns matches them, and it is
+// exactly what brute force over every layout filtered by them finds: the
+// same points (each at its fastest memory saving that fits), the same best.
+TEST(PlanSearch, AConstrainedSearchIsTheBruteForceFilteredByTheGivenFields) {
+  const nn::GPTConfig m = workload("gpt2-124M");
+  Cluster cl = toy();
+  cl.device.memory_bytes = 2.2e9;  // tight: the memory savings matter
+  const std::vector<Prediction> all = every_runnable(m, cl);
+  ASSERT_GT(all.size(), 100u);
+  std::vector<std::pair<const char*, LayoutConstraints>> cases;
+  auto add = [&](const char* text) {
+    auto parsed = parse_layout(text);
+    ASSERT_TRUE(parsed) << text << ": " << parsed.status().message();
+    cases.push_back({text, LayoutConstraints::from(*parsed)});
+  };
+  for (const char* text :
+       {"tp=2", "pp=2,mb=2", "zero=1,precision=bf16", "recompute=full", "fused_head=true",
+        "schedule=interleaved", "dp=2", "m=4", "sp=true", "v=2", "tp=2,pp=2,schedule=zb-h1",
+        "schedule=zb-h1,pp=1", "mb=1,recompute=selective,fused_head=false"})
+    add(text);
+  for (const auto& [text, fixed] : cases) {
+    SCOPED_TRACE(text);
+    SearchOptions o;
+    o.devices = 8, o.global_batch = 32, o.top = 100000, o.fixed = fixed;
+    auto r = search(m, cl, o);
+    ASSERT_TRUE(r) << r.status().message();
+    ASSERT_FALSE(r->best.empty());
+    // Brute force, filtered: the fastest of each point (the search's space:
+    // v > 1 with the interleaved schedule only, pipelines' schedules only
+    // with pp > 1 and ZeRO only with dp > 1 unless given, sp with tp > 1).
+    std::map<std::string, double> fastest;
+    for (const Prediction& p : all) {
+      const Candidate& c = p.layout;
+      if (!fixed.matches(c)) continue;
+      if ((c.v > 1) != (c.schedule == "interleaved") && !fixed.v) continue;
+      if (c.pp == 1 && c.schedule != "1f1b" && !fixed.schedule) continue;
+      if (c.v > 1 && c.schedule != "interleaved") continue;
+      if (c.sp && c.tp == 1) continue;  // nothing to split: sp is tp > 1's
+      if (c.zero > 0 && c.dp == 1 && !fixed.zero)
+        continue;  // nothing to shard: the same as zero = 0
+      auto [it, fresh] = fastest.emplace(point_of(c), p.step_time_s);
+      if (!fresh) it->second = std::min(it->second, p.step_time_s);
+    }
+    ASSERT_FALSE(fastest.empty());
+    std::map<std::string, double> found;
+    for (const Prediction& p : r->best) {
+      EXPECT_TRUE(p.runs);
+      EXPECT_TRUE(fixed.matches(p.layout)) << p.layout.describe();
+      EXPECT_EQ(p.layout.world(), 8);
+      EXPECT_EQ(p.layout.global_batch(), 32);
+      EXPECT_TRUE(found.emplace(point_of(p.layout), p.step_time_s).second)
+          << "weighed twice: " << p.layout.describe();
+    }
+    EXPECT_EQ(found.size(), fastest.size());
+    for (const auto& [point, t] : fastest) {
+      auto it = found.find(point);
+      if (it == found.end()) {
+        ADD_FAILURE() << "brute force runs " << point << ", the search does not";
+        continue;
+      }
+      EXPECT_DOUBLE_EQ(it->second, t) << point;
+    }
+    double best = 1e300;
+    for (const auto& [point, t] : fastest) best = std::min(best, t);
+    EXPECT_DOUBLE_EQ(r->best.front().step_time_s, best);
+  }
+  // Given fields that rule everything out are counted with their reason.
+  SearchOptions o;
+  o.devices = 8, o.global_batch = 32;
+  o.fixed.tp = 3;
+  auto none = search(m, cl, o);
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(none->best.empty());
+  EXPECT_EQ(none->rejected.count("tp does not divide the devices"), 1u);
+}
+
+// The planner asks the flat parameter count of every layout it weighs: it
+// is computed from one block, and equals registering every tensor.
+TEST(PlanModel, FlatParamsFromOneBlockEqualsRegisteringEveryTensor) {
+  const nn::GPTConfig m{12, 4, 64, 1000, 32};
+  std::vector<nn::GPTPart> parts = {nn::GPTPart::whole(m)};
+  nn::GPTPart first{{{0, 5}}, true, false}, middle{{{5, 7}, {9, 10}}, false, false},
+      last{{{10, 12}}, false, true};
+  for (nn::GPTPart p : {first, middle, last}) {
+    parts.push_back(p);
+    for (int r : {0, 1, 3}) {
+      p.tp = 4, p.tp_rank = r;
+      parts.push_back(p);
+    }
+  }
+  for (const nn::GPTPart& p : parts) {
+    size_t registered = 0;
+    for (const nn::ParamSpec& s : nn::GPT::param_specs(m, p)) registered = s.offset + s.numel;
+    EXPECT_EQ(nn::GPT::flat_params(m, p), (registered + 15) / 16 * 16)
+        << "tp " << p.tp << " rank " << p.tp_rank << ", " << p.chunks.size() << " chunks";
+  }
+}
+
+// Linear in the layers, not quadratic: a 12,000-layer model (190 s before)
+// plans on 768 devices in seconds. The bound is a guard.
+TEST(PlanSearch, TwelveThousandLayersPlanInSeconds) {
+  auto cl = load_cluster(shipped("dgx-h100"));
+  ASSERT_TRUE(cl) << cl.status().message();
+  nn::GPTConfig deep;
+  deep.n_layer = 12000, deep.n_head = 16, deep.n_embd = 1024, deep.vocab_size = 32000,
+  deep.seq_len = 1024;
+  SearchOptions o;
+  o.devices = 768, o.global_batch = 768, o.top = 3;
+  const auto start = std::chrono::steady_clock::now();
+  auto r = search(deep, *cl, o);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(r) << r.status().message();
+  ASSERT_FALSE(r->best.empty());
+  EXPECT_GT(r->evaluated, 100);
+  EXPECT_LT(seconds, 20) << r->evaluated << " layouts of 12,000 layers took " << seconds << " s";
 }
 
 TEST(PlanSearch, ThousandsOfDevicesInSeconds) {

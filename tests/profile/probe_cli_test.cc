@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -60,6 +61,18 @@ TEST(ProbeCli, BadInputIsOneLine) {
   auto sections = run_crucible({"probe", "--sections", "gpu"});
   EXPECT_EQ(sections.code, 2);
   EXPECT_NE(sections.output.find("unknown section 'gpu'"), std::string::npos) << sections.output;
+  // An empty list or item is named as one, not mistaken for the next option
+  // ("unknown section '--json'"), and nothing is measured or written.
+  for (const char* list : {",", "compute,,memory", "", "memory,"}) {
+    auto empty = run_crucible({"probe", "--sections", list, "--json", dir / "p.json"});
+    EXPECT_EQ(empty.code, 2) << list << ": " << empty.output;
+    EXPECT_NE(
+        empty.output.find("[probe] --sections '" + std::string(list) + "': an empty section name"),
+        std::string::npos)
+        << empty.output;
+    EXPECT_EQ(empty.output.find("--json'"), std::string::npos) << empty.output;
+    EXPECT_FALSE(std::filesystem::exists(dir / "p.json"));
+  }
 }
 
 TEST(ProbeCli, InterconnectUnderLaunch) {

@@ -19,7 +19,7 @@ using testutil::write_file;
 void write_run(const TempDir& d) {
   write_file(d / "config.toml",
              "[model]\nn_layer = 2\nn_embd = 64\n[train]\nsteps = 6\nbatch_size = 4\n[optim]\nlr = "
-             "0.002\n");
+             "0.002\nweight_decay = 0.1\n");
   std::string m;
   for (int s = 1; s <= 6; ++s) {
     m += "{\"step\":" + std::to_string(s) + ",\"loss\":" + std::to_string(5.0 - 0.3 * s) +
@@ -80,6 +80,9 @@ TEST(Report, RendersEverySectionAndSeries) {
   EXPECT_NE(html->find("data-series=\"amdahl"), std::string::npos);
   // Summary figures and config essentials.
   EXPECT_NE(html->find("model.n_layer"), std::string::npos);
+  // Doubles in their shortest text, not toml++'s 17 digits (0.10000000000000001).
+  EXPECT_NE(html->find("<th>optim.weight_decay</th><td>0.1</td>"), std::string::npos);
+  EXPECT_NE(html->find("<th>optim.lr</th><td>0.002</td>"), std::string::npos);
   EXPECT_NE(html->find("3.2000"), std::string::npos);  // final train loss 5 - 0.3*6
   EXPECT_NE(html->find("best GEMM"), std::string::npos);
   EXPECT_NE(html->find("150 GFLOP/s"), std::string::npos);

@@ -253,5 +253,17 @@ TEST(Config, ErrorsAreOneLine) {
   }
 }
 
+// The resolved config.toml writes 0.1 as 0.1 and still resolves to itself.
+TEST(FormatDouble, ConfigTomlWritesTheShortestText) {
+  auto cfg = load_config("");
+  ASSERT_TRUE(cfg) << cfg.status().message();
+  const std::string text = to_toml(*cfg);
+  EXPECT_NE(text.find("weight_decay = 0.1\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("0000000"), std::string::npos) << text;
+  cfg->optim.lr = 0.1 + 0.2;  // 0.30000000000000004: shortest is all 17 digits
+  const std::string odd = to_toml(*cfg);
+  EXPECT_NE(odd.find("lr = 0.30000000000000004\n"), std::string::npos) << odd;
+}
+
 }  // namespace
 }  // namespace crucible::runtime

@@ -72,5 +72,44 @@ TEST(ResumeConfig, AChangedModelShapeNamesTheKey) {
   EXPECT_TRUE(check_resume_config(nlohmann::json(), deeper, "old").is_ok());  // nothing recorded
 }
 
+// A resume keeps the global batch (batch_size x grad_accum x data-parallel
+// ranks): the layout may change around it, the batch may not.
+TEST(ResumeBatch, AnotherGlobalBatchIsRefusedNamingTheChange) {
+  const nlohmann::json world = {{"world_size", 2}, {"batch_size", 4}, {"grad_accum", 2},
+                                {"dp", 2},         {"tp", 1},         {"pp", 1}};
+  EXPECT_TRUE(check_resume_batch(world, 4, 2, 2, "step_0000010").is_ok());
+  // Elastic fallback and resharding: fewer ranks, more accumulation, or a
+  // smaller micro-batch on more ranks; the same 16 sequences.
+  EXPECT_TRUE(check_resume_batch(world, 4, 4, 1, "step_0000010").is_ok());
+  EXPECT_TRUE(check_resume_batch(world, 2, 2, 4, "step_0000010").is_ok());
+  Status bigger = check_resume_batch(world, 8, 2, 2, "step_0000010");
+  ASSERT_FALSE(bigger.is_ok());
+  EXPECT_EQ(bigger.code(), Code::kInvalidArgument);
+  EXPECT_NE(bigger.message().find(
+                "[config] train.batch_size 4 -> 8: the global batch would change from 16 to 32 "
+                "sequences (step_0000010 was trained at batch_size 4 x grad_accum 2 x 2 "
+                "data-parallel ranks)"),
+            std::string::npos)
+      << bigger.message();
+  Status accum = check_resume_batch(world, 4, 1, 2, "step_0000010");
+  ASSERT_FALSE(accum.is_ok());
+  EXPECT_NE(
+      accum.message().find("train.grad_accum 2 -> 1: the global batch would change from 16 to 8"),
+      std::string::npos)
+      << accum.message();
+  Status ranks = check_resume_batch(world, 4, 2, 4, "step_0000010");
+  ASSERT_FALSE(ranks.is_ok());
+  EXPECT_NE(ranks.message().find("data-parallel ranks 2 -> 4"), std::string::npos)
+      << ranks.message();
+  EXPECT_EQ(ranks.message().find('\n'), std::string::npos);
+  // A checkpoint without dp: from world_size / (tp x pp).
+  EXPECT_FALSE(
+      check_resume_batch({{"world_size", 4}, {"batch_size", 1}, {"grad_accum", 1}, {"pp", 2}}, 1, 1,
+                         1, "old")
+          .is_ok());
+  EXPECT_TRUE(
+      check_resume_batch(nlohmann::json::object(), 64, 1, 1, "old").is_ok());  // nothing recorded
+}
+
 }  // namespace
 }  // namespace crucible::runtime

@@ -50,6 +50,15 @@ TEST(TrainCli, ResumeIsBitExact) {
   EXPECT_NE(first.output.find("--stop-at reached"), std::string::npos) << first.output;
   EXPECT_TRUE(fs::exists(dir / "b/ckpt/step_0000005/manifest.json"));
   EXPECT_FALSE(fs::exists(dir / "b/ckpt/step_0000008"));
+  // A resume at another global batch is refused naming the change, and
+  // touches nothing: the resume after it is still bit-exact.
+  auto other_batch =
+      run_crucible({"train", "--resume", "--run-dir", dir / "b", "--set", "train.grad_accum=3"});
+  EXPECT_EQ(other_batch.code, 2) << other_batch.output;
+  EXPECT_NE(other_batch.output.find(" -> 3: the global batch would change from "),
+            std::string::npos)
+      << other_batch.output;
+  EXPECT_EQ(read_file(dir / "b/ckpt/latest"), "step_0000005\n");
   // Without a config the run's own resolved config.toml is used.
   auto rest = run_crucible({"train", "--resume", "--run-dir", dir / "b"});
   ASSERT_EQ(rest.code, 0) << rest.output;
