@@ -1,5 +1,6 @@
 #include "profile/local_probe.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
@@ -72,6 +73,11 @@ json measure_here() {
   return doc;
 }
 
+bool step_form(const json& row) {
+  const json& form = row.value("form", json::array());
+  return form.is_array() && std::find(form.begin(), form.end(), json("cold")) != form.end();
+}
+
 // Adds a row for every shape of `shapes` the document lacks on all threads
 // in `dtype`; the number added.
 int top_up(json& doc, const std::vector<GemmShape>& shapes, const std::string& dtype) {
@@ -87,7 +93,7 @@ int top_up(json& doc, const std::vector<GemmShape>& shapes, const std::string& d
     bool have = false;
     for (const json& g : compute["gemm"])
       have |= g.is_object() && g.value("m", 0) == s.m && g.value("n", 0) == s.n && g.value("k", 0) == s.k &&
-              g.value("dtype", "") == dtype && g.value("threads", 0) == threads;
+              g.value("dtype", "") == dtype && g.value("threads", 0) == threads && step_form(g) == s.cold;
     if (have) continue;
     json row = measure_gemm(s, bf16, threads, 0.05, ceiling);
     compute["valid"] = compute.value("valid", true) && row.value("valid", false);

@@ -41,6 +41,9 @@ struct GemmShape {
   // into f32; bf16 forwards write bf16. Plain row-major (all false) in the
   // standard list.
   bool trans_a = false, trans_b = false, accumulate = false, bf16_out = false;
+  // Timed as the step meets it, caches swept before each call (form "cold"):
+  // the rows a run's prediction reads for its own GEMMs.
+  bool cold = false;
 };
 
 struct ComputeOptions {

@@ -8,6 +8,8 @@
 #include <fstream>
 
 #include "core/json_io.h"
+#include "profile/machine.h"
+#include "profile/probe_schema.h"
 #include "core/stats.h"
 #include "profile/run_schema.h"
 
@@ -45,12 +47,22 @@ Result<plan::Cluster> local_cluster(const std::string& run_dir, const profile::L
 }
 
 Result<plan::Cluster> local_cluster(const std::string& run_dir) {
-  profile::LocalProbeOptions o;
-  o.candidates = {run_dir + "/probe.json", "probe.json"};
-  o.measure = false;
-  o.use_cache = false;  // what `plan` reads is what its --help names
-  o.log = [](const std::string& m) { std::fprintf(stderr, "%s\n", m.c_str()); };
-  return local_cluster(run_dir, profile::local_probe(o));
+  for (const std::string& f : {run_dir + "/cluster.toml", std::string("cluster.toml")})
+    if (std::filesystem::exists(f)) return local_cluster(run_dir, profile::LocalProbe{});
+  for (const std::string& f : {run_dir + "/probe.json", std::string("probe.json")}) {
+    if (!std::filesystem::exists(f)) continue;
+    // `plan`'s own input: a bad or foreign document is an error, not a
+    // silent fallback (a run, which only consults it, passes it over).
+    auto doc = read_json(f);
+    if (!doc) return doc.status();
+    CRUCIBLE_RETURN_IF_ERROR(profile::check_probe_document(*doc, f));
+    if (Status here = profile::probe_made_here(*doc, profile::machine_identity(), 36500); !here)
+      return Status::invalid("[plan] " + f + " is not this machine's: " + here.message() +
+                             "; run `crucible probe` here, or plan for that machine with --cluster-from-probe " + f +
+                             " and --cluster");
+    return local_cluster(run_dir, profile::LocalProbe{*doc, f});
+  }
+  return local_cluster(run_dir, profile::LocalProbe{});
 }
 
 std::vector<profile::GemmShape> run_gemm_shapes(const Config& cfg, int world) {
@@ -61,7 +73,7 @@ std::vector<profile::GemmShape> run_gemm_shapes(const Config& cfg, int world) {
     for (const auto& s : out)
       if (s.m == mi && s.n == ni && s.k == ki) return;
     out.push_back({"run " + std::to_string(mi) + "x" + std::to_string(ni) + "x" + std::to_string(ki), mi, ni, ki,
-                   ta, tb, acc, bf16_out});
+                   ta, tb, acc, bf16_out, true});
   };
   // As nn/linear.cc calls them: y = x W (weights stored (in, out)), dx = dy
   // W^T, dW += x^T dy into f32; the tied head takes wte transposed.

@@ -25,9 +25,9 @@ plan::Candidate candidate_of(const Config& cfg, int world);
 // `probe` (profile/local_probe.h: a probe document made on this machine).
 // not_found when there is neither (the run then predicts its memory only).
 Result<plan::Cluster> local_cluster(const std::string& run_dir, const profile::LocalProbe& probe);
-// The same for `crucible plan`: the probe from RUN/probe.json or
-// ./probe.json when made here (a foreign one is named and passed over on
-// stderr); nothing is measured and the machine cache is not consulted.
+// The same for `crucible plan`: RUN/probe.json or ./probe.json, which must
+// be well formed and made on this machine (else invalid, naming the file and
+// why); nothing is measured and the machine cache is not consulted.
 Result<plan::Cluster> local_cluster(const std::string& run_dir);
 
 // The GEMMs one step of this run executes as the planner counts them
