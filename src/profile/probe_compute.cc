@@ -120,13 +120,14 @@ nlohmann::json measure(const GemmShape& s, bool half, int threads, double min_s,
     // the step ran them.)
     static std::vector<char> sweep;
     if (sweep.empty()) sweep.assign(std::max<size_t>(2 * last_level_cache_bytes(), size_t(16) << 20), 1);
+    // 3 to 15 calls: a sweep costs milliseconds, a tiny GEMM microseconds.
+    const int calls = hurry ? 3 : std::clamp(int(min_s / std::max(one, 1e-3)), 3, 15);
     std::vector<double> times;
-    for (int i = 0; i < std::max(3, 3 * iters); ++i) {
+    for (int i = 0; i < calls; ++i) {
       std::fill(sweep.begin(), sweep.end(), char(i));
       Stopwatch sw;
       call();
       times.push_back(sw.elapsed_s());
-      if (hurry && i >= 2) break;
     }
     std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
     best = times[times.size() / 2];
