@@ -10,7 +10,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 seconds="${2:-${FUZZ_SECONDS:-10}}"
-targets=(config safetensors manifest shard checked_file jsonl fortunes)
+targets=(config safetensors manifest shard checked_file jsonl fortunes probe plan_json trace cluster)
 if [[ $# -ge 1 ]]; then targets=("$1"); fi
 
 if ! command -v clang++ >/dev/null || ! compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a" >/dev/null; then
