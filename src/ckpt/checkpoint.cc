@@ -162,13 +162,9 @@ Status write_safetensors_file(const std::string& dir, const std::string& label_d
                               std::vector<FileRecord>& records) {
   auto header = safetensors_header(tensors, metadata);
   if (!header) return header.status();
-  uint64_t hlen = header->json.size();  // little-endian on every platform crucible runs on
-  std::vector<const void*> parts = {&hlen, header->json.data()};
-  std::vector<size_t> sizes = {8, header->json.size()};
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    parts.push_back(tensors[i].data);
-    sizes.push_back(header->sizes[i]);
-  }
+  std::vector<const void*> parts;
+  std::vector<size_t> sizes;
+  header->file_parts(tensors, &parts, &sizes);
   return write_checkpoint_file(dir, label_dir, step, name, parts, sizes, records);
 }
 

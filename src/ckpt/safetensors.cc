@@ -60,20 +60,27 @@ Result<SafetensorsHeader> safetensors_header(const std::vector<TensorView>& tens
   }
   h += '}';
   h.append((8 - h.size() % 8) % 8, ' ');
+  out.length = h.size();
   return out;
+}
+
+void SafetensorsHeader::file_parts(const std::vector<TensorView>& tensors, std::vector<const void*>* parts,
+                                   std::vector<size_t>* part_sizes) const {
+  *parts = {&length, json.data()};
+  *part_sizes = {8, json.size()};
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    parts->push_back(tensors[i].data);
+    part_sizes->push_back(sizes[i]);
+  }
 }
 
 Status write_safetensors(const std::string& path, const std::vector<TensorView>& tensors,
                          const std::map<std::string, std::string>& metadata) {
   auto header = safetensors_header(tensors, metadata);
   if (!header) return header.status();
-  uint64_t hlen = header->json.size();  // little-endian on every platform crucible runs on
-  std::vector<const void*> parts = {&hlen, header->json.data()};
-  std::vector<size_t> sizes = {8, header->json.size()};
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    parts.push_back(tensors[i].data);
-    sizes.push_back(header->sizes[i]);
-  }
+  std::vector<const void*> parts;
+  std::vector<size_t> sizes;
+  header->file_parts(tensors, &parts, &sizes);
   return write_file_atomic(path, parts, sizes);
 }
 

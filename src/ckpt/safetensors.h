@@ -41,14 +41,19 @@ struct SafetensorsFile {
 
 size_t dtype_bytes(const std::string& dtype);  // 0 for an unknown dtype
 
-// The file's first two parts for `tensors`, their data laid out back to back
-// in their order: the header (JSON padded with spaces to 8 bytes; the u64
-// length before it is the caller's) and each tensor's byte count. Invalid on
-// an unknown dtype or a name given twice (or "__metadata__"). O(n log n) in
-// the tensors: each entry is written once, its name checked in a set.
+// The file's layout for `tensors`, their data back to back in their order:
+// the u64 length, the header (JSON padded with spaces to 8 bytes) and each
+// tensor's byte count. Invalid on an unknown dtype or a name given twice (or
+// "__metadata__"). O(n log n) in the tensors: each entry is written once, its
+// name checked in a set.
 struct SafetensorsHeader {
+  uint64_t length = 0;  // json.size(), little-endian on every platform crucible runs on
   std::string json;
   std::vector<size_t> sizes;
+  // The whole file as parts for one gathered write (pointing into this
+  // header and the tensors' data, which must outlive the write).
+  void file_parts(const std::vector<TensorView>& tensors, std::vector<const void*>* parts,
+                  std::vector<size_t>* part_sizes) const;
 };
 Result<SafetensorsHeader> safetensors_header(const std::vector<TensorView>& tensors,
                                              const std::map<std::string, std::string>& metadata);
