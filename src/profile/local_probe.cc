@@ -4,16 +4,12 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "core/clock.h"
 #include "core/file_io.h"
 #include "core/json_io.h"
-#include "profile/load_watch.h"
 #include "profile/machine.h"
 #include "profile/probe.h"
 #include "profile/probe_compute.h"
-#include "profile/probe_memory.h"
 #include "profile/probe_schema.h"
-#include "profile/probe_topology.h"
 
 namespace crucible::profile {
 
@@ -43,39 +39,14 @@ namespace {
 
 // The sections the planner reads, quick and bounded.
 json measure_here() {
+  ProbeOptions o;
+  o.quick = true;
+  o.sections = {"compute", "memory", "topology"};
+  o.compute_budget_s = 3;
+  o.memory_budget_s = 2;
   json doc = probe_header(true);
-  json load = json::object(), durations = json::object();
-  auto timed = [&](const char* name, auto&& fn) {
-    LoadWatch watch;
-    Stopwatch sw;
-    doc[name] = fn();
-    durations[name] = sw.elapsed_s();
-    load[name] = watch.to_json();
-  };
-  timed("compute", [] {
-    ComputeOptions c;
-    c.quick = true;
-    c.budget_s = 3;
-    return probe_compute(c);
-  });
-  timed("memory", [] {
-    MemoryOptions m;
-    m.quick = true;
-    m.budget_s = 2;
-    return probe_memory(m);
-  });
-  timed("topology", []() -> json {
-    auto t = probe_topology();
-    return t ? *t : json{{"error", t.status().message()}};
-  });
-  doc["durations_s"] = durations;
-  doc["load"] = load;
+  probe_local_sections(o, doc);
   return doc;
-}
-
-bool step_form(const json& row) {
-  const json& form = row.value("form", json::array());
-  return form.is_array() && std::find(form.begin(), form.end(), json("cold")) != form.end();
 }
 
 // Adds a row for every shape of `shapes` the document lacks on all threads
@@ -93,7 +64,7 @@ int top_up(json& doc, const std::vector<GemmShape>& shapes, const std::string& d
     bool have = false;
     for (const json& g : compute["gemm"])
       have |= g.is_object() && g.value("m", 0) == s.m && g.value("n", 0) == s.n && g.value("k", 0) == s.k &&
-              g.value("dtype", "") == dtype && g.value("threads", 0) == threads && step_form(g) == s.cold;
+              g.value("dtype", "") == dtype && g.value("threads", 0) == threads && gemm_row_is_cold(g) == s.cold;
     if (have) continue;
     json row = measure_gemm(s, bf16, threads, 0.05, ceiling);
     compute["valid"] = compute.value("valid", true) && row.value("valid", false);

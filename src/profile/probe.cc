@@ -75,55 +75,35 @@ json probe_header(bool quick) {
           {"quick", quick}};
 }
 
-Result<json> run_probe(const ProbeOptions& opt) {
-  auto world = comm::world();
-  if (!world) return world.status();
-  comm::Comm& comm = **world;
+void probe_local_sections(const ProbeOptions& opt, json& doc) {
+  if (!doc.contains("durations_s")) doc["durations_s"] = json::object();
+  if (!doc.contains("load")) doc["load"] = json::object();
   auto log = [&](const std::string& m) {
-    if (opt.log && comm.rank() == 0) opt.log(m);
+    if (opt.log) opt.log(m);
   };
-  json doc = probe_header(opt.quick);
-  json durations = json::object(), load = json::object();
   auto timed = [&](const std::string& name, auto&& fn) {
     if (!wanted(opt, name)) return;
     log("[probe] " + name + " ...");
     Stopwatch sw;
     LoadWatch watch;
     doc[name] = fn();
-    durations[name] = sw.elapsed_s();
-    load[name] = watch.to_json();
-    if (!load[name]["reliable"].get<bool>())
-      log("[probe] " + name + ": other processes used " +
-          std::to_string(int(100 * load[name]["others_share"].get<double>())) +
+    doc["durations_s"][name] = sw.elapsed_s();
+    const json load = watch.to_json();
+    doc["load"][name] = load;
+    if (!load["reliable"].get<bool>())
+      log("[probe] " + name + ": other processes used " + std::to_string(int(100 * load["others_share"].get<double>())) +
           "% of the CPUs meanwhile: its figures are unreliable");
   };
-  // The interconnect first, with every rank; then the local sections on
-  // the first rank of each host (profile/probe_hosts.h).
-  HostMap hosts;
-  if (comm.size() > 1) {
-    auto m = map_hosts(comm);
-    if (!m) return m.status();
-    hosts = std::move(*m);
-  }
-  if (comm.size() > 1 && wanted(opt, "interconnect")) {
-    log("[probe] interconnect ...");
-    Stopwatch sw;
-    auto ic = probe_interconnect(comm, {opt.quick, 0});
-    if (!ic) return ic.status();
-    doc["interconnect"] = *ic;
-    doc["interconnect"]["links"] = link_classes(*ic);
-    durations["interconnect"] = sw.elapsed_s();
-  }
-  if (comm.size() > 1 && !hosts.leads(comm.rank())) {
-    CRUCIBLE_RETURN_IF_ERROR(gather_host_sections(comm, hosts, json()).status());
-    CRUCIBLE_RETURN_IF_ERROR(comm::quiet_barrier(comm));
-    return doc;
-  }
-  if (hosts.leaders.size() > 1) log("[probe] local sections on the first rank of each of " + std::to_string(hosts.leaders.size()) + " hosts");
-  timed("compute", [&] { return probe_compute({opt.quick, {}, 0}); });
+  timed("compute", [&] {
+    ComputeOptions c;
+    c.quick = opt.quick;
+    c.budget_s = opt.compute_budget_s;
+    return probe_compute(c);
+  });
   timed("memory", [&] {
     MemoryOptions m;
     m.quick = opt.quick;
+    m.budget_s = opt.memory_budget_s;
     return probe_memory(m);
   });
   timed("throttle", [&] {
@@ -153,13 +133,48 @@ Result<json> run_probe(const ProbeOptions& opt) {
     }
     return out;
   });
+}
+
+Result<json> run_probe(const ProbeOptions& opt) {
+  auto world = comm::world();
+  if (!world) return world.status();
+  comm::Comm& comm = **world;
+  ProbeOptions local_opt = opt;  // progress from rank 0 only
+  local_opt.log = [&](const std::string& m) {
+    if (opt.log && comm.rank() == 0) opt.log(m);
+  };
+  const auto& log = local_opt.log;
+  json doc = probe_header(opt.quick);
+  doc["durations_s"] = json::object();
+  // The interconnect first, with every rank; then the local sections on
+  // the first rank of each host (profile/probe_hosts.h).
+  HostMap hosts;
+  if (comm.size() > 1) {
+    auto m = map_hosts(comm);
+    if (!m) return m.status();
+    hosts = std::move(*m);
+  }
+  if (comm.size() > 1 && wanted(opt, "interconnect")) {
+    log("[probe] interconnect ...");
+    Stopwatch sw;
+    auto ic = probe_interconnect(comm, {opt.quick, 0});
+    if (!ic) return ic.status();
+    doc["interconnect"] = *ic;
+    doc["interconnect"]["links"] = link_classes(*ic);
+    doc["durations_s"]["interconnect"] = sw.elapsed_s();
+  }
+  if (comm.size() > 1 && !hosts.leads(comm.rank())) {
+    CRUCIBLE_RETURN_IF_ERROR(gather_host_sections(comm, hosts, json()).status());
+    CRUCIBLE_RETURN_IF_ERROR(comm::quiet_barrier(comm));
+    return doc;
+  }
+  if (hosts.leaders.size() > 1) log("[probe] local sections on the first rank of each of " + std::to_string(hosts.leaders.size()) + " hosts");
+  probe_local_sections(local_opt, doc);
   if (comm.size() == 1 && wanted(opt, "interconnect"))
     doc["interconnect"] = {{"ranks", 1},
                            {"skipped", "one rank: run under crucible launch -n N -- probe"}};
-  doc["durations_s"] = durations;
-  doc["load"] = load;
   if (comm.size() > 1) {
-    json local = {{"durations_s", durations}, {"load", load}};
+    json local = {{"durations_s", doc["durations_s"]}, {"load", doc["load"]}};
     for (const char* k : {"compute", "memory", "throttle", "topology", "storage"})
       if (doc.contains(k)) local[k] = doc[k];
     auto gathered = gather_host_sections(comm, hosts, local);

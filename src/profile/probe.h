@@ -25,6 +25,9 @@ struct ProbeOptions {
   // existing parent).
   std::vector<std::string> storage_dirs;
   double throttle_s = 0;  // 0: 20 s (quick: 3 s)
+  // Time budgets of the compute and memory sections (0: their own defaults,
+  // profile/probe_compute.h and probe_memory.h).
+  double compute_budget_s = 0, memory_budget_s = 0;
   // Sections to run (empty: all): compute, memory, throttle, topology,
   // storage, interconnect.
   std::vector<std::string> sections;
@@ -35,6 +38,13 @@ struct ProbeOptions {
 // (profile/machine.h: what a run checks before it trusts the document),
 // quick.
 nlohmann::json probe_header(bool quick);
+
+// The sections of `opt` that measure this machine alone (compute, memory,
+// throttle, topology, storage: all but the interconnect) into `doc`, each
+// timed and watched for load from other processes: doc[section],
+// doc["durations_s"][section], doc["load"][section]. Progress and load
+// warnings through opt.log.
+void probe_local_sections(const ProbeOptions& opt, nlohmann::json& doc);
 
 // Runs on every rank of the job (comm::world()); rank 0 measures the local
 // sections while the others wait without spinning, and returns the whole
