@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "plan/cluster.h"
+#include "profile/probe_compute.h"
 #include "profile/probe_schema.h"
 
 namespace crucible::plan {
@@ -119,30 +120,26 @@ Result<Cluster> from_probe(const json& probe, const std::string& source) {
   d.memory_bandwidth_Bps = triad * 1e9;
   d.memory_efficiency = 1;  // STREAM triad is already what streaming code reaches
   // GEMM efficiency against size from the all-thread rows, per precision
-  // (the best where sizes repeat).
-  std::vector<size_t> cold_points[2];
+  // (the best where sizes repeat). Rows timed as the step meets them (form
+  // "cold": a run's own GEMMs, profile/local_probe.h) come first and stand
+  // for their shapes; warm rows fill in the other shapes.
   for (int p = 0; p < 2; ++p) {
-    for (const json& g : *gemms) {
-      if (!g.value("valid", false) || g.value("dtype", "") != (p ? "bf16" : "f32") || g.value("threads", 0) != threads)
-        continue;
-      const double m = g.value("m", 0.0), n = g.value("n", 0.0), k = g.value("k", 0.0);
-      const double eff = std::min(1.0, g.value("gflops", 0.0) * 1e9 / d.peak_flops[p]);
-      if (m < 1 || n < 1 || k < 1 || eff <= 0) continue;
-      // A row timed as the step meets it (form "cold": a run's own GEMMs,
-      // profile/local_probe.h) stands for its shape; else the best warm row.
-      const json& form = g.value("form", json::array());
-      const bool cold = form.is_array() && std::find(form.begin(), form.end(), json("cold")) != form.end();
-      auto same = std::find_if(d.gemm_efficiency[p].begin(), d.gemm_efficiency[p].end(),
-                               [&](const Device::GemmPoint& q) { return q.m == m && q.n == n && q.k == k; });
-      if (same == d.gemm_efficiency[p].end()) {
-        d.gemm_efficiency[p].push_back({m, n, k, eff});
-        if (cold) cold_points[p].push_back(d.gemm_efficiency[p].size() - 1);
-      } else {
-        const size_t at = size_t(same - d.gemm_efficiency[p].begin());
-        const bool had_cold = std::find(cold_points[p].begin(), cold_points[p].end(), at) != cold_points[p].end();
-        if (cold && !had_cold) same->efficiency = eff, cold_points[p].push_back(at);
-        else if (cold == had_cold) same->efficiency = std::max(same->efficiency, eff);
+    auto& points = d.gemm_efficiency[p];
+    size_t cold_points = 0;  // points[0, cold_points) came from cold rows
+    for (const bool cold_pass : {true, false}) {
+      for (const json& g : *gemms) {
+        if (!g.value("valid", false) || g.value("dtype", "") != (p ? "bf16" : "f32") ||
+            g.value("threads", 0) != threads || profile::gemm_row_is_cold(g) != cold_pass)
+          continue;
+        const double m = g.value("m", 0.0), n = g.value("n", 0.0), k = g.value("k", 0.0);
+        const double eff = std::min(1.0, g.value("gflops", 0.0) * 1e9 / d.peak_flops[p]);
+        if (m < 1 || n < 1 || k < 1 || eff <= 0) continue;
+        auto same = std::find_if(points.begin(), points.end(),
+                                 [&](const Device::GemmPoint& q) { return q.m == m && q.n == n && q.k == k; });
+        if (same == points.end()) points.push_back({m, n, k, eff});
+        else if (cold_pass || size_t(same - points.begin()) >= cold_points) same->efficiency = std::max(same->efficiency, eff);
       }
+      if (cold_pass) cold_points = points.size();
     }
     // Without a native bf16 matmul, bf16 runs widened to the f32 path (and the
     // probe measures it only where the thread counts differ): the f32 rows.

@@ -166,6 +166,12 @@ nlohmann::json measure(const GemmShape& s, bool half, int threads, double min_s,
 
 }  // namespace
 
+bool gemm_row_is_cold(const nlohmann::json& row) {
+  if (!row.is_object() || !row.contains("form") || !row["form"].is_array()) return false;
+  const nlohmann::json& form = row["form"];
+  return std::find(form.begin(), form.end(), nlohmann::json("cold")) != form.end();
+}
+
 nlohmann::json measure_gemm(const GemmShape& s, bool bf16, int threads, double min_seconds, double peak_gflops) {
   const int saved = num_threads();
   nlohmann::json row = measure(s, bf16, threads, min_seconds, peak_gflops, false);

@@ -212,6 +212,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   log("[run] " + run + (plan.resume ? " (resuming)" : "") + ", " + std::to_string(W) +
       (W > 1 ? " ranks (" + comm.backend() + ") x " : " process x ") +
       std::to_string(num_threads()) + " threads");
+  profile::LocalProbe probe;  // rank 0's: the metrics' GEMM ceiling below comes from it too
   if (rank == 0) {  // the planner's prediction for this layout, before the first step (docs/plan.md)
     // On this machine's probe (profile/local_probe.h): one made here, else a
     // quick probe now while the other ranks wait without spinning.
@@ -222,7 +223,8 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     po.log = log;
     po.shapes = run_gemm_shapes(cfg, W);
     po.dtype = cfg.train.precision == "bf16" ? "bf16" : "f32";
-    const nlohmann::json prediction = run_prediction(cfg, W, local_cluster(run, profile::local_probe(po)));
+    probe = profile::local_probe(po);
+    const nlohmann::json prediction = run_prediction(cfg, W, local_cluster(run, probe));
     Status ps = write_file_atomic(run + "/plan.json", prediction.dump(1) + "\n");
     if (!ps) log("[plan] warning: " + ps.message());
     log(describe_prediction(prediction));
@@ -348,11 +350,9 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   if (!peak.plausible)
     log("[train] MFU not shown: this CPU's peak could not be measured (" +
         (peak.notes.empty() ? std::string("?") : peak.notes[0]) + ")");
-  // The probe's best GEMM of this precision at this thread count, when a
-  // probe.json is at hand (RUN/, else the working directory): the ceiling
-  // this machine showed.
-  const double gemm_ceiling_gflops =
-      profile::probe_gemm_ceiling({run + "/probe.json"}, num_threads(), bf16 ? "bf16" : "f32");
+  // The probe's best GEMM of this precision at this thread count: the
+  // ceiling this machine showed (rank 0 writes the metrics that carry it).
+  const double gemm_ceiling_gflops = profile::gemm_ceiling(probe.doc, num_threads(), bf16 ? "bf16" : "f32");
   // Validation: the same eval_batches micro-batches for any layout, dealt
   // out over the data-parallel ranks and forwarded through each pipeline;
   // the mean over all of them (the loss comes from the last stages).
