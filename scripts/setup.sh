@@ -33,6 +33,7 @@ packages=(
   clang libclang-rt-14-dev
   chromium-headless-shell
   slurm-wlm munge
+  libquantlib0-dev libnetcdf-dev netcdf-bin lammps
 )
 
 missing=()

@@ -15,7 +15,7 @@ namespace crucible::ckpt {
 size_t dtype_bytes(const std::string& dt) {
   if (dt == "F32" || dt == "I32") return 4;
   if (dt == "BF16" || dt == "F16" || dt == "I16") return 2;
-  if (dt == "F64" || dt == "I64") return 8;
+  if (dt == "F64" || dt == "I64" || dt == "U64") return 8;
   if (dt == "U8" || dt == "I8" || dt == "BOOL") return 1;
   return 0;
 }
