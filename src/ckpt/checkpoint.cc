@@ -153,6 +153,10 @@ Status write_checkpoint_file(const std::string& dir, const std::string& label_di
   return Status::ok();
 }
 
+}  // namespace
+
+namespace detail {
+
 // The safetensors encoding of ckpt/safetensors.h (its header), streamed
 // through the checkpoint writer so it is hashed while written and can fail
 // part-way under fault injection.
@@ -167,6 +171,10 @@ Status write_safetensors_file(const std::string& dir, const std::string& label_d
   header->file_parts(tensors, &parts, &sizes);
   return write_checkpoint_file(dir, label_dir, step, name, parts, sizes, records);
 }
+
+}  // namespace detail
+
+namespace {
 
 std::vector<TensorView> tensor_views(const std::vector<nn::ParamSpec>& specs, const float* base,
                                      const std::string& prefix) {
@@ -197,6 +205,7 @@ std::string manifest_text(const Snapshot& snap, const std::vector<FileRecord>& r
   m["rng"] = snap.state.rng;
   if (!snap.state.data.is_null()) m["data"] = snap.state.data;
   if (!snap.state.metrics.is_null()) m["metrics"] = snap.state.metrics;
+  if (!snap.state.sim.is_null()) m["sim"] = snap.state.sim;
   nlohmann::ordered_json files = nlohmann::ordered_json::array();
   for (const FileRecord& r : records)
     files.push_back({{"name", r.name}, {"bytes", r.bytes}, {"xxh64", xxh64_hex(r.xxh64)}});

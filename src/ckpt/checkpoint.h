@@ -43,6 +43,8 @@ struct CheckpointState {
   // The metrics.jsonl row of this step: the checkpoint can be published
   // before the row reaches the file, and a resume restores it from here.
   nlohmann::json metrics;
+  // A simulation workload's own scalars (ckpt/state_checkpoint.h).
+  nlohmann::json sim;
 };
 
 // Host copy of what one rank writes of a checkpoint, taken at a step
@@ -126,6 +128,9 @@ Status verify_checkpoint(const std::string& step_dir);
 // step_NNNNNNN.tmp, read back from disk before it is published. The manifest
 // must record `expected_step`.
 Status verify_checkpoint(const std::string& dir, int64_t expected_step);
+
+// verify_checkpoint(step_dir), then the state its manifest records.
+Result<CheckpointState> verified_state(const std::string& step_dir);
 
 struct FoundCheckpoint {
   std::string dir;  // ckpt_dir/step_NNNNNNN

@@ -3,11 +3,13 @@
 // the ckpt layer: the public interface is checkpoint.h.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "ckpt/checkpoint.h"
+#include "ckpt/safetensors.h"
 #include "core/status.h"
 
 namespace crucible::ckpt::detail {
@@ -20,6 +22,13 @@ struct FileRecord {
 };
 
 Status validate_snapshot(const Snapshot& snap, int keep);
+// A safetensors file streamed through the checkpoint writer: hashed while
+// written (its record appended to `records`), failing part-way under an
+// injected fault.
+Status write_safetensors_file(const std::string& dir, const std::string& label_dir, int64_t step,
+                              const std::string& name, const std::vector<TensorView>& tensors,
+                              const std::map<std::string, std::string>& metadata,
+                              std::vector<FileRecord>& records);
 // The snapshot's weights (unless it has none) and moments into tmp_dir
 // (named by Snapshot::part and moment_shard), and what they hold of each
 // whole tensor for the manifest's "shards": {NAME: {"shape", "slices" (the

@@ -130,7 +130,7 @@ Result<nlohmann::json> verified_manifest(const std::string& step_dir,
     return Status::corrupt("[ckpt] " + mlabel + ": step " + m["step"].dump() + " is out of range");
   // The members other layers read must be of their kind (their owners check
   // the content): a manifest whose "world" is a string is damaged, not usable.
-  for (const char* key : {"world", "config", "loader", "rng", "data", "metrics"})
+  for (const char* key : {"world", "config", "loader", "rng", "data", "metrics", "sim"})
     if (m.contains(key) && !m[key].is_object() && !(m[key].is_null() && std::string(key) != "world"))
       return Status::corrupt("[ckpt] " + mlabel + ": \"" + key + "\" is not an object");
   if (!m.contains("world") || !m["world"].contains("world_size") || !m["world"]["world_size"].is_number_integer() ||
@@ -269,12 +269,19 @@ CheckpointState state_from_manifest(const nlohmann::json& m) {
   state.step = m["step"].get<int64_t>();
   for (auto [key, field] : {std::pair{"config", &state.config}, std::pair{"loader", &state.loader},
                             std::pair{"rng", &state.rng}, std::pair{"world", &state.world},
-                            std::pair{"data", &state.data}, std::pair{"metrics", &state.metrics}})
+                            std::pair{"data", &state.data}, std::pair{"metrics", &state.metrics},
+                            std::pair{"sim", &state.sim}})
     *field = m.contains(key) ? m[key] : nlohmann::json();
   return state;
 }
 
 }  // namespace
+
+Result<CheckpointState> verified_state(const std::string& step_dir) {
+  auto m = verified_manifest(step_dir);
+  if (!m) return m.status();
+  return state_from_manifest(*m);
+}
 
 Result<FoundCheckpoint> find_latest_valid(const std::string& ckpt_dir, const VerifyShare* share) {
   std::error_code ec;

@@ -8,6 +8,7 @@
 
 #include "core/status.h"
 #include "runtime/run_dir.h"
+#include "runtime/sim_run.h"
 
 #define CRUCIBLE_VERSION_STRING "0.1.0"
 
@@ -30,6 +31,10 @@ void add_launch_command(CLI::App& app);
 void add_probe_command(CLI::App& app);
 void add_report_command(CLI::App& app);
 void add_curate_command(CLI::App& app);
+void add_sim_command(CLI::App& app);
+// The options of `crucible sim`, shared with `launch`, which reads them to
+// supervise the run.
+void add_sim_options(CLI::App& cmd, runtime::SimRequest& req, int64_t& stop_at);
 // `crucible bench curate` (bench_curate.cc), registered by add_bench_command.
 void add_bench_curate_command(CLI::App& bench);
 // The options of `crucible train`, shared with `launch`, which reads them to

@@ -51,6 +51,8 @@ Result<std::string> read_text(const std::string& path) {
 // JSON lines. A last line without its newline that does not parse is a write
 // in progress (the trainer appends while we read) and is skipped; any other
 // bad line is an error naming the file and line.
+}  // namespace
+
 Result<std::vector<json>> read_jsonl(const std::string& path) {
   auto text = read_text(path);
   if (!text) return text.status();
@@ -86,6 +88,8 @@ Result<json> read_optional_json(const std::string& path) {
   if (j.is_discarded()) return Status::corrupt("[report] " + path + ": not valid JSON");
   return j;
 }
+
+namespace {
 
 double num(const json& j, const char* key) {
   if (!j.is_object()) return kNaN;
@@ -514,15 +518,17 @@ Result<json> read_curation(const std::string& dir, std::string* origin) {
   return json();
 }
 
+}  // namespace
+
 std::string page_head(const std::string& name) {
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>crucible report: " +
          escape(name) + "</title><style>" + kCss + "</style></head><body>\n<h1>crucible report: " +
          escape(name) + "</h1>\n";
 }
 
-}  // namespace
-
 Result<std::string> render_report(const std::string& run_dir) {
+  std::error_code sim_ec;
+  if (fs::exists(run_dir + "/sim.json", sim_ec)) return sim_report(run_dir);  // `crucible sim`
   const std::string mpath = run_dir + "/metrics.jsonl";
   const std::string name = fs::path(run_dir).lexically_normal().filename().string();
   std::error_code ec;

@@ -3,6 +3,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "profile/svg.h"
@@ -40,5 +41,20 @@ std::string curation_section(const nlohmann::json& report, const std::string& or
 // The "pipeline" section: each rank's actions in the last traced step's
 // pipeline schedule from RUN/trace.json ("" without a pipeline or a trace).
 Result<std::string> pipeline_section(const std::string& run_dir);
+
+// JSON lines. A last line without its newline that does not parse is a write
+// in progress and is skipped; any other bad line is an error naming the file
+// and line.
+Result<std::vector<nlohmann::json>> read_jsonl(const std::string& path);
+// The document at path; null when there is no file; an error naming the
+// file when it does not parse.
+Result<nlohmann::json> read_optional_json(const std::string& path);
+// <!DOCTYPE html> ... <h1>: the top of every report page.
+std::string page_head(const std::string& name);
+
+// The report of a `crucible sim` run (RUN/sim.json marks one): its results,
+// every metric over the steps, where the time went (trace.json), the
+// workload's maps, the supervisor's events (report_sim.cc).
+Result<std::string> sim_report(const std::string& run_dir);
 
 }  // namespace crucible::profile

@@ -78,8 +78,8 @@ nlohmann::json to_json(const StepMetrics& m) {
   return j;
 }
 
-Status MetricsWriter::write(const StepMetrics& m) {
-  std::string line = to_json(m).dump() + "\n";
+Status MetricsWriter::write(const nlohmann::json& row) {
+  std::string line = row.dump() + "\n";
   if (std::fwrite(line.data(), 1, line.size(), f_) != line.size() || std::fflush(f_) != 0)
     return Status::io("[run] writing " + path_ + ": " + std::strerror(errno));
   return Status::ok();

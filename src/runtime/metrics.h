@@ -57,7 +57,9 @@ class MetricsWriter {
   // checkpoint's copy of it) is put back.
   Status open(const std::string& path, int64_t keep_until,
               const nlohmann::json& row_at_keep_until = nullptr);
-  Status write(const StepMetrics& m);
+  Status write(const StepMetrics& m) { return write(to_json(m)); }
+  // Any row with an integer "step" (`crucible sim`'s rows).
+  Status write(const nlohmann::json& row);
 
  private:
   std::string path_;

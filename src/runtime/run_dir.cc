@@ -23,8 +23,8 @@ namespace crucible::runtime {
 namespace fs = std::filesystem;
 
 namespace {
-
 std::string timestamp() { return wall_time("%Y%m%d-%H%M%S", false); }
+}  // namespace
 
 // The newest runs/<name>-* directory that holds a checkpoint ("" if none).
 std::string newest_run(const std::string& name) {
@@ -39,16 +39,20 @@ std::string newest_run(const std::string& name) {
   return dirs.empty() ? "" : dirs.back();
 }
 
-}  // namespace
+std::string fresh_run_dir(const std::string& name) {
+  const std::string base = "runs/" + name + "-" + timestamp();
+  std::string dir = base;
+  for (int n = 2; fs::exists(dir); ++n) dir = base + "-" + std::to_string(n);
+  return dir;
+}
 
-Status RunOwnership::acquire(const RunPlan& plan) {
-  const std::string& dir = plan.run_dir;
+Status RunOwnership::acquire(const std::string& dir, bool resume, const std::string& who) {
   const bool supervised = std::getenv(kSupervisorPidEnv) != nullptr;
-  if (!supervised) CRUCIBLE_RETURN_IF_ERROR(owner_.acquire(dir, kOwnerLock, "crucible train", 0, kRunDirHint));
-  CRUCIBLE_RETURN_IF_ERROR(attempt_.acquire(dir, kAttemptLock, "crucible train", supervised ? 30 : 0, kRunDirHint));
+  if (!supervised) CRUCIBLE_RETURN_IF_ERROR(owner_.acquire(dir, kOwnerLock, who, 0, kRunDirHint));
+  CRUCIBLE_RETURN_IF_ERROR(attempt_.acquire(dir, kAttemptLock, who, supervised ? 30 : 0, kRunDirHint));
   if (owner_.created_dir() || attempt_.created_dir()) created_ = dir;
-  if (!plan.resume && has_checkpoints(dir))
-    return Status::invalid("[run] " + dir + " already holds a training run; pass --resume to continue it");
+  if (!resume && has_checkpoints(dir))
+    return Status::invalid("[run] " + dir + " already holds a run; pass --resume to continue it");
   return Status::ok();
 }
 
@@ -96,10 +100,8 @@ Result<RunPlan> plan_run(const RunRequest& req) {
       plan.run_dir = req.run_dir;
     } else if (!plan.config.run.dir.empty()) {
       plan.run_dir = plan.config.run.dir;
-    } else {  // two runs started within one second get two directories
-      const std::string base = "runs/" + plan.config.run.name + "-" + timestamp();
-      plan.run_dir = base;
-      for (int n = 2; fs::exists(plan.run_dir); ++n) plan.run_dir = base + "-" + std::to_string(n);
+    } else {
+      plan.run_dir = fresh_run_dir(plan.config.run.name);
     }
     if (has_checkpoints(plan.run_dir))
       return Status::invalid("[run] " + plan.run_dir +

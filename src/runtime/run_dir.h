@@ -62,7 +62,9 @@ class RunOwnership {
   RunOwnership(const RunOwnership&) = delete;
   RunOwnership& operator=(const RunOwnership&) = delete;
   ~RunOwnership();
-  Status acquire(const RunPlan& plan);
+  Status acquire(const RunPlan& plan) { return acquire(plan.run_dir, plan.resume, "crucible train"); }
+  // The same for any kind of run (`crucible sim`): `who` names the holder.
+  Status acquire(const std::string& run_dir, bool resume, const std::string& who);
   void keep() { keep_ = true; }
 
  private:
@@ -70,6 +72,12 @@ class RunOwnership {
   std::string created_;
   bool keep_ = false;
 };
+
+// runs/<name>-<YYYYmmdd-HHMMSS>, with -2, -3, ... when two runs start within
+// one second.
+std::string fresh_run_dir(const std::string& name);
+// The newest runs/<name>-* directory that holds a checkpoint ("" if none).
+std::string newest_run(const std::string& name);
 
 // True when dir/ckpt holds at least one step_* directory.
 bool has_checkpoints(const std::string& run_dir);

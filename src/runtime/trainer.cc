@@ -78,30 +78,6 @@ class PhaseMarker {
   bool open_ = false;
 };
 
-// Each rank writes the events of its trace window to RUN/trace.rank{R}.json;
-// rank 0 merges them into RUN/trace.json (one process per rank) and removes
-// the pieces. Collective. Nothing when the window recorded nothing.
-Status write_trace(comm::Comm& comm, const std::string& run) {
-  const int rank = comm.rank();
-  std::vector<trace::Event> events = trace::take_events();
-  double any = events.empty() ? 0 : 1;
-  CRUCIBLE_RETURN_IF_ERROR(comm.allreduce(&any, 1, comm::ReduceOp::kMax));
-  if (any == 0) return Status::ok();
-  const std::string mine = run + "/trace.rank" + std::to_string(rank) + ".json";
-  CRUCIBLE_RETURN_IF_ERROR(
-      agree(comm, profile::write_rank_trace(mine, rank, host_name(), events)));
-  Status merged;
-  if (rank == 0) {
-    std::vector<std::string> parts;
-    for (int r = 0; r < comm.size(); ++r)
-      parts.push_back(run + "/trace.rank" + std::to_string(r) + ".json");
-    merged = profile::merge_traces(parts, run + "/trace.json");
-    if (merged)
-      for (const auto& part : parts) std::filesystem::remove(part);
-  }
-  return agree(comm, merged);
-}
-
 }  // namespace
 
 Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Console& console) {
@@ -524,7 +500,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   console.finish_progress();
   phases.enter(step, Phase::kDone);
   trace::set_active(false);
-  CRUCIBLE_RETURN_IF_ERROR(write_trace(comm, run));
+  CRUCIBLE_RETURN_IF_ERROR(write_run_trace(comm, run));
   result.steps_done = step;
   // What the layout implies each rank moves per step (no dp: nothing to check).
   const double expected_comm =

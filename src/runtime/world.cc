@@ -1,8 +1,13 @@
 #include "runtime/world.h"
 
 #include <cstring>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <vector>
+
+#include "core/process.h"
+#include "core/trace.h"
+#include "profile/trace_file.h"
 
 namespace crucible::runtime {
 
@@ -69,22 +74,44 @@ ckpt::VerifyShare verify_share(comm::Comm& comm) {
   return share;
 }
 
-Status agree_on_config(comm::Comm& comm, Config& cfg, std::string& run_dir) {
+Status agree_on_run(comm::Comm& comm, const nlohmann::json& config, std::string& run_dir) {
   if (comm.size() == 1) return Status::ok();
-  std::string dir = run_dir;
-  CRUCIBLE_RETURN_IF_ERROR(broadcast_string(comm, dir));
-  run_dir = dir;
-  cfg.run.dir = dir;
-  const nlohmann::json mine = to_json(cfg);
-  std::string root = mine.dump();
+  CRUCIBLE_RETURN_IF_ERROR(broadcast_string(comm, run_dir));
+  std::string root = config.dump();
   CRUCIBLE_RETURN_IF_ERROR(broadcast_string(comm, root));
   Status local;
-  if (root != mine.dump()) {
+  if (root != config.dump()) {
     local = Status::invalid(
         "[dist] rank " + std::to_string(comm.rank()) +
-        "'s config differs from rank 0's: " + first_difference(mine, nlohmann::json::parse(root)));
+        "'s config differs from rank 0's: " + first_difference(config, nlohmann::json::parse(root)));
   }
   return agree(comm, local);
+}
+
+Status agree_on_config(comm::Comm& comm, Config& cfg, std::string& run_dir) {
+  if (comm.size() == 1) return Status::ok();
+  CRUCIBLE_RETURN_IF_ERROR(broadcast_string(comm, run_dir));
+  cfg.run.dir = run_dir;
+  return agree_on_run(comm, to_json(cfg), run_dir);
+}
+
+Status write_run_trace(comm::Comm& comm, const std::string& run) {
+  const int rank = comm.rank();
+  std::vector<trace::Event> events = trace::take_events();
+  double any = events.empty() ? 0 : 1;
+  CRUCIBLE_RETURN_IF_ERROR(comm.allreduce(&any, 1, comm::ReduceOp::kMax));
+  if (any == 0) return Status::ok();
+  const std::string mine = run + "/trace.rank" + std::to_string(rank) + ".json";
+  CRUCIBLE_RETURN_IF_ERROR(agree(comm, profile::write_rank_trace(mine, rank, host_name(), events)));
+  Status merged;
+  if (rank == 0) {
+    std::vector<std::string> parts;
+    for (int r = 0; r < comm.size(); ++r) parts.push_back(run + "/trace.rank" + std::to_string(r) + ".json");
+    merged = profile::merge_traces(parts, run + "/trace.json");
+    if (merged)
+      for (const auto& part : parts) std::filesystem::remove(part);
+  }
+  return agree(comm, merged);
 }
 
 }  // namespace crucible::runtime

@@ -6,6 +6,9 @@
 // ranks return the same code with an empty message (main prints nothing), so
 // the user reads one line.
 #pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+
 #include "ckpt/checkpoint.h"
 #include "core/status.h"
 #include "comm/comm.h"
@@ -25,5 +28,12 @@ ckpt::VerifyShare verify_share(comm::Comm& comm);
 // config differs from rank 0's, naming the first differing key on that rank:
 // "[dist] rank 1's config differs from rank 0's: train.seed = 5, rank 0 has 7".
 Status agree_on_config(comm::Comm& comm, Config& cfg, std::string& run_dir);
+// The same for any run's resolved config as JSON (`crucible sim`'s).
+Status agree_on_run(comm::Comm& comm, const nlohmann::json& config, std::string& run_dir);
+
+// Each rank writes the trace events it recorded to RUN/trace.rank{R}.json;
+// rank 0 merges them into RUN/trace.json (one process per rank) and removes
+// the pieces. Collective. Nothing when no rank recorded anything.
+Status write_run_trace(comm::Comm& comm, const std::string& run);
 
 }  // namespace crucible::runtime

@@ -44,7 +44,7 @@ void expect_one_whole_run(const std::string& run, int steps) {
 
 bool refused_as_owned(const std::string& out) {
   return out.find("is in use by crucible") != std::string::npos ||
-         out.find("already holds a training run") != std::string::npos;
+         out.find("already holds a") != std::string::npos;
 }
 
 // A `first` job in the background, then after a random 0-600 ms a second

@@ -1,0 +1,39 @@
+#include "sim/registry.h"
+
+#include <map>
+
+namespace crucible::sim {
+
+namespace {
+
+#include "sim_default_configs.inc"  // kSimDefaultConfigs: configs/sim/*.toml, embedded
+
+using Factory = std::unique_ptr<WorkloadKind> (*)();
+
+// The workloads, in the order they are listed.
+const std::vector<std::pair<std::string, Factory>>& kinds() {
+  static const std::vector<std::pair<std::string, Factory>> k = {};
+  return k;
+}
+
+}  // namespace
+
+std::unique_ptr<WorkloadKind> make_kind(const std::string& name) {
+  for (const auto& [n, make] : kinds())
+    if (n == name) return make();
+  return nullptr;
+}
+
+std::vector<std::string> kind_names() {
+  std::vector<std::string> names;
+  for (const auto& [n, make] : kinds()) names.push_back(n);
+  return names;
+}
+
+std::string default_config(const std::string& name) {
+  for (const auto& [n, text] : kSimDefaultConfigs)
+    if (name == n) return text;
+  return "";
+}
+
+}  // namespace crucible::sim
