@@ -3,7 +3,7 @@
 // under Slurm (SLURM_JOB_ID set), mpirun otherwise. Running `mpirun -n N
 // crucible train ...` by hand works as well; launch adds what one would
 // otherwise have to know (runtime/supervisor.h, launcher_command) and, for
-// `train`, supervision: heartbeats, hang detection, restarts from the newest
+// `train` and `sim`, supervision: heartbeats, hang detection, restarts from the newest
 // valid checkpoint, preemption, elastic fallback (docs/fault_tolerance.md).
 // Other commands are handed to the launcher as they are.
 #include <sys/wait.h>
@@ -78,12 +78,34 @@ void run_unsupervised(const LaunchOptions& o) {
   if (code != 0) throw ExitError(code, "");
 }
 
+// `launch -- sim WORKLOAD ...`: parsed as `crucible sim` would, supervised.
+void run_sim_supervised(const LaunchOptions& o) {
+  runtime::SuperviseOptions so;
+  so.launch = o.spec;
+  so.min_ranks = o.min_ranks;
+  so.requeue = o.requeue;
+  runtime::SimRequest req;
+  int64_t stop_at = 0;
+  CLI::App parser{"crucible sim"};
+  add_sim_options(parser, req, stop_at);
+  std::vector<std::string> rest(o.command.rbegin(), o.command.rend() - 1);  // CLI11: reversed
+  try {
+    parser.parse(rest);
+  } catch (const CLI::ParseError& e) {
+    throw ExitError(2, std::string("[launch] sim: ") + e.what());
+  }
+  auto code = runtime::supervise_sim(so, req, stop_at);
+  if (!code) throw ExitError(exit_code(code.status()), code.status().message());
+  if (*code != 0) throw ExitError(*code, "");
+}
+
 void run_launch(const LaunchOptions& o) {
   if (o.command.empty())
     throw ExitError(2, "[launch] nothing to run: crucible launch -n N -- train [CONFIG] ...");
   if (o.min_ranks > o.spec.ranks)
     throw ExitError(2, "[launch] --min-ranks " + std::to_string(o.min_ranks) +
                            " is more than -n " + std::to_string(o.spec.ranks));
+  if (o.command[0] == "sim") return run_sim_supervised(o);
   if (o.command[0] != "train") return run_unsupervised(o);
   // Parse the train command as `crucible train` would, to know its run.
   runtime::SuperviseOptions so;

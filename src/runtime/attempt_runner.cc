@@ -165,11 +165,14 @@ AttemptResult AttemptRunner::run(int attempt, const AttemptLayout& at, bool resu
                                  std::optional<Recovery>& recovery,
                                  const std::function<bool(std::string& why)>& grow_possible) {
   const RunRequest& req = opt_.request;
-  std::vector<std::string> args = {"train"};
-  if (!req.config_path.empty()) args.push_back(req.config_path);
-  for (const auto& o : req.overrides) args.insert(args.end(), {"--set", o});
-  if (at.accum != plan_.config.train.grad_accum)
-    args.insert(args.end(), {"--set", "train.grad_accum=" + std::to_string(at.accum)});
+  std::vector<std::string> args = opt_.command;
+  if (args.empty()) {
+    args = {"train"};
+    if (!req.config_path.empty()) args.push_back(req.config_path);
+    for (const auto& o : req.overrides) args.insert(args.end(), {"--set", o});
+    if (at.accum != plan_.config.train.grad_accum)
+      args.insert(args.end(), {"--set", "train.grad_accum=" + std::to_string(at.accum)});
+  }
   args.insert(args.end(), {"--run-dir", plan_.run_dir});
   if (resume) args.push_back("--resume");
   if (opt_.stop_at > 0) args.insert(args.end(), {"--stop-at", std::to_string(opt_.stop_at)});

@@ -5,6 +5,7 @@
 
 #include "core/file_io.h"
 #include "runtime/config_schema.h"
+#include "runtime/faults.h"
 
 namespace crucible::runtime {
 
@@ -53,9 +54,10 @@ Status validate(const SimConfig& c) {
   if (c.fault.max_restarts < 0) return bad("fault.max_restarts", "must be >= 0");
   if (!(c.fault.restart_backoff_s >= 0)) return bad("fault.restart_backoff_s", "must be >= 0");
   if (!(c.fault.stop_grace_s > 0)) return bad("fault.stop_grace_s", "must be > 0");
-  for (const std::string& spec : c.fault.inject)
-    if (!spec.starts_with("kill@") && !spec.starts_with("hang@"))
-      return bad("fault.inject", "'" + spec + "': a simulation injects kill@STEP[:rank=R] or hang@STEP[:rank=R]");
+  {  // kill, hang and slow fire around a step; the checkpoint faults name state.safetensors
+    auto faults = parse_faults(c.fault);
+    if (!faults) return faults.status();
+  }
   return c.kind->validate();
 }
 

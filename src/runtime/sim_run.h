@@ -52,4 +52,9 @@ struct SimOutcome {
 // that step. Bad input: Status::invalid, nothing written (a fresh run).
 Result<SimOutcome> run_sim(const SimPlan& plan, int64_t stop_at, Console& console);
 
+struct SuperviseOptions;
+// `crucible launch -n N -- sim ...` (runtime/sim_supervise.cc): the job
+// supervised like a training job; returns its exit code (supervisor.h).
+Result<int> supervise_sim(const SuperviseOptions& opt, const SimRequest& req, int64_t stop_at);
+
 }  // namespace crucible::runtime

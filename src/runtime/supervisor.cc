@@ -275,6 +275,11 @@ Result<int> supervise(const SuperviseOptions& opt) {
   // the pipeline needs): one line here, not a refusal every rank finds after
   // mpirun has started them.
   CRUCIBLE_RETURN_IF_ERROR(TrainStep::plan_layout(plan->config, opt.launch.ranks).status());
+  return supervise_plan(opt, std::move(*plan));
+}
+
+Result<int> supervise_plan(const SuperviseOptions& opt, RunPlan plan_in) {
+  std::optional<RunPlan> plan(std::move(plan_in));
   const std::string run = plan->run_dir;  // a copy: the plan moves into the Supervisor
   // The supervisor owns the run directory for the job's whole life (its ranks
   // take only the attempt lock); nothing is written before it holds it.
@@ -286,10 +291,15 @@ Result<int> supervise(const SuperviseOptions& opt) {
       auto found = ckpt::find_latest_valid(run + "/ckpt");
       const int64_t done = found ? found->step : 0;
       if (done >= plan->config.train.steps) {
-        std::fprintf(stderr,
-                     "[supervisor] %s has finished at step %lld (train.steps = %lld); nothing to "
-                     "do (--set train.steps=N with N > %lld trains it further)\n",
-                     run.c_str(), (long long)done, (long long)plan->config.train.steps, (long long)done);
+        const long long steps = plan->config.train.steps;
+        if (opt.command.empty())
+          std::fprintf(stderr,
+                       "[supervisor] %s has finished at step %lld (train.steps = %lld); nothing to "
+                       "do (--set train.steps=N with N > %lld trains it further)\n",
+                       run.c_str(), (long long)done, steps, (long long)done);
+        else
+          std::fprintf(stderr, "[supervisor] %s has finished at step %lld of %lld; nothing to do\n", run.c_str(),
+                       (long long)done, steps);
         return 0;
       }
       std::fprintf(stderr, "[supervisor] %s finished at step %lld; continuing to train.steps = %lld\n",

@@ -34,6 +34,9 @@ struct SuperviseOptions {
   LaunchSpec launch;
   int min_ranks = 0;  // 0: = launch.ranks (no elastic fallback)
   RunRequest request;  // the train command's config, overrides, --run-dir, --resume
+  // Another command than `train` (`sim WORKLOAD CONFIG --set ...`): an
+  // attempt runs it with --run-dir RUN [--resume] [--stop-at N] appended.
+  std::vector<std::string> command;
   int64_t stop_at = 0;
   int metrics_port = 0;  // passed on to the ranks (train --metrics-port)
   std::string metrics_bind = "127.0.0.1";
@@ -46,5 +49,10 @@ struct SuperviseOptions {
 // Runs the job to its end; returns the exit code (see above). Bad options
 // (an unreadable config, a run directory in use) are an invalid Status.
 Result<int> supervise(const SuperviseOptions& opt);
+// The job of a planned run, whatever its command: `plan` gives the run
+// directory, its steps (config.train.steps), fault settings (config.fault)
+// and global batch (config.train.grad_accum). supervise() calls it for
+// training, supervise_sim (runtime/sim_supervise.cc) for simulations.
+Result<int> supervise_plan(const SuperviseOptions& opt, RunPlan plan);
 
 }  // namespace crucible::runtime
