@@ -130,7 +130,8 @@ void add_scaling_command(CLI::App& bench) {
   auto o = std::make_shared<ScalingOptions>();
   auto* cmd = bench.add_subcommand(
       "scaling",
-      "Strong scaling: tokens/s at a fixed global batch over world sizes, speedup, efficiency, "
+      "Strong scaling: tokens/s at a fixed global batch (or a simulation's steps/s, from --runs) over world "
+      "sizes, speedup, efficiency, "
       "Karp-Flatt and an Amdahl fit; trains each world size, or reads --runs");
   cmd->add_option("--workload", o->workload, "Workload to train: tiny | gpt2-124M")
       ->capture_default_str();

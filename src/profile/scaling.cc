@@ -88,6 +88,10 @@ Result<RunThroughput> read_scaling_run(const std::string& run_dir, int ranks, in
   const std::string path = run_dir + "/metrics.jsonl";
   std::ifstream in(path);
   if (!in) return Status::not_found("[bench] scaling: no " + path);
+  // A `crucible sim` run (RUN/sim.json) counts steps per second (its rows'
+  // step_ms), a training run tokens per second.
+  std::error_code sim_ec;
+  const bool sim = fs::exists(run_dir + "/sim.json", sim_ec);
   std::vector<double> tps;
   int line_no = 0;
   for (std::string line; std::getline(in, line);) {
@@ -96,6 +100,13 @@ Result<RunThroughput> read_scaling_run(const std::string& run_dir, int ranks, in
     // A torn last line (a run killed mid-write) is skipped, as MetricsWriter does.
     if (j.is_discarded() || !j.is_object()) continue;
     if (++line_no <= skip_steps) continue;
+    if (sim) {
+      auto ms = j.find("step_ms");
+      if (ms == j.end() || !ms->is_number() || !(ms->get<double>() > 0))
+        return Status::corrupt("[bench] scaling: " + path + " line " + std::to_string(line_no) + ": no step_ms > 0");
+      tps.push_back(1e3 / ms->get<double>());
+      continue;
+    }
     CRUCIBLE_RETURN_IF_ERROR(
         check_metrics_row(j, "[bench] scaling:", path + " line " + std::to_string(line_no)));
     auto it = j.find("tokens_per_s");
@@ -112,6 +123,10 @@ Result<RunThroughput> read_scaling_run(const std::string& run_dir, int ranks, in
   t.steps_used = int(tps.size());
   if (ranks > 0) {
     t.ranks = ranks;
+  } else if (sim) {  // results.json records the ranks of a finished simulation
+    std::ifstream r(run_dir + "/results.json");
+    auto j = nlohmann::json::parse(r, nullptr, false);
+    t.ranks = j.is_object() ? std::max(1, j.value("ranks", 1)) : 1;
   } else {
     int files = 0;
     std::error_code ec;
@@ -165,7 +180,7 @@ nlohmann::json scaling_to_json(const ScalingResult& r) {
 std::string scaling_table(const ScalingResult& r) {
   std::string out;
   char buf[160];
-  std::snprintf(buf, sizeof buf, "%6s %12s %8s %8s %10s %11s\n", "ranks", "tokens/s", "speedup",
+  std::snprintf(buf, sizeof buf, "%6s %12s %8s %8s %10s %11s\n", "ranks", "per second", "speedup",
                 "ideal", "efficiency", "Karp-Flatt");
   out += buf;
   const double n0 = r.points.empty() ? 1 : r.points[0].ranks;

@@ -63,7 +63,9 @@ Result<ScalingResult> analyze_scaling(std::vector<std::pair<int, double>> ranks_
 // metrics.rank*.jsonl files, 1 when there are none) and the median
 // tokens_per_s of RUN/metrics.jsonl after skipping the first `skip_steps`
 // lines (compilation, page faults, pool warm-up). Error when the file is
-// missing or has no step after skipping.
+// missing or has no step after skipping. A `crucible sim` run (RUN/sim.json)
+// gives steps per second (1000 / step_ms) in tokens_per_s's place, and its
+// ranks from results.json.
 struct RunThroughput {
   int ranks = 1;
   double tokens_per_s = 0;
