@@ -1,0 +1,50 @@
+// RiskConfig: the [risk] and [risk.market] keys of `crucible sim risk`
+// (docs/sim/risk.md). A plain value type; risk_fields binds the keys to the
+// members for runtime's TOML parser, validate_risk refuses impossible values
+// with one "[config] risk.key: why" line. The portfolio itself (a CSV file or
+// the rows of risk.instruments) is checked by the factory (risk.h), which
+// reads it.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/config_field.h"
+#include "core/status.h"
+
+namespace crucible::sim::risk {
+
+// At most this many equity factors (a scenario's factor vector lives on the stack).
+inline constexpr int kMaxEquities = 64;
+
+struct RiskConfig {
+  // ---- [risk] ----
+  int64_t scenarios = 1000000;  // Monte Carlo scenarios in all
+  int64_t batch = 20000;        // scenarios per step (the last step may hold fewer)
+  double horizon_days = 10;     // risk horizon, trading days (252 a year)
+  config::DoubleList var_levels = {0.99, 0.999};  // VaR / ES confidence levels, each in (0, 1)
+  std::string copula = "gaussian";  // dependence of the factor moves: "gaussian" | "student"
+  int dof = 4;                      // degrees of freedom of the Student-t copula (copula = "student")
+  std::string returns = "log";      // equity moves over the horizon: "log" (GBM) | "simple" (S0 (1 + mu h + sigma sqrt(h) Z))
+  double tail_sigmas = 5;           // importance-sampled tail: P(loss > tail_sigmas * delta-normal sigma); 0: off
+  std::string portfolio;            // CSV file of instruments; empty: the rows of risk.instruments
+  config::StringList instruments;   // CSV rows "kind,underlying,quantity,strike,maturity,fixings" (no header)
+  // ---- [risk.market] ---- factors: the equities of `names`, then the short rate
+  config::StringList names = {"SPX", "SX5E", "NKY"};  // equity factor names (instruments' underlying)
+  config::DoubleList spots = {100, 100, 100};         // equity spot prices, currency units
+  config::DoubleList vols = {0.2, 0.2, 0.2};          // equity vols, per sqrt(year) (also the pricing vols)
+  config::DoubleList drifts;  // real-world equity drifts, per year; empty: each equals the rate
+  double rate = 0.03;         // flat continuously compounded zero rate, per year
+  double rate_vol = 0.01;     // normal vol of the rate, absolute per sqrt(year); 0: the rate is fixed
+  // Row-major correlation of the factor moves: (n+1)^2 values over the names
+  // then the rate, or n^2 over the names alone (the rate then independent).
+  config::DoubleList correlation = {1, 0.6, 0.4, 0.6, 1, 0.5, 0.4, 0.5, 1};
+};
+
+std::vector<config::Field> risk_fields(RiskConfig& c);
+Status validate_risk(const RiskConfig& c);
+
+// The horizon in years.
+inline double horizon_years(const RiskConfig& c) { return c.horizon_days / 252.0; }
+
+}  // namespace crucible::sim::risk
