@@ -17,28 +17,46 @@ namespace crucible::sim::risk {
 // At most this many equity factors (a scenario's factor vector lives on the stack).
 inline constexpr int kMaxEquities = 64;
 
+// The defaults are configs/sim/risk.toml's: a small multi-asset book.
 struct RiskConfig {
   // ---- [risk] ----
-  int64_t scenarios = 1000000;  // Monte Carlo scenarios in all
-  int64_t batch = 20000;        // scenarios per step (the last step may hold fewer)
+  int64_t scenarios = 2000000;  // Monte Carlo scenarios in all
+  int64_t batch = 50000;        // scenarios per step (the last step may hold fewer)
   double horizon_days = 10;     // risk horizon, trading days (252 a year)
   config::DoubleList var_levels = {0.99, 0.999};  // VaR / ES confidence levels, each in (0, 1)
   std::string copula = "gaussian";  // dependence of the factor moves: "gaussian" | "student"
   int dof = 4;                      // degrees of freedom of the Student-t copula (copula = "student")
-  std::string returns = "log";      // equity moves over the horizon: "log" (GBM) | "simple" (S0 (1 + mu h + sigma sqrt(h) Z))
+  std::string returns = "log";      // equity moves: "log" (GBM) | "simple" (S0 (1 + mu h + sigma sqrt(h) Z))
   double tail_sigmas = 5;           // importance-sampled tail: P(loss > tail_sigmas * delta-normal sigma); 0: off
-  std::string portfolio;            // CSV file of instruments; empty: the rows of risk.instruments
-  config::StringList instruments;   // CSV rows "kind,underlying,quantity,strike,maturity,fixings" (no header)
+  std::string portfolio;            // CSV file of instruments (portfolio.h); set, it wins over risk.instruments
+  // CSV rows "kind,underlying,quantity,strike,maturity,fixings" (no header).
+  config::StringList instruments = {
+      "equity,SPX,20000",
+      "equity,SX5E,15000",
+      "equity,NKY,10000",
+      "european_call,SPX,-20000,110,0.25",
+      "european_put,SPX,20000,90,0.5",
+      "european_put,SX5E,-10000,85,1",
+      "european_call,NKY,5000,100,2",
+      "asian_call,NKY,8000,100,1,12",
+      "asian_put,SX5E,6000,100,0.5,6",
+      "asian_call,SPX,-4000,105,2,24",
+      "zero_bond,,2000000,,2",
+      "zero_bond,,3000000,,10",
+  };
   // ---- [risk.market] ---- factors: the equities of `names`, then the short rate
   config::StringList names = {"SPX", "SX5E", "NKY"};  // equity factor names (instruments' underlying)
   config::DoubleList spots = {100, 100, 100};         // equity spot prices, currency units
-  config::DoubleList vols = {0.2, 0.2, 0.2};          // equity vols, per sqrt(year) (also the pricing vols)
-  config::DoubleList drifts;  // real-world equity drifts, per year; empty: each equals the rate
-  double rate = 0.03;         // flat continuously compounded zero rate, per year
-  double rate_vol = 0.01;     // normal vol of the rate, absolute per sqrt(year); 0: the rate is fixed
+  config::DoubleList vols = {0.18, 0.22, 0.25};       // equity vols, per sqrt(year) (also the pricing vols)
+  config::DoubleList drifts = {0.06, 0.05, 0.05};     // real-world equity drifts, per year; empty: each = rate
+  double rate = 0.03;      // flat continuously compounded zero rate, per year
+  double rate_vol = 0.01;  // normal vol of the rate, absolute per sqrt(year); 0: the rate is fixed
   // Row-major correlation of the factor moves: (n+1)^2 values over the names
   // then the rate, or n^2 over the names alone (the rate then independent).
-  config::DoubleList correlation = {1, 0.6, 0.4, 0.6, 1, 0.5, 0.4, 0.5, 1};
+  config::DoubleList correlation = {1.0,  0.7,  0.5,  -0.2,  //
+                                    0.7,  1.0,  0.5,  -0.2,  //
+                                    0.5,  0.5,  1.0,  -0.1,  //
+                                    -0.2, -0.2, -0.1, 1.0};
 };
 
 std::vector<config::Field> risk_fields(RiskConfig& c);

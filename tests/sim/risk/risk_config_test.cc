@@ -134,6 +134,12 @@ TEST(RiskConfig, DefaultConfigAndExamplePortfolioAreValid) {
         }
   EXPECT_EQ(refusal(c), "");
   EXPECT_GE(c.instruments.size(), 6u);
+  // RiskConfig's defaults are the file's values, key by key.
+  RiskConfig defaults;
+  const std::vector<config::Field> mine = risk_fields(c), theirs = risk_fields(defaults);
+  for (size_t i = 0; i < mine.size(); ++i)
+    std::visit([&](auto* p) { EXPECT_EQ(*p, *std::get<decltype(p)>(theirs[i].target)) << mine[i].key; },
+               mine[i].target);
   c.portfolio = CRUCIBLE_SOURCE_DIR "/configs/sim/risk_portfolio.csv";
   EXPECT_EQ(refusal(c), "");
 }

@@ -11,12 +11,19 @@
 
 namespace crucible::sim::risk::testing {
 
-// Three equities, the rate, one instrument of every kind; `scenarios` in
+// Three equities, the rate, one instrument of every kind (independent of
+// RiskConfig's defaults); `scenarios` in
 // batches of `batch`.
 inline RiskConfig mixed_book(int64_t scenarios, int64_t batch) {
   RiskConfig c;
   c.scenarios = scenarios;
   c.batch = batch;
+  c.names = {"SPX", "SX5E", "NKY"};
+  c.spots = {100, 100, 100};
+  c.vols = {0.2, 0.2, 0.2};
+  c.drifts = {};  // the rate
+  c.rate = 0.03;
+  c.rate_vol = 0.01;
   c.correlation = {1, 0.6, 0.4, -0.2, 0.6, 1, 0.5, -0.1, 0.4, 0.5, 1, 0, -0.2, -0.1, 0, 1};
   c.instruments = {"equity,SPX,1000",        "european_call,SX5E,-500,105,0.5",
                    "european_put,SPX,800,90,1",   "asian_call,NKY,400,100,1,12",
