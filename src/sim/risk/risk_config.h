@@ -20,7 +20,7 @@ inline constexpr int kMaxEquities = 64;
 // The defaults are configs/sim/risk.toml's: a small multi-asset book.
 struct RiskConfig {
   // ---- [risk] ----
-  int64_t scenarios = 2000000;  // Monte Carlo scenarios in all
+  int64_t scenarios = 4000000;  // Monte Carlo scenarios in all
   int64_t batch = 50000;        // scenarios per step (the last step may hold fewer)
   double horizon_days = 10;     // risk horizon, trading days (252 a year)
   config::DoubleList var_levels = {0.99, 0.999};  // VaR / ES confidence levels, each in (0, 1)
