@@ -24,7 +24,7 @@ struct RiskConfig {
   int64_t batch = 50000;        // scenarios per step (the last step may hold fewer)
   double horizon_days = 10;     // risk horizon, trading days (252 a year)
   config::DoubleList var_levels = {0.99, 0.999};  // VaR / ES confidence levels, each in (0, 1)
-  std::string copula = "gaussian";  // dependence of the factor moves: "gaussian" | "student"
+  std::string copula = "student";   // dependence of the factor moves: "gaussian" | "student"
   int dof = 4;                      // degrees of freedom of the Student-t copula (copula = "student")
   std::string returns = "log";      // equity moves: "log" (GBM) | "simple" (S0 (1 + mu h + sigma sqrt(h) Z))
   double tail_sigmas = 5;           // importance-sampled tail: P(loss > tail_sigmas * delta-normal sigma); 0: off

@@ -18,6 +18,7 @@ inline RiskConfig mixed_book(int64_t scenarios, int64_t batch) {
   RiskConfig c;
   c.scenarios = scenarios;
   c.batch = batch;
+  c.copula = "gaussian";
   c.names = {"SPX", "SX5E", "NKY"};
   c.spots = {100, 100, 100};
   c.vols = {0.2, 0.2, 0.2};

@@ -30,6 +30,7 @@ TEST(RiskVar, LinearGaussianPortfolioMatchesClosedForm) {
   c.scenarios = 200000;
   c.batch = 50000;
   c.returns = "simple";
+  c.copula = "gaussian";
   c.rate_vol = 0;
   c.spots = {100, 50, 200};
   c.vols = {0.2, 0.3, 0.15};
