@@ -37,8 +37,8 @@
 #include <ql/time/daycounters/actual365fixed.hpp>
 
 #include "comm/comm.h"
-#include "sim/risk/risk.h"
 #include "sim/risk/estimators.h"
+#include "sim/risk/risk.h"
 #include "sim/risk/scenario_engine.h"
 
 namespace ql = QuantLib;
@@ -79,20 +79,22 @@ struct QlBook {
   std::vector<ql::ext::shared_ptr<ql::SimpleQuote>> spot;
   ql::ext::shared_ptr<ql::SimpleQuote> rate = ql::ext::make_shared<ql::SimpleQuote>(0.0);
   std::vector<ql::ext::shared_ptr<ql::BlackScholesProcess>> process;
-  std::vector<std::pair<double, ql::ext::shared_ptr<ql::Instrument>>> items;  // (quantity, instrument)
-  std::vector<double> equity_qty;                                              // (n) plain equity holdings
+  std::vector<std::pair<double, ql::ext::shared_ptr<ql::Instrument>>>
+      items;                       // (quantity, instrument)
+  std::vector<double> equity_qty;  // (n) plain equity holdings
 
   QlBook(const RiskConfig& c, const Portfolio& book, int horizon_days, bool mc_asians) {
     horizon = today + horizon_days;
     ql::Settings::instance().evaluationDate() = horizon;
-    ql::Handle<ql::YieldTermStructure> curve(
-        ql::ext::make_shared<ql::FlatForward>(horizon, ql::Handle<ql::Quote>(rate), dc, ql::Continuous));
+    ql::Handle<ql::YieldTermStructure> curve(ql::ext::make_shared<ql::FlatForward>(
+        horizon, ql::Handle<ql::Quote>(rate), dc, ql::Continuous));
     equity_qty.assign(c.names.size(), 0.0);
     for (size_t i = 0; i < c.names.size(); ++i) {
       spot.push_back(ql::ext::make_shared<ql::SimpleQuote>(c.spots[i]));
       ql::Handle<ql::BlackVolTermStructure> vol(
           ql::ext::make_shared<ql::BlackConstantVol>(horizon, ql::NullCalendar(), c.vols[i], dc));
-      process.push_back(ql::ext::make_shared<ql::BlackScholesProcess>(ql::Handle<ql::Quote>(spot[i]), curve, vol));
+      process.push_back(ql::ext::make_shared<ql::BlackScholesProcess>(
+          ql::Handle<ql::Quote>(spot[i]), curve, vol));
     }
     for (const Instrument& in : book.instruments()) {
       const ql::Date maturity = today + int(std::lround(in.maturity * 365));
@@ -104,7 +106,8 @@ struct QlBook {
         case Kind::kEuropeanCall:
         case Kind::kEuropeanPut: {
           auto o = ql::ext::make_shared<ql::VanillaOption>(
-              ql::ext::make_shared<ql::PlainVanillaPayoff>(in.kind == Kind::kEuropeanCall ? ql::Option::Call : ql::Option::Put, in.strike),
+              ql::ext::make_shared<ql::PlainVanillaPayoff>(
+                  in.kind == Kind::kEuropeanCall ? ql::Option::Call : ql::Option::Put, in.strike),
               ql::ext::make_shared<ql::EuropeanExercise>(maturity));
           o->setPricingEngine(ql::ext::make_shared<ql::AnalyticEuropeanEngine>(process[in.factor]));
           inst = o;
@@ -117,20 +120,24 @@ struct QlBook {
           for (int k = 1; k <= in.fixings; ++k) fixings.push_back(today + step * k);
           auto o = ql::ext::make_shared<ql::DiscreteAveragingAsianOption>(
               ql::Average::Arithmetic, 0.0, 0, fixings,
-              ql::ext::make_shared<ql::PlainVanillaPayoff>(in.kind == Kind::kAsianCall ? ql::Option::Call : ql::Option::Put, in.strike),
+              ql::ext::make_shared<ql::PlainVanillaPayoff>(
+                  in.kind == Kind::kAsianCall ? ql::Option::Call : ql::Option::Put, in.strike),
               ql::ext::make_shared<ql::EuropeanExercise>(fixings.back()));
           if (mc_asians)
-            o->setPricingEngine(ql::MakeMCDiscreteArithmeticAPEngine<ql::PseudoRandom>(process[in.factor])
-                                    .withSamples(2000)
-                                    .withControlVariate(true)
-                                    .withSeed(42));
+            o->setPricingEngine(
+                ql::MakeMCDiscreteArithmeticAPEngine<ql::PseudoRandom>(process[in.factor])
+                    .withSamples(2000)
+                    .withControlVariate(true)
+                    .withSeed(42));
           else
-            o->setPricingEngine(ql::ext::make_shared<ql::TurnbullWakemanAsianEngine>(process[in.factor]));
+            o->setPricingEngine(
+                ql::ext::make_shared<ql::TurnbullWakemanAsianEngine>(process[in.factor]));
           inst = o;
           break;
         }
         case Kind::kZeroBond: {
-          auto b = ql::ext::make_shared<ql::ZeroCouponBond>(0, ql::NullCalendar(), 1.0, maturity, ql::Unadjusted, 100.0, today);
+          auto b = ql::ext::make_shared<ql::ZeroCouponBond>(0, ql::NullCalendar(), 1.0, maturity,
+                                                            ql::Unadjusted, 100.0, today);
           b->setPricingEngine(ql::ext::make_shared<ql::DiscountingBondEngine>(curve));
           inst = b;
           break;
@@ -157,8 +164,9 @@ struct QlBook {
 int main(int argc, char** argv) {
   const int64_t n = argc > 1 ? std::atoll(argv[1]) : 200000;
   const int threads = omp_get_max_threads();
-  std::printf("sim_risk_bench: %lld scenarios, %d OpenMP threads (shared 2-core VM: figures are noisy)\n",
-              (long long)n, threads);
+  std::printf(
+      "sim_risk_bench: %lld scenarios, %d OpenMP threads (shared 2-core VM: figures are noisy)\n",
+      (long long)n, threads);
 
   // ---- 1. full revaluation, one core ----
   const RiskConfig c = whole_day_book();
@@ -167,7 +175,8 @@ int main(int argc, char** argv) {
   Result<Portfolio> book = Portfolio::parse(rows, "bench", false, c.names, horizon_years(c));
   Result<FactorModel> model = FactorModel::make(c, 1);
   if (!book.is_ok() || !model.is_ok()) {
-    std::fprintf(stderr, "%s%s\n", book.status().message().c_str(), model.status().message().c_str());
+    std::fprintf(stderr, "%s%s\n", book.status().message().c_str(),
+                 model.status().message().c_str());
     return 2;
   }
   ScenarioEngine engine(*model, *book);
@@ -181,7 +190,8 @@ int main(int argc, char** argv) {
   QlBook qlb(c, *book, 14, false);
   const int64_t n_ql = std::max<int64_t>(1, n / 10);
   std::vector<double> ours(n_ql), theirs(n_ql);
-  for (int64_t s = 0; s < n_ql; ++s) ours[s] = engine.value_today() - engine.crude_loss(uint64_t(s));
+  for (int64_t s = 0; s < n_ql; ++s)
+    ours[s] = engine.value_today() - engine.crude_loss(uint64_t(s));
   double r0 = 0;
   t0 = std::chrono::steady_clock::now();
   for (int64_t s = 0; s < n_ql; ++s) {  // the same draws and market states, repriced by QuantLib
@@ -202,23 +212,31 @@ int main(int argc, char** argv) {
   }
   const double t_mc = seconds_since(t0) / double(n_mc);
   std::printf("\n1. full revaluation of %zu instruments (%d Asian), scenarios/s on one core:\n",
-              book->instruments().size(), book->count(Kind::kAsianCall) + book->count(Kind::kAsianPut));
+              book->instruments().size(),
+              book->count(Kind::kAsianCall) + book->count(Kind::kAsianPut));
   std::printf("   crucible                          %12.0f\n", 1 / t_ours);
-  std::printf("   QuantLib analytic engines (TW)    %12.0f   crucible/QuantLib = %.1fx   (%lld scenarios)\n",
-              1 / t_ql_net, t_ql_net / t_ours, (long long)n_ql);
-  std::printf("   QuantLib MC engine for the Asians %12.1f   crucible/QuantLib = %.0fx   (%lld scenarios, 2000 paths each)\n",
-              1 / t_mc, t_mc / t_ours, (long long)n_mc);
-  std::printf("   largest |value difference| crucible vs QuantLib analytic: %.3g (book value %.6g)\n", max_diff,
-              engine.value_today());
+  std::printf(
+      "   QuantLib analytic engines (TW)    %12.0f   crucible/QuantLib = %.1fx   (%lld "
+      "scenarios)\n",
+      1 / t_ql_net, t_ql_net / t_ours, (long long)n_ql);
+  std::printf(
+      "   QuantLib MC engine for the Asians %12.1f   crucible/QuantLib = %.0fx   (%lld scenarios, "
+      "2000 paths each)\n",
+      1 / t_mc, t_mc / t_ours, (long long)n_mc);
+  std::printf(
+      "   largest |value difference| crucible vs QuantLib analytic: %.3g (book value %.6g)\n",
+      max_diff, engine.value_today());
 
   // ---- 2. importance sampling at 5 sigma, default book, one core ----
-  std::printf("\n2. importance sampling, P(loss > 5 delta-normal sigma), default book, one core:\n");
+  std::printf(
+      "\n2. importance sampling, P(loss > 5 delta-normal sigma), default book, one core:\n");
   for (const char* copula : {"gaussian", "student"}) {
     RiskConfig d;
     d.copula = copula;
     std::string drows;
     for (const std::string& r : d.instruments) drows += r + "\n";
-    ScenarioEngine e(*FactorModel::make(d, 1), *Portfolio::parse(drows, "default", false, d.names, horizon_years(d)));
+    ScenarioEngine e(*FactorModel::make(d, 1),
+                     *Portfolio::parse(drows, "default", false, d.names, horizon_years(d)));
     t0 = std::chrono::steady_clock::now();
     e.design(5);
     const double t_design = seconds_since(t0);
@@ -236,14 +254,18 @@ int main(int argc, char** argv) {
     const double t_is = seconds_since(t0) / double(n);
     const TailProbability tp = importance_estimate(sum, sum_sq, n);
     const double eq_cost = tp.vrf * t_c / t_is;
-    std::printf("   %-8s p = %.4g ± %.2g (IS, %lld samples; crude hits %lld), design %.3f s\n", copula, tp.p, tp.se,
-                (long long)n, (long long)crude_hits, t_design);
-    std::printf("            VRF per sample %.3g, t_crude/t_IS = %.2f, equal-accuracy cost ratio %.3g\n", tp.vrf,
-                t_c / t_is, eq_cost);
+    std::printf("   %-8s p = %.4g ± %.2g (IS, %lld samples; crude hits %lld), design %.3f s\n",
+                copula, tp.p, tp.se, (long long)n, (long long)crude_hits, t_design);
+    std::printf(
+        "            VRF per sample %.3g, t_crude/t_IS = %.2f, equal-accuracy cost ratio %.3g\n",
+        tp.vrf, t_c / t_is, eq_cost);
     if (tp.p > 0)
-      std::printf("            10%% relative error: crude needs %.3g scenarios (%.3g core-s), IS %.3g (%.3g core-s)\n",
-                  (1 - tp.p) / (tp.p * 0.01), (1 - tp.p) / (tp.p * 0.01) * t_c,
-                  (tp.se * tp.se * n) / (tp.p * tp.p * 0.01), (tp.se * tp.se * n) / (tp.p * tp.p * 0.01) * t_is);
+      std::printf(
+          "            10%% relative error: crude needs %.3g scenarios (%.3g core-s), IS %.3g "
+          "(%.3g core-s)\n",
+          (1 - tp.p) / (tp.p * 0.01), (1 - tp.p) / (tp.p * 0.01) * t_c,
+          (tp.se * tp.se * n) / (tp.p * tp.p * 0.01),
+          (tp.se * tp.se * n) / (tp.p * tp.p * 0.01) * t_is);
   }
 
   // ---- 3. the workload, all threads ----
@@ -261,8 +283,10 @@ int main(int argc, char** argv) {
   while ((*wl)->steps_done() < (*wl)->total_steps())
     if (!(*wl)->step().is_ok()) return 1;
   const double t_all = seconds_since(t0);
-  std::printf("\n3. workload (default book, %s copula, crude + IS per scenario, %d threads): %.0f scenarios/s, %.0f per thread\n",
-              w.copula.c_str(), threads, n / t_all, n / t_all / threads);
+  std::printf(
+      "\n3. workload (default book, %s copula, crude + IS per scenario, %d threads): %.0f "
+      "scenarios/s, %.0f per thread\n",
+      w.copula.c_str(), threads, n / t_all, n / t_all / threads);
   std::printf("   %s\n", (*wl)->progress().c_str());
   return sink == 42 ? 1 : 0;
 }

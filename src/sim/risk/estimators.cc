@@ -9,10 +9,13 @@ namespace crucible::sim::risk {
 namespace {
 constexpr double kZ95 = 1.959963984540054;
 // 1-based order-statistic index, clamped to [1, n].
-int64_t clamp_index(double j, int64_t n) { return std::min<int64_t>(n, std::max<int64_t>(1, int64_t(j))); }
+int64_t clamp_index(double j, int64_t n) {
+  return std::min<int64_t>(n, std::max<int64_t>(1, int64_t(j)));
+}
 }  // namespace
 
-std::vector<TailEstimate> estimate_tail(const double* loss, int64_t n, const std::vector<double>& levels,
+std::vector<TailEstimate> estimate_tail(const double* loss, int64_t n,
+                                        const std::vector<double>& levels,
                                         std::vector<double>* scratch) {
   std::vector<TailEstimate> out;
   if (n <= 0) return out;
@@ -23,7 +26,8 @@ std::vector<TailEstimate> estimate_tail(const double* loss, int64_t n, const std
   int64_t first = n;
   for (double a : levels) {
     const double na = double(n) * a, hw = kZ95 * std::sqrt(na * (1 - a));
-    Index ix{clamp_index(std::ceil(na), n), clamp_index(std::floor(na - hw), n), clamp_index(std::ceil(na + hw), n)};
+    Index ix{clamp_index(std::ceil(na), n), clamp_index(std::floor(na - hw), n),
+             clamp_index(std::ceil(na + hw), n)};
     idx.push_back(ix);
     first = std::min(first, ix.lo);
   }

@@ -26,7 +26,8 @@ struct TailEstimate {
 };
 
 // loss[0..n): the losses (unchanged); scratch: reused workspace.
-std::vector<TailEstimate> estimate_tail(const double* loss, int64_t n, const std::vector<double>& levels,
+std::vector<TailEstimate> estimate_tail(const double* loss, int64_t n,
+                                        const std::vector<double>& levels,
                                         std::vector<double>* scratch);
 
 // The importance-sampling estimate of P(loss > x) from n terms y_s (zero, or

@@ -48,7 +48,7 @@ Result<FactorModel> FactorModel::make(const RiskConfig& c, uint64_t seed) {
   std::vector<double> C(size_t(k) * k, 0.0);
   for (int i = 0; i < k; ++i)
     for (int j = 0; j < k; ++j)
-      C[i * k + j] = with_rate ? c.correlation[i * k + j]
+      C[i * k + j] = with_rate                ? c.correlation[i * k + j]
                      : (i < m.n_ && j < m.n_) ? c.correlation[i * m.n_ + j]
                                               : double(i == j);
   // LDL^T (no square roots), so that every pivot d_j can be computed and the
@@ -72,10 +72,11 @@ Result<FactorModel> FactorModel::make(const RiskConfig& c, uint64_t seed) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.3g", d[worst]);
     const std::string who = worst < m.n_ ? "'" + m.names_[worst] + "'" : "the rate";
-    return Status::invalid(std::string("[config] risk.market.correlation is ") +
-                           (std::fabs(d[worst]) < kMinPivot ? "singular" : "not positive definite") +
-                           ": smallest Cholesky pivot " + buf + " at factor " + std::to_string(worst) + " (" + who +
-                           "); every pivot must exceed 1e-10");
+    return Status::invalid(
+        std::string("[config] risk.market.correlation is ") +
+        (std::fabs(d[worst]) < kMinPivot ? "singular" : "not positive definite") +
+        ": smallest Cholesky pivot " + buf + " at factor " + std::to_string(worst) + " (" + who +
+        "); every pivot must exceed 1e-10");
   }
   m.chol_.assign(size_t(k) * k, 0.0);
   for (int i = 0; i < k; ++i)
@@ -128,7 +129,8 @@ void FactorModel::state(const double* z, double* S, double* r, bool gaussian_onl
     for (int i = 0; i < k; ++i) {
       const double t = xs[i] * scale;
       // Through the smaller tail, so that no probability rounds to 1.
-      xs[i] = t > 0 ? -norm_inv(student_t_upper_tail(t, dof_)) : norm_inv(student_t_upper_tail(-t, dof_));
+      xs[i] = t > 0 ? -norm_inv(student_t_upper_tail(t, dof_))
+                    : norm_inv(student_t_upper_tail(-t, dof_));
     }
   }
   const double sqh = std::sqrt(h_);

@@ -27,7 +27,12 @@
 namespace crucible::sim::risk {
 
 // Streams of a scenario's draws.
-enum Stream : uint32_t { kCrudeStream = 0, kImportanceStream = 1, kMixtureStream = 2, kPilotStream = 16 };
+enum Stream : uint32_t {
+  kCrudeStream = 0,
+  kImportanceStream = 1,
+  kMixtureStream = 2,
+  kPilotStream = 16
+};
 
 class FactorModel {
  public:

@@ -16,9 +16,12 @@ struct KindName {
   const char* name;
   Kind kind;
 };
-constexpr KindName kKinds[] = {{"equity", Kind::kEquity},          {"european_call", Kind::kEuropeanCall},
-                               {"european_put", Kind::kEuropeanPut}, {"asian_call", Kind::kAsianCall},
-                               {"asian_put", Kind::kAsianPut},       {"zero_bond", Kind::kZeroBond}};
+constexpr KindName kKinds[] = {{"equity", Kind::kEquity},
+                               {"european_call", Kind::kEuropeanCall},
+                               {"european_put", Kind::kEuropeanPut},
+                               {"asian_call", Kind::kAsianCall},
+                               {"asian_put", Kind::kAsianPut},
+                               {"zero_bond", Kind::kZeroBond}};
 
 std::string trim(const std::string& s) {
   size_t a = s.find_first_not_of(" \t\r"), b = s.find_last_not_of(" \t\r");
@@ -30,7 +33,8 @@ std::vector<std::string> split_csv(const std::string& line) {
   size_t start = 0;
   for (;;) {
     size_t comma = line.find(',', start);
-    out.push_back(trim(line.substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
+    out.push_back(
+        trim(line.substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
     if (comma == std::string::npos) return out;
     start = comma + 1;
   }
@@ -71,25 +75,28 @@ Result<Instrument> parse_row(const std::vector<std::string>& row, const std::str
     if (row[1].empty()) return Status::invalid(where + "missing field 'underlying' for " + kind);
     for (size_t i = 0; i < names.size(); ++i)
       if (names[i] == row[1]) in.factor = int(i);
-    if (in.factor < 0) return Status::invalid(where + "underlying '" + row[1] + "' is not in risk.market.names");
+    if (in.factor < 0)
+      return Status::invalid(where + "underlying '" + row[1] + "' is not in risk.market.names");
   }
   if (in.kind == Kind::kEquity) return in;
   const bool option = in.kind != Kind::kZeroBond;
   if (option) {
     CRUCIBLE_RETURN_IF_ERROR(number(row, 3, where, &in.strike));
-    if (!(in.strike > 0)) return Status::invalid(where + "strike must be > 0, got " + num(in.strike));
+    if (!(in.strike > 0))
+      return Status::invalid(where + "strike must be > 0, got " + num(in.strike));
   }
   CRUCIBLE_RETURN_IF_ERROR(number(row, 4, where, &in.maturity));
-  if (!(in.maturity > 0)) return Status::invalid(where + "maturity must be > 0 years, got " + num(in.maturity));
+  if (!(in.maturity > 0))
+    return Status::invalid(where + "maturity must be > 0 years, got " + num(in.maturity));
   if (!(in.maturity > horizon))
-    return Status::invalid(where + "maturity " + num(in.maturity) + " years ends within the risk horizon (" +
-                           num(horizon) + " years)");
+    return Status::invalid(where + "maturity " + num(in.maturity) +
+                           " years ends within the risk horizon (" + num(horizon) + " years)");
   if (in.kind == Kind::kAsianCall || in.kind == Kind::kAsianPut) {
     double n = 0;
     CRUCIBLE_RETURN_IF_ERROR(number(row, 5, where, &n));
     if (n < 1 || n > kMaxFixings || n != std::floor(n))
-      return Status::invalid(where + "fixings must be a whole number in [1, " + std::to_string(kMaxFixings) +
-                             "], got " + row[5]);
+      return Status::invalid(where + "fixings must be a whole number in [1, " +
+                             std::to_string(kMaxFixings) + "], got " + row[5]);
     in.fixings = int(n);
     if (!(in.maturity / in.fixings > horizon))
       return Status::invalid(where + "first fixing at " + num(in.maturity / in.fixings) +
@@ -119,7 +126,8 @@ Result<Portfolio> Portfolio::parse(const std::string& text, const std::string& s
     pos = nl == std::string::npos ? text.size() + 1 : nl + 1;
     if (size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
     if (trim(line).empty()) continue;
-    const std::string where = "[sim] " + source + (header ? ":" : " row ") + std::to_string(lineno) + ": ";
+    const std::string where =
+        "[sim] " + source + (header ? ":" : " row ") + std::to_string(lineno) + ": ";
     std::vector<std::string> cells = split_csv(line);
     if (need_header) {
       need_header = false;
@@ -128,17 +136,22 @@ Result<Portfolio> Portfolio::parse(const std::string& text, const std::string& s
       for (int i = 0; i < width; ++i) {
         int c = 0;
         while (c < 6 && cells[i] != kColumns[c]) ++c;
-        if (c == 6) return Status::invalid(where + "unknown column '" + cells[i] + "' (columns: kind, underlying, quantity, strike, maturity, fixings)");
-        if (order[c] >= 0) return Status::invalid(where + "column '" + cells[i] + "' appears twice");
+        if (c == 6)
+          return Status::invalid(
+              where + "unknown column '" + cells[i] +
+              "' (columns: kind, underlying, quantity, strike, maturity, fixings)");
+        if (order[c] >= 0)
+          return Status::invalid(where + "column '" + cells[i] + "' appears twice");
         order[c] = i;
       }
       for (int c : {0, 2})
-        if (order[c] < 0) return Status::invalid(where + "the header lacks the column '" + kColumns[c] + "'");
+        if (order[c] < 0)
+          return Status::invalid(where + "the header lacks the column '" + kColumns[c] + "'");
       continue;
     }
     if (int(cells.size()) > width)
-      return Status::invalid(where + std::to_string(cells.size()) + " fields, more than the " + std::to_string(width) +
-                             " columns");
+      return Status::invalid(where + std::to_string(cells.size()) + " fields, more than the " +
+                             std::to_string(width) + " columns");
     std::vector<std::string> row(6);
     for (int c = 0; c < 6; ++c)
       if (order[c] >= 0 && order[c] < int(cells.size())) row[c] = cells[order[c]];
@@ -146,7 +159,8 @@ Result<Portfolio> Portfolio::parse(const std::string& text, const std::string& s
     if (!in.is_ok()) return in.status();
     p.items_.push_back(*in);
   }
-  if (p.items_.empty()) return Status::invalid("[sim] " + source + ": the portfolio holds no instruments");
+  if (p.items_.empty())
+    return Status::invalid("[sim] " + source + ": the portfolio holds no instruments");
   return p;
 }
 
@@ -161,14 +175,14 @@ double Portfolio::value(const double* S, double r, const double* vol, double t) 
         break;
       case Kind::kEuropeanCall:
       case Kind::kEuropeanPut:
-        price = black_scholes(in.kind == Kind::kEuropeanCall, S[in.factor], in.strike, r, vol[in.factor],
-                              in.maturity - t);
+        price = black_scholes(in.kind == Kind::kEuropeanCall, S[in.factor], in.strike, r,
+                              vol[in.factor], in.maturity - t);
         break;
       case Kind::kAsianCall:
       case Kind::kAsianPut:
         for (int k = 0; k < in.fixings; ++k) tau[k] = in.maturity * (k + 1) / in.fixings - t;
-        price = asian_turnbull_wakeman(in.kind == Kind::kAsianCall, S[in.factor], in.strike, r, vol[in.factor], tau,
-                                       in.fixings);
+        price = asian_turnbull_wakeman(in.kind == Kind::kAsianCall, S[in.factor], in.strike, r,
+                                       vol[in.factor], tau, in.fixings);
         break;
       case Kind::kZeroBond:
         price = zero_bond(r, in.maturity - t);

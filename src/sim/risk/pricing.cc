@@ -49,8 +49,8 @@ double beta_continued_fraction(double a, double b, double x) {
 double incomplete_beta(double a, double b, double x) {
   if (x <= 0) return 0;
   if (x >= 1) return 1;
-  const double front =
-      std::exp(log_gamma(a + b) - log_gamma(a) - log_gamma(b) + a * std::log(x) + b * std::log1p(-x));
+  const double front = std::exp(log_gamma(a + b) - log_gamma(a) - log_gamma(b) + a * std::log(x) +
+                                b * std::log1p(-x));
   if (x < (a + 1) / (a + b + 2)) return front * beta_continued_fraction(a, b, x) / a;
   return 1 - front * beta_continued_fraction(b, a, 1 - x) / b;
 }
@@ -59,14 +59,17 @@ double incomplete_beta(double a, double b, double x) {
 double norm_cdf(double x) { return 0.5 * std::erfc(-x / kSqrt2); }
 
 double norm_inv(double p) {
-  static constexpr double a[6] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
-                                  1.383577518672690e+02,  -3.066479806614716e+01, 2.506628277459239e+00};
-  static constexpr double b[5] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
-                                  6.680131188771972e+01,  -1.328068155288572e+01};
-  static constexpr double c[6] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
-                                  -2.549732539343734e+00, 4.374664141464968e+00,  2.938163982698783e+00};
-  static constexpr double d[4] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
-                                  3.754408661907416e+00};
+  static constexpr double a[6] = {-3.969683028665376e+01, 2.209460984245205e+02,
+                                  -2.759285104469687e+02, 1.383577518672690e+02,
+                                  -3.066479806614716e+01, 2.506628277459239e+00};
+  static constexpr double b[5] = {-5.447609879822406e+01, 1.615858368580409e+02,
+                                  -1.556989798598866e+02, 6.680131188771972e+01,
+                                  -1.328068155288572e+01};
+  static constexpr double c[6] = {-7.784894002430293e-03, -3.223964580411365e-01,
+                                  -2.400758277161838e+00, -2.549732539343734e+00,
+                                  4.374664141464968e+00,  2.938163982698783e+00};
+  static constexpr double d[4] = {7.784695709041462e-03, 3.224671290700398e-01,
+                                  2.445134137142996e+00, 3.754408661907416e+00};
   constexpr double p_low = 0.02425;
   if (!(p > 0)) return -INFINITY;
   if (!(p < 1)) return INFINITY;
@@ -117,7 +120,8 @@ double black_scholes(bool call, double S, double K, double r, double sigma, doub
   return df * (K * norm_cdf(-d2) - F * norm_cdf(-d1));
 }
 
-double asian_turnbull_wakeman(bool call, double S, double K, double r, double sigma, const double* tau, int n) {
+double asian_turnbull_wakeman(bool call, double S, double K, double r, double sigma,
+                              const double* tau, int n) {
   // Moments of A = (1/n) sum_i S(tau_i) under the risk-neutral measure:
   //   M1 = (1/n) sum_i F_i,  F_i = S e^{r tau_i}
   //   M2 = (1/n^2) sum_ij F_i F_j e^{sigma^2 min(tau_i, tau_j)}

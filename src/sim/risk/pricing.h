@@ -34,7 +34,8 @@ double black_scholes(bool call, double S, double K, double r, double sigma, doub
 
 // Discrete arithmetic-average price option: the average of S at the n fixing
 // times tau[0..n) (all > 0, increasing), paid at tau[n-1]; Turnbull-Wakeman.
-double asian_turnbull_wakeman(bool call, double S, double K, double r, double sigma, const double* tau, int n);
+double asian_turnbull_wakeman(bool call, double S, double K, double r, double sigma,
+                              const double* tau, int n);
 
 // Price of a zero-coupon bond paying 1 at T.
 double zero_bond(double r, double T);

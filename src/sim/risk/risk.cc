@@ -39,8 +39,11 @@ class RiskWorkload final : public Workload {
     const int P = comm_.size(), q = comm_.rank();
     const int64_t share = (nb + P - 1) / P;  // scenarios per rank (the last ranks may hold fewer)
     const int64_t lo = std::min(nb, q * share), hi = std::min(nb, lo + share);
-    // mine: (2, share) -- row 0 losses, row 1 IS terms, zero-padded.
-    std::vector<double> mine(size_t(2 * share), 0.0), all(size_t(2 * share) * P);
+    // mine: (2, share) -- row 0 losses, row 1 IS terms, zero-padded; all: (P, 2, share).
+    std::vector<double>& mine = mine_;
+    std::vector<double>& all = all_;
+    mine.assign(size_t(2 * share), 0.0);
+    all.resize(size_t(2 * share) * P);
     {
       trace::Scope scope("scenarios", "sim");
       const bool tail = engine_.has_tail();
@@ -53,7 +56,8 @@ class RiskWorkload final : public Workload {
     }
     {
       trace::Scope scope("gather", "sim");
-      CRUCIBLE_RETURN_IF_ERROR(comm_.allgather_bytes(mine.data(), mine.size() * sizeof(double), all.data()));
+      CRUCIBLE_RETURN_IF_ERROR(
+          comm_.allgather_bytes(mine.data(), mine.size() * sizeof(double), all.data()));
     }
     trace::Scope scope("estimate", "sim");
     for (int64_t i = 0; i < nb; ++i) {  // scenario order
@@ -93,10 +97,11 @@ class RiskWorkload final : public Workload {
     const TailEstimate& e = est_.front();
     char buf[160];
     int n = std::snprintf(buf, sizeof buf, "VaR%s %s ±%.1f%% ES %s", level_tag(e.level).c_str(),
-                          short_number(e.var).c_str(), e.var != 0 ? 100 * e.var_se / std::fabs(e.var) : 0.0,
+                          short_number(e.var).c_str(),
+                          e.var != 0 ? 100 * e.var_se / std::fabs(e.var) : 0.0,
                           short_number(e.es).c_str());
     if (engine_.has_tail() && n > 0 && n < int(sizeof buf))
-      std::snprintf(buf + n, sizeof buf - n, " | P(L>%gσ) %.2e ±%.0f%%", cfg_.tail_sigmas, tail_.p,
+      std::snprintf(buf + n, sizeof buf - n, " | P(L>%gσ) %.2e ±%.1f%%", cfg_.tail_sigmas, tail_.p,
                     tail_.p > 0 ? 100 * tail_.se / tail_.p : 0.0);
     return buf;
   }
@@ -112,8 +117,8 @@ class RiskWorkload final : public Workload {
 
   Status load(const State& state, int64_t step) override {
     if (step < 0 || step > total_)
-      return Status::corrupt("[sim] risk checkpoint at step " + std::to_string(step) + " is outside 0.." +
-                             std::to_string(total_));
+      return Status::corrupt("[sim] risk checkpoint at step " + std::to_string(step) +
+                             " is outside 0.." + std::to_string(total_));
     const size_t n = size_t(std::min<int64_t>(step * cfg_.batch, cfg_.scenarios));
     std::vector<double> loss, acc;
     CRUCIBLE_RETURN_IF_ERROR(unpack_f64(state, "loss", n, &loss));
@@ -128,8 +133,10 @@ class RiskWorkload final : public Workload {
 
   Result<nlohmann::json> finish(const std::string& run_dir) override {
     refresh();
-    const nlohmann::json summary = risk_summary(cfg_, engine_, est_, tail_, int64_t(acc_[kIsHits]), loss_);
-    if (comm_.rank() == 0) CRUCIBLE_RETURN_IF_ERROR(write_risk_files(run_dir, engine_, est_, loss_));
+    const nlohmann::json summary =
+        risk_summary(cfg_, engine_, est_, tail_, int64_t(acc_[kIsHits]), loss_);
+    if (comm_.rank() == 0)
+      CRUCIBLE_RETURN_IF_ERROR(write_risk_files(run_dir, engine_, est_, loss_));
     return summary;
   }
 
@@ -146,22 +153,26 @@ class RiskWorkload final : public Workload {
   comm::Comm& comm_;
   ScenarioEngine engine_;
   int64_t total_ = 0, done_ = 0;
-  std::vector<double> loss_;  // (scenarios done) in scenario order
-  std::vector<double> acc_;   // (kAccCount)
-  std::vector<double> scratch_;
+  std::vector<double> loss_;        // (scenarios done) in scenario order
+  std::vector<double> acc_;         // (kAccCount)
+  std::vector<double> scratch_;     // estimate_tail's workspace
+  std::vector<double> mine_, all_;  // step()'s gather buffers, kept between steps
   std::vector<TailEstimate> est_;
   TailProbability tail_;
 };
 }  // namespace
 
-Result<std::unique_ptr<Workload>> make_risk_workload(const RiskConfig& c, comm::Comm& comm, uint64_t seed) {
+Result<std::unique_ptr<Workload>> make_risk_workload(const RiskConfig& c, comm::Comm& comm,
+                                                     uint64_t seed) {
   CRUCIBLE_RETURN_IF_ERROR(validate_risk(c));
   const double h = horizon_years(c);
-  Result<Portfolio> book = Status::invalid("[config] risk.instruments: no rows and no risk.portfolio file");
+  Result<Portfolio> book =
+      Status::invalid("[config] risk.instruments: no rows and no risk.portfolio file");
   if (!c.portfolio.empty()) {
     Result<std::string> text = read_file(c.portfolio);
     if (!text.is_ok())
-      return Status::invalid("[config] risk.portfolio: cannot read '" + c.portfolio + "': " + text.status().message());
+      return Status::invalid("[config] risk.portfolio: cannot read '" + c.portfolio +
+                             "': " + text.status().message());
     book = Portfolio::parse(*text, c.portfolio, true, c.names, h);
   } else if (!c.instruments.empty()) {
     std::string rows;

@@ -23,6 +23,7 @@ namespace crucible::sim {
 // Validates the config and the portfolio it names (file or rows), factors
 // the correlation and designs the importance sampling. Bad input: one
 // Status::invalid line naming the key, file:line or row; nothing written.
-Result<std::unique_ptr<Workload>> make_risk_workload(const risk::RiskConfig& c, comm::Comm& comm, uint64_t seed);
+Result<std::unique_ptr<Workload>> make_risk_workload(const risk::RiskConfig& c, comm::Comm& comm,
+                                                     uint64_t seed);
 
 }  // namespace crucible::sim

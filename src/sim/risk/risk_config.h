@@ -24,11 +24,14 @@ struct RiskConfig {
   int64_t batch = 50000;        // scenarios per step (the last step may hold fewer)
   double horizon_days = 10;     // risk horizon, trading days (252 a year)
   config::DoubleList var_levels = {0.99, 0.999};  // VaR / ES confidence levels, each in (0, 1)
-  std::string copula = "student";   // dependence of the factor moves: "gaussian" | "student"
-  int dof = 4;                      // degrees of freedom of the Student-t copula (copula = "student")
-  std::string returns = "log";      // equity moves: "log" (GBM) | "simple" (S0 (1 + mu h + sigma sqrt(h) Z))
-  double tail_sigmas = 5;           // importance-sampled tail: P(loss > tail_sigmas * delta-normal sigma); 0: off
-  std::string portfolio;            // CSV file of instruments (portfolio.h); set, it wins over risk.instruments
+  std::string copula = "student";  // dependence of the factor moves: "gaussian" | "student"
+  int dof = 4;  // degrees of freedom of the Student-t copula (copula = "student")
+  std::string returns =
+      "log";  // equity moves: "log" (GBM) | "simple" (S0 (1 + mu h + sigma sqrt(h) Z))
+  double tail_sigmas =
+      5;  // importance-sampled tail: P(loss > tail_sigmas * delta-normal sigma); 0: off
+  std::string
+      portfolio;  // CSV file of instruments (portfolio.h); set, it wins over risk.instruments
   // CSV rows "kind,underlying,quantity,strike,maturity,fixings" (no header).
   config::StringList instruments = {
       "equity,SPX,20000",
@@ -45,11 +48,14 @@ struct RiskConfig {
       "zero_bond,,3000000,,10",
   };
   // ---- [risk.market] ---- factors: the equities of `names`, then the short rate
-  config::StringList names = {"SPX", "SX5E", "NKY"};  // equity factor names (instruments' underlying)
-  config::DoubleList spots = {100, 100, 100};         // equity spot prices, currency units
-  config::DoubleList vols = {0.18, 0.22, 0.25};       // equity vols, per sqrt(year) (also the pricing vols)
-  config::DoubleList drifts = {0.06, 0.05, 0.05};     // real-world equity drifts, per year; empty: each = rate
-  double rate = 0.03;      // flat continuously compounded zero rate, per year
+  config::StringList names = {"SPX", "SX5E",
+                              "NKY"};          // equity factor names (instruments' underlying)
+  config::DoubleList spots = {100, 100, 100};  // equity spot prices, currency units
+  config::DoubleList vols = {0.18, 0.22,
+                             0.25};  // equity vols, per sqrt(year) (also the pricing vols)
+  config::DoubleList drifts = {0.06, 0.05,
+                               0.05};  // real-world equity drifts, per year; empty: each = rate
+  double rate = 0.03;                  // flat continuously compounded zero rate, per year
   double rate_vol = 0.01;  // normal vol of the rate, absolute per sqrt(year); 0: the rate is fixed
   // Row-major correlation of the factor moves: (n+1)^2 values over the names
   // then the rate, or n^2 over the names alone (the rate then independent).

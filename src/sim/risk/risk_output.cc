@@ -12,10 +12,14 @@ namespace crucible::sim::risk {
 std::string short_number(double x) {
   const double a = std::fabs(x);
   char buf[32];
-  if (a >= 1e9) std::snprintf(buf, sizeof buf, "%.2fG", x / 1e9);
-  else if (a >= 1e6) std::snprintf(buf, sizeof buf, "%.2fM", x / 1e6);
-  else if (a >= 1e3) std::snprintf(buf, sizeof buf, "%.2fk", x / 1e3);
-  else std::snprintf(buf, sizeof buf, "%.3g", x);
+  if (a >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.2fG", x / 1e9);
+  else if (a >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.2fM", x / 1e6);
+  else if (a >= 1e3)
+    std::snprintf(buf, sizeof buf, "%.2fk", x / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.3g", x);
   return buf;
 }
 
@@ -25,14 +29,15 @@ double delta_normal_var(const ScenarioEngine& e, double level) {
 }
 }  // namespace
 
-nlohmann::json risk_summary(const RiskConfig& c, const ScenarioEngine& engine, const std::vector<TailEstimate>& est,
-                            const TailProbability& tail, int64_t is_hits, const std::vector<double>& loss) {
+nlohmann::json risk_summary(const RiskConfig& c, const ScenarioEngine& engine,
+                            const std::vector<TailEstimate>& est, const TailProbability& tail,
+                            int64_t is_hits, const std::vector<double>& loss) {
   nlohmann::json j = nlohmann::json::object();
   const Portfolio& book = engine.portfolio();
   j["portfolio_value"] = engine.value_today();
   j["instruments"] = int64_t(book.instruments().size());
-  for (Kind k : {Kind::kEquity, Kind::kEuropeanCall, Kind::kEuropeanPut, Kind::kAsianCall, Kind::kAsianPut,
-                 Kind::kZeroBond})
+  for (Kind k : {Kind::kEquity, Kind::kEuropeanCall, Kind::kEuropeanPut, Kind::kAsianCall,
+                 Kind::kAsianPut, Kind::kZeroBond})
     if (int n = book.count(k)) j[std::string("n_") + kind_name(k)] = n;
   j["factors"] = engine.model().factors();
   j["copula"] = c.copula == "student" ? "student-t(" + std::to_string(c.dof) + ")" : c.copula;
@@ -68,7 +73,8 @@ nlohmann::json risk_summary(const RiskConfig& c, const ScenarioEngine& engine, c
     j["tail_vrf"] = tail.vrf;
     j["tail_shift_norm"] = engine.shift_norm();
     if (c.copula == "student") j["tail_mixing_scale"] = engine.mixing_scale();
-    j["tail_p_delta_normal"] = norm_cdf(-(engine.threshold() - engine.delta_normal_mean()) / engine.delta_normal_sigma());
+    j["tail_p_delta_normal"] =
+        norm_cdf(-(engine.threshold() - engine.delta_normal_mean()) / engine.delta_normal_sigma());
   }
   return j;
 }
@@ -78,8 +84,9 @@ Status write_risk_files(const std::string& run_dir, const ScenarioEngine& engine
   std::string csv = "level,var,var_lo95,var_hi95,var_se,es,es_se,delta_normal_var\n";
   char buf[256];
   for (const TailEstimate& e : est) {
-    std::snprintf(buf, sizeof buf, "%.6g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g\n", e.level, e.var, e.var_lo,
-                  e.var_hi, e.var_se, e.es, e.es_se, delta_normal_var(engine, e.level));
+    std::snprintf(buf, sizeof buf, "%.6g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g\n", e.level,
+                  e.var, e.var_lo, e.var_hi, e.var_se, e.es, e.es_se,
+                  delta_normal_var(engine, e.level));
     csv += buf;
   }
   CRUCIBLE_RETURN_IF_ERROR(write_file_atomic(run_dir + "/risk_var.csv", csv));
@@ -91,7 +98,8 @@ Status write_risk_files(const std::string& run_dir, const ScenarioEngine& engine
     std::vector<int64_t> count(kBins, 0);
     for (double l : loss) count[width > 0 ? std::min(kBins - 1, int((l - lo) / width)) : 0]++;
     for (int b = 0; b < kBins; ++b) {
-      std::snprintf(buf, sizeof buf, "%.10g,%.10g,%lld\n", lo + b * width, lo + (b + 1) * width, (long long)count[b]);
+      std::snprintf(buf, sizeof buf, "%.10g,%.10g,%lld\n", lo + b * width, lo + (b + 1) * width,
+                    (long long)count[b]);
       hist += buf;
     }
   }

@@ -20,8 +20,9 @@ namespace crucible::sim::risk {
 // 1234567 -> "1.23M", -2500 -> "-2.50k": for the live line.
 std::string short_number(double x);
 
-nlohmann::json risk_summary(const RiskConfig& c, const ScenarioEngine& engine, const std::vector<TailEstimate>& est,
-                            const TailProbability& tail, int64_t is_hits, const std::vector<double>& loss);
+nlohmann::json risk_summary(const RiskConfig& c, const ScenarioEngine& engine,
+                            const std::vector<TailEstimate>& est, const TailProbability& tail,
+                            int64_t is_hits, const std::vector<double>& loss);
 
 Status write_risk_files(const std::string& run_dir, const ScenarioEngine& engine,
                         const std::vector<TailEstimate>& est, const std::vector<double>& loss);

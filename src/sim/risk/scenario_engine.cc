@@ -43,8 +43,9 @@ double ScenarioEngine::importance_term(uint64_t s) const {
   double dot = 0, sum_sq = 0;
   for (int i = 0; i < k; ++i) dot += shift_[i] * z[i];
   for (int j = k; j < m; ++j) sum_sq += z[j] * z[j];
-  const double log_ratio = dot - 0.5 * shift_norm_ * shift_norm_ -
-                           (dof ? dof * std::log(mix_scale_) - 0.5 * (1 - 1 / (mix_scale_ * mix_scale_)) * sum_sq : 0.0);
+  const double log_ratio =
+      dot - 0.5 * shift_norm_ * shift_norm_ -
+      (dof ? dof * std::log(mix_scale_) - 0.5 * (1 - 1 / (mix_scale_ * mix_scale_)) * sum_sq : 0.0);
   // Defensive mixture (Hesterberg 1995): p / (a q + (1 - a) p) <= 1 / (1 - a).
   return 1.0 / (kShiftedShare * std::exp(log_ratio) + (1 - kShiftedShare));
 }
@@ -143,7 +144,8 @@ void ScenarioEngine::refine_cross_entropy() {
         sum_sq += z[j] * z[j];
       }
       L[n] = loss(z);
-      W[n] = -(dot - 0.5 * mu2 - (dof * std::log(mix_scale_) - 0.5 * (1 - 1 / (mix_scale_ * mix_scale_)) * sum_sq));
+      W[n] = -(dot - 0.5 * mu2 -
+               (dof * std::log(mix_scale_) - 0.5 * (1 - 1 / (mix_scale_ * mix_scale_)) * sum_sq));
     }
     sorted = L;
     std::sort(sorted.begin(), sorted.end());

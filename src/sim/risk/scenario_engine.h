@@ -61,8 +61,8 @@ class ScenarioEngine {
   double threshold() const { return threshold_; }
   double delta_normal_sigma() const { return sigma_dn_; }  // |g|, currency units
   double delta_normal_mean() const { return mean_dn_; }    // loss(0)
-  double shift_norm() const { return shift_norm_; }         // |mu|
-  double mixing_scale() const { return mix_scale_; }        // s (1: unscaled)
+  double shift_norm() const { return shift_norm_; }        // |mu|
+  double mixing_scale() const { return mix_scale_; }       // s (1: unscaled)
   const FactorModel& model() const { return model_; }
   const Portfolio& portfolio() const { return portfolio_; }
 
@@ -74,7 +74,7 @@ class ScenarioEngine {
   double v0_ = 0;
   double threshold_ = 0, sigma_dn_ = 0, mean_dn_ = 0, shift_norm_ = 0;
   std::vector<double> shift_;  // (k) mean shift of the factor shocks; empty: no IS
-  double mix_scale_ = 1;  // Student-t: scale of the mixing normals under the shifted measure
+  double mix_scale_ = 1;       // Student-t: scale of the mixing normals under the shifted measure
 };
 
 }  // namespace crucible::sim::risk

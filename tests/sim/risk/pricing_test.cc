@@ -47,11 +47,12 @@ struct QlMarket {
     spot = ql::ext::make_shared<ql::SimpleQuote>(S);
     rate = ql::ext::make_shared<ql::SimpleQuote>(r);
     vol = ql::ext::make_shared<ql::SimpleQuote>(sigma);
-    ql::Handle<ql::YieldTermStructure> curve(
-        ql::ext::make_shared<ql::FlatForward>(today, ql::Handle<ql::Quote>(rate), dc, ql::Continuous));
-    ql::Handle<ql::BlackVolTermStructure> vols(
-        ql::ext::make_shared<ql::BlackConstantVol>(today, ql::TARGET(), ql::Handle<ql::Quote>(vol), dc));
-    process = ql::ext::make_shared<ql::BlackScholesProcess>(ql::Handle<ql::Quote>(spot), curve, vols);
+    ql::Handle<ql::YieldTermStructure> curve(ql::ext::make_shared<ql::FlatForward>(
+        today, ql::Handle<ql::Quote>(rate), dc, ql::Continuous));
+    ql::Handle<ql::BlackVolTermStructure> vols(ql::ext::make_shared<ql::BlackConstantVol>(
+        today, ql::TARGET(), ql::Handle<ql::Quote>(vol), dc));
+    process =
+        ql::ext::make_shared<ql::BlackScholesProcess>(ql::Handle<ql::Quote>(spot), curve, vols);
   }
   ql::Date in_days(int d) const { return today + d; }
 };
@@ -67,7 +68,8 @@ TEST(RiskPricing, EuropeanMatchesQuantLibAnalyticEngine) {
       for (double K : {70.0, 100.0, 140.0})
         for (bool call : {true, false}) {
           QlMarket m(st.S, st.r, st.sigma);
-          ql::VanillaOption opt(ql::ext::make_shared<ql::PlainVanillaPayoff>(call ? ql::Option::Call : ql::Option::Put, K),
+          ql::VanillaOption opt(ql::ext::make_shared<ql::PlainVanillaPayoff>(
+                                    call ? ql::Option::Call : ql::Option::Put, K),
                                 ql::ext::make_shared<ql::EuropeanExercise>(m.in_days(days)));
           opt.setPricingEngine(ql::ext::make_shared<ql::AnalyticEuropeanEngine>(m.process));
           const double ours = black_scholes(call, st.S, K, st.r, st.sigma, days / 365.0);
@@ -80,21 +82,25 @@ TEST(RiskPricing, ZeroBondMatchesQuantLibDiscountingEngine) {
   for (const State& st : kStates)
     for (int days : {10, 365, 3650}) {
       QlMarket m(st.S, st.r, st.sigma);
-      ql::ZeroCouponBond bond(0, ql::NullCalendar(), 100.0, m.in_days(days), ql::Unadjusted, 100.0, m.today);
-      ql::Handle<ql::YieldTermStructure> curve(
-          ql::ext::make_shared<ql::FlatForward>(m.today, ql::Handle<ql::Quote>(m.rate), m.dc, ql::Continuous));
+      ql::ZeroCouponBond bond(0, ql::NullCalendar(), 100.0, m.in_days(days), ql::Unadjusted, 100.0,
+                              m.today);
+      ql::Handle<ql::YieldTermStructure> curve(ql::ext::make_shared<ql::FlatForward>(
+          m.today, ql::Handle<ql::Quote>(m.rate), m.dc, ql::Continuous));
       bond.setPricingEngine(ql::ext::make_shared<ql::DiscountingBondEngine>(curve));
-      EXPECT_NEAR(100 * zero_bond(st.r, days / 365.0), bond.NPV(), 1e-10) << "r=" << st.r << " days=" << days;
+      EXPECT_NEAR(100 * zero_bond(st.r, days / 365.0), bond.NPV(), 1e-10)
+          << "r=" << st.r << " days=" << days;
     }
 }
 
 // One discrete arithmetic Asian in QuantLib: fixings every `step` days, n of them.
-double ql_asian(QlMarket& m, bool call, double K, int step, int n, ql::ext::shared_ptr<ql::PricingEngine> engine) {
+double ql_asian(QlMarket& m, bool call, double K, int step, int n,
+                ql::ext::shared_ptr<ql::PricingEngine> engine) {
   std::vector<ql::Date> fixings;
   for (int i = 1; i <= n; ++i) fixings.push_back(m.in_days(step * i));
-  ql::DiscreteAveragingAsianOption opt(ql::Average::Arithmetic, 0.0, 0,
-                                       fixings, ql::ext::make_shared<ql::PlainVanillaPayoff>(call ? ql::Option::Call : ql::Option::Put, K),
-                                       ql::ext::make_shared<ql::EuropeanExercise>(fixings.back()));
+  ql::DiscreteAveragingAsianOption opt(
+      ql::Average::Arithmetic, 0.0, 0, fixings,
+      ql::ext::make_shared<ql::PlainVanillaPayoff>(call ? ql::Option::Call : ql::Option::Put, K),
+      ql::ext::make_shared<ql::EuropeanExercise>(fixings.back()));
   opt.setPricingEngine(std::move(engine));
   return opt.NPV();
 }
@@ -110,10 +116,13 @@ TEST(RiskPricing, AsianMatchesQuantLibTurnbullWakemanEngine) {
     for (double K : {85.0, 100.0, 120.0})
       for (bool call : {true, false}) {
         QlMarket m(st.S, st.r, st.sigma);
-        const double ql_tw = ql_asian(m, call, K, 30, 12, ql::ext::make_shared<ql::TurnbullWakemanAsianEngine>(m.process));
+        const double ql_tw = ql_asian(
+            m, call, K, 30, 12, ql::ext::make_shared<ql::TurnbullWakemanAsianEngine>(m.process));
         const std::vector<double> tau = fixing_times(30, 12);
-        const double ours = asian_turnbull_wakeman(call, st.S, K, st.r, st.sigma, tau.data(), int(tau.size()));
-        EXPECT_NEAR(ours, ql_tw, 1e-8 * std::max(1.0, ql_tw)) << "S=" << st.S << " K=" << K << " call=" << call;
+        const double ours =
+            asian_turnbull_wakeman(call, st.S, K, st.r, st.sigma, tau.data(), int(tau.size()));
+        EXPECT_NEAR(ours, ql_tw, 1e-8 * std::max(1.0, ql_tw))
+            << "S=" << st.S << " K=" << K << " call=" << call;
       }
 }
 
@@ -132,9 +141,10 @@ TEST(RiskPricing, AsianWithinQuantLibMonteCarloError) {
                     .withSeed(42);
       std::vector<ql::Date> fixings;
       for (int i = 1; i <= 12; ++i) fixings.push_back(m.in_days(30 * i));
-      ql::DiscreteAveragingAsianOption opt(ql::Average::Arithmetic, 0.0, 0, fixings,
-                                           ql::ext::make_shared<ql::PlainVanillaPayoff>(ql::Option::Call, K),
-                                           ql::ext::make_shared<ql::EuropeanExercise>(fixings.back()));
+      ql::DiscreteAveragingAsianOption opt(
+          ql::Average::Arithmetic, 0.0, 0, fixings,
+          ql::ext::make_shared<ql::PlainVanillaPayoff>(ql::Option::Call, K),
+          ql::ext::make_shared<ql::EuropeanExercise>(fixings.back()));
       opt.setPricingEngine(mc);
       const double price = opt.NPV(), se = opt.errorEstimate();
       const std::vector<double> tau = fixing_times(30, 12);
@@ -170,7 +180,8 @@ TEST(RiskPricing, EuropeanBySimulationWithinThreeStandardErrors) {
     }
     const double mean = sum / n, se = std::sqrt((sum_sq / n - mean * mean) / (n - 1));
     const double bs = black_scholes(true, 100, K, 0.03, 0.25, 1.0);
-    EXPECT_LT(std::fabs(mean - bs), 3 * se) << "K=" << K << " mc=" << mean << " bs=" << bs << " se=" << se;
+    EXPECT_LT(std::fabs(mean - bs), 3 * se)
+        << "K=" << K << " mc=" << mean << " bs=" << bs << " se=" << se;
     EXPECT_LT(se, 0.01 * bs);  // the check has teeth: 3 se is under 3% of the price
   }
 }
@@ -180,7 +191,8 @@ TEST(RiskPricing, NormalQuantileInvertsTheCdf) {
     const double p = norm_cdf(x);
     if (x < 0) EXPECT_NEAR(norm_inv(p), x, 1e-12 * std::max(1.0, std::fabs(x))) << x;
     // p near 1 holds the tail 1 - p to one ulp of 1 only: |dx| ~ 1.1e-16 / phi(x).
-    else EXPECT_NEAR(norm_inv(p), x, 4e-16 / std::exp(-0.5 * x * x) * 2.51) << x;
+    else
+      EXPECT_NEAR(norm_inv(p), x, 4e-16 / std::exp(-0.5 * x * x) * 2.51) << x;
   }
   EXPECT_NEAR(norm_inv(0.975), 1.959963984540054, 1e-14);
 }

@@ -1,13 +1,14 @@
 // The risk workload's input checks: validate_risk and the factory refuse each
 // bad value with one line naming the key, file:line or row; the default
 // config (configs/sim/risk.toml) and the example portfolio file are valid.
-#include <gtest/gtest.h>
+#include "sim/risk/risk_config.h"
 
-#include <functional>
+#include <gtest/gtest.h>
 #include <toml++/toml.h>
 
+#include <functional>
+
 #include "risk_test_util.h"
-#include "sim/risk/risk_config.h"
 #include "support/files.h"
 
 namespace crucible::sim::risk {
@@ -31,31 +32,44 @@ struct Bad {
 
 TEST(RiskConfig, RefusesEachBadInputNamingIt) {
   const Bad cases[] = {
-      {"scenarios", [](RiskConfig& c) { c.scenarios = 0; }, "[config] risk.scenarios: must be >= 1"},
+      {"scenarios", [](RiskConfig& c) { c.scenarios = 0; },
+       "[config] risk.scenarios: must be >= 1"},
       {"batch", [](RiskConfig& c) { c.batch = c.scenarios + 1; }, "[config] risk.batch:"},
-      {"horizon", [](RiskConfig& c) { c.horizon_days = -1; }, "[config] risk.horizon_days: must be > 0"},
-      {"level", [](RiskConfig& c) { c.var_levels = {0.99, 1.0}; }, "[config] risk.var_levels:"},
+      {"horizon", [](RiskConfig& c) { c.horizon_days = -1; },
+       "[config] risk.horizon_days: must be > 0"},
+      {"level",
+       [](RiskConfig& c) {
+         c.var_levels = {0.99, 1.0};
+       },
+       "[config] risk.var_levels:"},
       {"copula", [](RiskConfig& c) { c.copula = "clayton"; }, "[config] risk.copula: must be"},
       {"dof", [](RiskConfig& c) { c.dof = 0; }, "[config] risk.dof:"},
       {"returns", [](RiskConfig& c) { c.returns = "arith"; }, "[config] risk.returns:"},
-      {"negative vol", [](RiskConfig& c) { c.vols[1] = -0.2; }, "[config] risk.market.vols: SX5E must be >= 0, got -0.2"},
-      {"spot", [](RiskConfig& c) { c.spots[0] = 0; }, "[config] risk.market.spots: SPX must be > 0"},
-      {"spot count", [](RiskConfig& c) { c.spots.pop_back(); }, "risk.market.spots: has 2 values for 3 names"},
+      {"negative vol", [](RiskConfig& c) { c.vols[1] = -0.2; },
+       "[config] risk.market.vols: SX5E must be >= 0, got -0.2"},
+      {"spot", [](RiskConfig& c) { c.spots[0] = 0; },
+       "[config] risk.market.spots: SPX must be > 0"},
+      {"spot count", [](RiskConfig& c) { c.spots.pop_back(); },
+       "risk.market.spots: has 2 values for 3 names"},
       {"rate vol", [](RiskConfig& c) { c.rate_vol = -0.01; }, "[config] risk.market.rate_vol:"},
-      {"corr size", [](RiskConfig& c) { c.correlation.resize(10); }, "risk.market.correlation: has 10 values"},
+      {"corr size", [](RiskConfig& c) { c.correlation.resize(10); },
+       "risk.market.correlation: has 10 values"},
       {"corr asym", [](RiskConfig& c) { c.correlation[1] = 0.3; }, "differs from its mirror"},
       {"corr diag", [](RiskConfig& c) { c.correlation[0] = 0.9; }, "on the diagonal and must be 1"},
-      {"singular",
-       [](RiskConfig& c) { c.correlation = {1, 1, 0.5, 1, 1, 0.5, 0.5, 0.5, 1}; },
-       "[config] risk.market.correlation is singular: smallest Cholesky pivot 0 at factor 1 ('SX5E')"},
+      {"singular", [](RiskConfig& c) { c.correlation = {1, 1, 0.5, 1, 1, 0.5, 0.5, 0.5, 1}; },
+       "[config] risk.market.correlation is singular: smallest Cholesky pivot 0 at factor 1 "
+       "('SX5E')"},
       {"not positive definite",
        [](RiskConfig& c) { c.correlation = {1, 0.9, -0.9, 0.9, 1, 0.9, -0.9, 0.9, 1}; },
-       "[config] risk.market.correlation is not positive definite: smallest Cholesky pivot -15.2 at factor 2 ('NKY')"},
+       "[config] risk.market.correlation is not positive definite: smallest Cholesky pivot -15.2 "
+       "at factor 2 ('NKY')"},
       {"unknown kind",
-       [](RiskConfig& c) { c.instruments = {"equity,SPX,10", "swaption,SPX,1,100,1,"}; },
-       "[sim] risk.instruments row 2: unknown instrument kind 'swaption' (known: equity, european_call"},
-      {"missing strike",
-       [](RiskConfig& c) { c.instruments = {"european_call,SPX,10,,1"}; },
+       [](RiskConfig& c) {
+         c.instruments = {"equity,SPX,10", "swaption,SPX,1,100,1,"};
+       },
+       "[sim] risk.instruments row 2: unknown instrument kind 'swaption' (known: equity, "
+       "european_call"},
+      {"missing strike", [](RiskConfig& c) { c.instruments = {"european_call,SPX,10,,1"}; },
        "[sim] risk.instruments row 1: missing field 'strike'"},
       {"missing quantity", [](RiskConfig& c) { c.instruments = {"equity,SPX"}; },
        "[sim] risk.instruments row 1: missing field 'quantity'"},
@@ -65,7 +79,8 @@ TEST(RiskConfig, RefusesEachBadInputNamingIt) {
        "underlying 'DAX' is not in risk.market.names"},
       {"negative maturity", [](RiskConfig& c) { c.instruments = {"zero_bond,,100,,-2"}; },
        "[sim] risk.instruments row 1: maturity must be > 0 years, got -2"},
-      {"maturity in horizon", [](RiskConfig& c) { c.instruments = {"european_call,SPX,1,100,0.01"}; },
+      {"maturity in horizon",
+       [](RiskConfig& c) { c.instruments = {"european_call,SPX,1,100,0.01"}; },
        "ends within the risk horizon"},
       {"fixings", [](RiskConfig& c) { c.instruments = {"asian_call,SPX,1,100,1,2.5"}; },
        "fixings must be a whole number"},
@@ -91,12 +106,16 @@ TEST(RiskConfig, PortfolioFileErrorsNameFileAndLine) {
   const std::string path = dir / "book.csv";
   RiskConfig c = testing::mixed_book(1000, 100);
   c.portfolio = path;
-  testutil::write_file(path, "# my book\nkind,underlying,quantity,strike,maturity\nequity,SPX,1\n\ncap,SPX,1,1,1\n");
-  EXPECT_NE(refusal(c).find("[sim] " + path + ":5: unknown instrument kind 'cap'"), std::string::npos) << refusal(c);
+  testutil::write_file(
+      path, "# my book\nkind,underlying,quantity,strike,maturity\nequity,SPX,1\n\ncap,SPX,1,1,1\n");
+  EXPECT_NE(refusal(c).find("[sim] " + path + ":5: unknown instrument kind 'cap'"),
+            std::string::npos)
+      << refusal(c);
   testutil::write_file(path, "kind,underlying,qty\nequity,SPX,1\n");
   EXPECT_NE(refusal(c).find(path + ":1: unknown column 'qty'"), std::string::npos) << refusal(c);
   // Columns in any order; the file wins over risk.instruments.
-  testutil::write_file(path, "maturity,kind,strike,quantity,underlying\n1,european_call,100,5,NKY\n");
+  testutil::write_file(path,
+                       "maturity,kind,strike,quantity,underlying\n1,european_call,100,5,NKY\n");
   EXPECT_EQ(refusal(c), "");
 }
 
@@ -129,7 +148,8 @@ TEST(RiskConfig, DefaultConfigAndExamplePortfolioAreValid) {
       for (auto& [key, node] : *table.as_table())
         if (!node.is_table()) {
           bool known = false;
-          for (const config::Field& f : risk_fields(c)) known |= std::string(f.key) == "risk." + std::string(key.str());
+          for (const config::Field& f : risk_fields(c))
+            known |= std::string(f.key) == "risk." + std::string(key.str());
           EXPECT_TRUE(known) << "risk." << key.str();
         }
   EXPECT_EQ(refusal(c), "");
@@ -138,8 +158,9 @@ TEST(RiskConfig, DefaultConfigAndExamplePortfolioAreValid) {
   RiskConfig defaults;
   const std::vector<config::Field> mine = risk_fields(c), theirs = risk_fields(defaults);
   for (size_t i = 0; i < mine.size(); ++i)
-    std::visit([&](auto* p) { EXPECT_EQ(*p, *std::get<decltype(p)>(theirs[i].target)) << mine[i].key; },
-               mine[i].target);
+    std::visit(
+        [&](auto* p) { EXPECT_EQ(*p, *std::get<decltype(p)>(theirs[i].target)) << mine[i].key; },
+        mine[i].target);
   c.portfolio = CRUCIBLE_SOURCE_DIR "/configs/sim/risk_portfolio.csv";
   EXPECT_EQ(refusal(c), "");
 }

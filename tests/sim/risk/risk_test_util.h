@@ -26,9 +26,12 @@ inline RiskConfig mixed_book(int64_t scenarios, int64_t batch) {
   c.rate = 0.03;
   c.rate_vol = 0.01;
   c.correlation = {1, 0.6, 0.4, -0.2, 0.6, 1, 0.5, -0.1, 0.4, 0.5, 1, 0, -0.2, -0.1, 0, 1};
-  c.instruments = {"equity,SPX,1000",        "european_call,SX5E,-500,105,0.5",
-                   "european_put,SPX,800,90,1",   "asian_call,NKY,400,100,1,12",
-                   "asian_put,SX5E,300,95,0.75,9", "zero_bond,,50000,,5"};
+  c.instruments = {"equity,SPX,1000",
+                   "european_call,SX5E,-500,105,0.5",
+                   "european_put,SPX,800,90,1",
+                   "asian_call,NKY,400,100,1,12",
+                   "asian_put,SX5E,300,95,0.75,9",
+                   "zero_bond,,50000,,5"};
   return c;
 }
 

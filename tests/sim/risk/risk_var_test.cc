@@ -9,10 +9,10 @@
 #include <cmath>
 #include <random>
 
+#include "risk_test_util.h"
 #include "sim/risk/estimators.h"
 #include "sim/risk/factor_model.h"
 #include "sim/risk/pricing.h"
-#include "risk_test_util.h"
 #include "support/files.h"
 
 namespace crucible::sim::risk {
@@ -59,8 +59,11 @@ TEST(RiskVar, LinearGaussianPortfolioMatchesClosedForm) {
     const std::string t = level_tag(a);
     const double z = norm_inv(a), phi = std::exp(-0.5 * z * z) / std::sqrt(2 * M_PI);
     const double var_cf = m + z * s, es_cf = m + s * phi / (1 - a);
-    EXPECT_LT(std::fabs(r["var_" + t].get<double>() - var_cf), 3 * r["var_" + t + "_se"].get<double>()) << t;
-    EXPECT_LT(std::fabs(r["es_" + t].get<double>() - es_cf), 3 * r["es_" + t + "_se"].get<double>()) << t;
+    EXPECT_LT(std::fabs(r["var_" + t].get<double>() - var_cf),
+              3 * r["var_" + t + "_se"].get<double>())
+        << t;
+    EXPECT_LT(std::fabs(r["es_" + t].get<double>() - es_cf), 3 * r["es_" + t + "_se"].get<double>())
+        << t;
     EXPECT_LT(r["var_" + t + "_se"].get<double>(), 0.02 * var_cf) << t;  // the check has teeth
     EXPECT_NEAR(r["delta_normal_var_" + t].get<double>(), var_cf, 1e-6 * var_cf) << t;
   }
@@ -75,7 +78,8 @@ TEST(RiskVar, LinearGaussianPortfolioMatchesClosedForm) {
   // The workload's files.
   const std::string csv = testutil::read_file(dir / "risk_var.csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3) << csv;
-  EXPECT_NE(testutil::read_file(dir / "risk_loss_histogram.csv").find("loss_lo,loss_hi,count"), std::string::npos);
+  EXPECT_NE(testutil::read_file(dir / "risk_loss_histogram.csv").find("loss_lo,loss_hi,count"),
+            std::string::npos);
 }
 
 // Save at step k, load into a fresh workload, finish: the same bits as one
@@ -182,7 +186,8 @@ TEST(RiskVar, EstimatorsOnAKnownSampleIgnoreOrder) {
   EXPECT_LT(sorted[0].var_lo, 990);
   EXPECT_GT(sorted[0].var_hi, 990);
   std::shuffle(loss.begin(), loss.end(), std::mt19937(3));
-  const std::vector<TailEstimate> shuffled = estimate_tail(loss.data(), 1000, {0.99, 0.5}, &scratch);
+  const std::vector<TailEstimate> shuffled =
+      estimate_tail(loss.data(), 1000, {0.99, 0.5}, &scratch);
   EXPECT_EQ(shuffled[0].var_lo, sorted[0].var_lo);
   EXPECT_EQ(shuffled[0].es, sorted[0].es);
   EXPECT_EQ(shuffled[0].es_se, sorted[0].es_se);
@@ -210,9 +215,11 @@ TEST(RiskVar, ImportanceSamplingAgreesWithCrudeWhereCrudeSees) {
     testutil::TempDir dir(testutil::current_test_name());
     const nlohmann::json r = run_to_end(*w, dir.path());
     const double p_crude = r["tail_p_crude"].get<double>(), p_is = r["tail_p_is"].get<double>();
-    const double se_crude = std::sqrt(p_crude * (1 - p_crude) / 200000), se_is = r["tail_p_is_se"].get<double>();
+    const double se_crude = std::sqrt(p_crude * (1 - p_crude) / 200000),
+                 se_is = r["tail_p_is_se"].get<double>();
     EXPECT_GT(r["tail_crude_hits"].get<int64_t>(), 30) << copula;
-    EXPECT_LT(std::fabs(p_is - p_crude), 3 * std::hypot(se_crude, se_is)) << copula << " crude " << p_crude << " is " << p_is;
+    EXPECT_LT(std::fabs(p_is - p_crude), 3 * std::hypot(se_crude, se_is))
+        << copula << " crude " << p_crude << " is " << p_is;
     EXPECT_GT(r["tail_vrf"].get<double>(), 50) << copula;
   }
 }
