@@ -20,19 +20,23 @@ inline constexpr int kMaxEquities = 64;
 // The defaults are configs/sim/risk.toml's: a small multi-asset book.
 struct RiskConfig {
   // ---- [risk] ----
-  int64_t scenarios = 4000000;  // Monte Carlo scenarios in all
-  int64_t batch = 50000;        // scenarios per step (the last step may hold fewer)
-  double horizon_days = 10;     // risk horizon, trading days (252 a year)
-  config::DoubleList var_levels = {0.99, 0.999};  // VaR / ES confidence levels, each in (0, 1)
-  std::string copula = "student";  // dependence of the factor moves: "gaussian" | "student"
-  int dof = 4;  // degrees of freedom of the Student-t copula (copula = "student")
-  std::string returns =
-      "log";  // equity moves: "log" (GBM) | "simple" (S0 (1 + mu h + sigma sqrt(h) Z))
-  double tail_sigmas =
-      5;  // importance-sampled tail: P(loss > tail_sigmas * delta-normal sigma); 0: off
-  std::string
-      portfolio;  // CSV file of instruments (portfolio.h); set, it wins over risk.instruments
+  // Monte Carlo scenarios in all, and per step (the last step may hold fewer).
+  int64_t scenarios = 4000000;
+  int64_t batch = 50000;
+  // Risk horizon, trading days (252 a year).
+  double horizon_days = 10;
+  // VaR / ES confidence levels, each in (0, 1).
+  config::DoubleList var_levels = {0.99, 0.999};
+  // Dependence of the factor moves: "gaussian" | "student" (t copula, `dof` degrees of freedom).
+  std::string copula = "student";
+  int dof = 4;
+  // Equity moves: "log" (GBM) | "simple" (S0 (1 + mu h + sigma sqrt(h) Z), Gaussian P&L).
+  std::string returns = "log";
+  // Importance-sampled tail: P(loss > tail_sigmas * delta-normal sigma); 0: off.
+  double tail_sigmas = 5;
+  // A CSV file of instruments (portfolio.h); when set it wins over `instruments`,
   // CSV rows "kind,underlying,quantity,strike,maturity,fixings" (no header).
+  std::string portfolio;
   config::StringList instruments = {
       "equity,SPX,20000",
       "equity,SX5E,15000",
@@ -47,22 +51,26 @@ struct RiskConfig {
       "zero_bond,,2000000,,2",
       "zero_bond,,3000000,,10",
   };
-  // ---- [risk.market] ---- factors: the equities of `names`, then the short rate
-  config::StringList names = {"SPX", "SX5E",
-                              "NKY"};          // equity factor names (instruments' underlying)
-  config::DoubleList spots = {100, 100, 100};  // equity spot prices, currency units
-  config::DoubleList vols = {0.18, 0.22,
-                             0.25};  // equity vols, per sqrt(year) (also the pricing vols)
-  config::DoubleList drifts = {0.06, 0.05,
-                               0.05};  // real-world equity drifts, per year; empty: each = rate
-  double rate = 0.03;                  // flat continuously compounded zero rate, per year
-  double rate_vol = 0.01;  // normal vol of the rate, absolute per sqrt(year); 0: the rate is fixed
+  // ---- [risk.market] ---- factors: the equities of `names`, then the short rate.
+  // Equity factor names (the instruments' underlying), spots (currency units),
+  // vols per sqrt(year) (simulation and pricing), real-world drifts per year
+  // (empty: each equals the rate).
+  config::StringList names = {"SPX", "SX5E", "NKY"};
+  config::DoubleList spots = {100, 100, 100};
+  config::DoubleList vols = {0.18, 0.22, 0.25};
+  config::DoubleList drifts = {0.06, 0.05, 0.05};
+  // Flat continuously compounded zero rate per year, and its normal vol
+  // (absolute, per sqrt(year); 0: the rate is fixed).
+  double rate = 0.03;
+  double rate_vol = 0.01;
   // Row-major correlation of the factor moves: (n+1)^2 values over the names
   // then the rate, or n^2 over the names alone (the rate then independent).
-  config::DoubleList correlation = {1.0,  0.7,  0.5,  -0.2,  //
-                                    0.7,  1.0,  0.5,  -0.2,  //
-                                    0.5,  0.5,  1.0,  -0.1,  //
-                                    -0.2, -0.2, -0.1, 1.0};
+  // clang-format off
+  config::DoubleList correlation = { 1.0,  0.7,  0.5, -0.2,
+                                     0.7,  1.0,  0.5, -0.2,
+                                     0.5,  0.5,  1.0, -0.1,
+                                    -0.2, -0.2, -0.1,  1.0};
+  // clang-format on
 };
 
 std::vector<config::Field> risk_fields(RiskConfig& c);
