@@ -163,6 +163,13 @@ TEST(RiskConfig, DefaultConfigAndExamplePortfolioAreValid) {
         mine[i].target);
   c.portfolio = CRUCIBLE_SOURCE_DIR "/configs/sim/risk_portfolio.csv";
   EXPECT_EQ(refusal(c), "");
+  // The example file is the default book: the same numbers as its rows.
+  c.scenarios = c.batch = 2000;
+  auto single = comm::make_single_comm();
+  testutil::TempDir dir(testutil::current_test_name());
+  const std::string from_file = testing::run_to_end(*testing::make(c, *single), dir.path()).dump();
+  c.portfolio.clear();
+  EXPECT_EQ(testing::run_to_end(*testing::make(c, *single), dir.path()).dump(), from_file);
 }
 
 }  // namespace
