@@ -2,6 +2,9 @@
 
 #include <map>
 
+#include "sim/risk/risk.h"
+#include "sim/risk/risk_config.h"
+
 namespace crucible::sim {
 
 namespace {
@@ -12,7 +15,13 @@ using Factory = std::unique_ptr<WorkloadKind> (*)();
 
 // The workloads, in the order they are listed.
 const std::vector<std::pair<std::string, Factory>>& kinds() {
-  static const std::vector<std::pair<std::string, Factory>> k = {};
+  static const std::vector<std::pair<std::string, Factory>> k = {
+      {"risk",
+       [] {
+         return std::unique_ptr<WorkloadKind>(
+             new KindOf<risk::RiskConfig>("risk", risk::risk_fields, risk::validate_risk, make_risk_workload));
+       }},
+  };
   return k;
 }
 

@@ -37,6 +37,15 @@ struct WorkloadCase {
 
 std::vector<WorkloadCase> cases() {
   std::vector<WorkloadCase> all;
+  all.push_back({"risk",
+                 {"risk.scenarios=200000", "risk.batch=20000"},
+                 {"var_99", "es_99", "var_99_9", "es_99_9", "var_99_se", "tail_p_is", "loss_mean"},
+                 6,
+                 2,
+                 {{{"risk.market.correlation=[1,1,0,0, 1,1,0,0, 0,0,1,0, 0,0,0,1]"}, "correlation"},
+                  {{"risk.instruments=[\"swaption,SPX,100\"]"}, "swaption"},
+                  {{"risk.market.vols=[0.18,-0.2,0.25]"}, "vol"},
+                  {{"risk.scenarios=0"}, "risk.scenarios"}}});
   return all;
 }
 
