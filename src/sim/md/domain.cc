@@ -1,0 +1,327 @@
+#include "sim/md/domain.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <string>
+
+#include "core/trace.h"
+
+namespace crucible::sim::md {
+
+namespace {
+
+// Into [0, L) for a point at most one box length outside it. The second test
+// catches -tiny + L rounding to L.
+inline double wrap(double v, double L) {
+  if (v < 0) v += L;
+  if (v >= L) v -= L;
+  return v;
+}
+
+template <typename T>
+void put(std::vector<uint8_t>& b, const T& v) {
+  const size_t n = b.size();
+  b.resize(n + sizeof(T));
+  std::memcpy(b.data() + n, &v, sizeof(T));
+}
+template <typename T>
+T get(const uint8_t*& p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  p += sizeof(T);
+  return v;
+}
+
+// exchange() uses tag and tag + 1.
+enum Tag { kTagGhosts = 7100, kTagMigrateR = 7110, kTagMigrateL = 7120, kTagPos = 7130, kTagForce = 7140 };
+
+}  // namespace
+
+Domain::Domain(comm::Comm& comm, double box, double cutoff, double skin, bool full_sorted)
+    : comm_(comm), L_(box), rc_(cutoff), rg_(cutoff + skin), full_sorted_(full_sorted),
+      P_(comm.size()), rank_(comm.rank()) {
+  const double w = L_ / P_;
+  lo_ = rank_ * w;
+  hi_ = rank_ == P_ - 1 ? L_ : (rank_ + 1) * w;
+  const double lo3[3] = {lo_ - rg_, -rg_, -rg_}, ext3[3] = {hi_ - lo_ + 2 * rg_, L_ + 2 * rg_, L_ + 2 * rg_};
+  for (int d = 0; d < 3; ++d) {
+    nb_[d] = std::max(1, int(ext3[d] / rg_));
+    borg_[d] = lo3[d];
+    bsize_[d] = ext3[d] / nb_[d];
+  }
+}
+
+int Domain::owner_of(double xw) const {
+  const int r = int(xw / (L_ / P_));
+  return std::clamp(r, 0, P_ - 1);
+}
+
+void Domain::set_owned(std::vector<int64_t> ids, std::vector<double> px, std::vector<double> py,
+                       std::vector<double> pz, std::vector<double> pvx, std::vector<double> pvy,
+                       std::vector<double> pvz) {
+  nlocal = int(ids.size());
+  nghost = 0;
+  id = std::move(ids);
+  x = std::move(px), y = std::move(py), z = std::move(pz);
+  vx = std::move(pvx), vy = std::move(pvy), vz = std::move(pvz);
+  fx.assign(nlocal, 0.0), fy.assign(nlocal, 0.0), fz.assign(nlocal, 0.0);
+  xr = x, yr = y, zr = z;
+}
+
+int Domain::bin_of(double px, double py, double pz) const {
+  const int bx = std::clamp(int((px - borg_[0]) / bsize_[0]), 0, nb_[0] - 1);
+  const int by = std::clamp(int((py - borg_[1]) / bsize_[1]), 0, nb_[1] - 1);
+  const int bz = std::clamp(int((pz - borg_[2]) / bsize_[2]), 0, nb_[2] - 1);
+  return (bz * nb_[1] + by) * nb_[0] + bx;
+}
+
+void Domain::resize_ghosts(int n) {
+  nghost = n;
+  const size_t all = size_t(nlocal) + n;
+  id.resize(all), x.resize(all), y.resize(all), z.resize(all);
+  fx.resize(all), fy.resize(all), fz.resize(all);
+}
+
+double Domain::max_displacement2() const {
+  double m = 0;
+  for (int i = 0; i < nlocal; ++i) {
+    const double dx = x[i] - xr[i], dy = y[i] - yr[i], dz = z[i] - zr[i];
+    m = std::max(m, dx * dx + dy * dy + dz * dz);
+  }
+  return m;
+}
+
+Status Domain::exchange(const Swap& s, const std::vector<uint8_t>& out, std::vector<uint8_t>* in, int tag) {
+  // Message sizes first: a receive must name the exact size that was sent.
+  int64_t n_out = int64_t(out.size()), n_in = 0;
+  CRUCIBLE_RETURN_IF_ERROR(comm_.sendrecv(&n_out, sizeof n_out, s.send_to, &n_in, sizeof n_in, s.recv_from, tag));
+  in->resize(size_t(n_in));
+  return comm_.sendrecv(out.data(), out.size(), s.send_to, in->data(), in->size(), s.recv_from, tag + 1);
+}
+
+Status Domain::rebuild() {
+  trace::Scope scope("neighbor", "sim");
+  nghost = 0;
+  resize_ghosts(0);
+  for (int i = 0; i < nlocal; ++i) {
+    x[i] = wrap(x[i], L_), y[i] = wrap(y[i], L_), z[i] = wrap(z[i], L_);
+    if (!(x[i] >= 0 && x[i] < L_ && y[i] >= 0 && y[i] < L_ && z[i] >= 0 && z[i] < L_))
+      return Status::invalid("[sim] md: atom " + std::to_string(id[i]) +
+                             " left the box between neighbour-list builds (non-finite or far position): "
+                             "the time step md.dt is too large or atoms overlap");
+  }
+  CRUCIBLE_RETURN_IF_ERROR(migrate());
+  sort_owned();
+  xr = x, yr = y, zr = z;
+  xr.resize(nlocal), yr.resize(nlocal), zr.resize(nlocal);
+  CRUCIBLE_RETURN_IF_ERROR(borders());
+  build_lists();
+  ++rebuilds_;
+  return Status::ok();
+}
+
+Status Domain::migrate() {
+  if (P_ == 1) return Status::ok();
+  // Atoms that left the slab go to the nearer neighbour (periodically).
+  std::vector<uint8_t> to_right, to_left;
+  int keep = 0;
+  for (int i = 0; i < nlocal; ++i) {
+    const int o = owner_of(x[i]);
+    if (o == rank_) {
+      id[keep] = id[i], x[keep] = x[i], y[keep] = y[i], z[keep] = z[i];
+      vx[keep] = vx[i], vy[keep] = vy[i], vz[keep] = vz[i];
+      ++keep;
+      continue;
+    }
+    std::vector<uint8_t>& b = ((o - rank_ + P_) % P_ <= P_ / 2) ? to_right : to_left;
+    put(b, id[i]), put(b, x[i]), put(b, y[i]), put(b, z[i]), put(b, vx[i]), put(b, vy[i]), put(b, vz[i]);
+  }
+  nlocal = keep;
+  Swap right, left;
+  right.send_to = (rank_ + 1) % P_, right.recv_from = (rank_ - 1 + P_) % P_;
+  left.send_to = right.recv_from, left.recv_from = right.send_to;
+  std::vector<uint8_t> from_left, from_right;
+  CRUCIBLE_RETURN_IF_ERROR(exchange(right, to_right, &from_left, kTagMigrateR));
+  CRUCIBLE_RETURN_IF_ERROR(exchange(left, to_left, &from_right, kTagMigrateL));
+  id.resize(nlocal), x.resize(nlocal), y.resize(nlocal), z.resize(nlocal);
+  vx.resize(nlocal), vy.resize(nlocal), vz.resize(nlocal);
+  constexpr size_t kAtomBytes = sizeof(int64_t) + 6 * sizeof(double);
+  for (const std::vector<uint8_t>* b : {&from_left, &from_right}) {
+    for (const uint8_t* p = b->data(); p + kAtomBytes <= b->data() + b->size();) {
+      id.push_back(get<int64_t>(p));
+      x.push_back(get<double>(p)), y.push_back(get<double>(p)), z.push_back(get<double>(p));
+      vx.push_back(get<double>(p)), vy.push_back(get<double>(p)), vz.push_back(get<double>(p));
+      if (owner_of(x.back()) != rank_)
+        return Status::invalid("[sim] md: atom " + std::to_string(id.back()) +
+                               " crossed more than one slab between neighbour-list builds: the time step "
+                               "md.dt is too large (or use fewer ranks)");
+    }
+  }
+  nlocal = int(id.size());
+  fx.assign(nlocal, 0.0), fy.assign(nlocal, 0.0), fz.assign(nlocal, 0.0);
+  return Status::ok();
+}
+
+void Domain::sort_owned() {
+  // (cell, id): neighbours sit close in memory, and the order is a function
+  // of the positions alone (a resumed run rebuilds the same order).
+  std::vector<int64_t> key(nlocal);
+  for (int i = 0; i < nlocal; ++i) key[i] = bin_of(x[i], y[i], z[i]);
+  std::vector<int> perm(nlocal);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::sort(perm.begin(), perm.end(),
+            [&](int a, int b) { return key[a] != key[b] ? key[a] < key[b] : id[a] < id[b]; });
+  auto apply = [&](auto& v) {
+    auto old = v;
+    for (int i = 0; i < nlocal; ++i) v[i] = old[perm[i]];
+  };
+  apply(id), apply(x), apply(y), apply(z), apply(vx), apply(vy), apply(vz);
+}
+
+Status Domain::borders() {
+  swaps_.clear();
+  for (int dim = 0; dim < 3; ++dim) {
+    const int n_before = nlocal + nghost;  // this dimension's ghosts are not sent again in it
+    const bool across = dim == 0 && P_ > 1;
+    const double lo = dim == 0 ? lo_ : 0.0, hi = dim == 0 ? hi_ : L_;
+    const bool first = dim != 0 || rank_ == 0, last = dim != 0 || rank_ == P_ - 1;
+    for (int dir = 0; dir < 2; ++dir) {  // 0: towards lower coordinates, 1: towards higher
+      Swap s;
+      s.dim = dim;
+      s.local = !across;
+      s.send_to = dir == 0 ? (rank_ - 1 + P_) % P_ : (rank_ + 1) % P_;
+      s.recv_from = dir == 0 ? (rank_ + 1) % P_ : (rank_ - 1 + P_) % P_;
+      if (s.local) s.send_to = s.recv_from = rank_;
+      s.shift = dir == 0 ? (first ? L_ : 0.0) : (last ? -L_ : 0.0);
+      const double* c = dim == 0 ? x.data() : dim == 1 ? y.data() : z.data();
+      for (int i = 0; i < n_before; ++i)
+        if (dir == 0 ? c[i] < lo + rg_ : c[i] >= hi - rg_) s.send.push_back(i);
+      s.recv_first = nlocal + nghost;
+      if (s.local) {
+        const int n = int(s.send.size());
+        resize_ghosts(nghost + n);
+        for (int k = 0; k < n; ++k) {
+          const int g = s.recv_first + k, src = s.send[k];
+          id[g] = id[src], x[g] = x[src], y[g] = y[src], z[g] = z[src];
+          (dim == 0 ? x : dim == 1 ? y : z)[g] += s.shift;
+        }
+        s.recv_count = n;
+      } else {
+        out_.clear();
+        for (int i : s.send) put(out_, id[i]), put(out_, x[i] + s.shift), put(out_, y[i]), put(out_, z[i]);
+        CRUCIBLE_RETURN_IF_ERROR(exchange(s, out_, &in_, kTagGhosts));
+        constexpr size_t kGhostBytes = sizeof(int64_t) + 3 * sizeof(double);
+        const int n = int(in_.size() / kGhostBytes);
+        resize_ghosts(nghost + n);
+        const uint8_t* p = in_.data();
+        for (int k = 0; k < n; ++k) {
+          const int g = s.recv_first + k;
+          id[g] = get<int64_t>(p), x[g] = get<double>(p), y[g] = get<double>(p), z[g] = get<double>(p);
+        }
+        s.recv_count = n;
+      }
+      swaps_.push_back(std::move(s));
+    }
+  }
+  return Status::ok();
+}
+
+void Domain::build_lists() {
+  const int nall = nlocal + nghost, nbins = nb_[0] * nb_[1] * nb_[2];
+  std::vector<int> bin(nall);
+  bin_head_.assign(nbins + 1, 0);
+  for (int i = 0; i < nall; ++i) ++bin_head_[(bin[i] = bin_of(x[i], y[i], z[i])) + 1];
+  for (int b = 0; b < nbins; ++b) bin_head_[b + 1] += bin_head_[b];
+  bin_atoms_.resize(nall);
+  {
+    std::vector<int> fill(bin_head_.begin(), bin_head_.end() - 1);
+    for (int i = 0; i < nall; ++i) bin_atoms_[fill[bin[i]]++] = i;
+  }
+  const double rg2 = rg_ * rg_;
+  nbr_start.assign(nlocal + 1, 0);
+  nbr.clear();
+  nbr.reserve(size_t(nlocal) * (full_sorted_ ? 80 : 40));
+  for (int i = 0; i < nlocal; ++i) {
+    const double xi = x[i], yi = y[i], zi = z[i];
+    const int b = bin[i], bx = b % nb_[0], by = (b / nb_[0]) % nb_[1], bz = b / (nb_[0] * nb_[1]);
+    const size_t begin = nbr.size();
+    for (int kz = std::max(0, bz - 1); kz <= std::min(nb_[2] - 1, bz + 1); ++kz)
+      for (int ky = std::max(0, by - 1); ky <= std::min(nb_[1] - 1, by + 1); ++ky)
+        for (int kx = std::max(0, bx - 1); kx <= std::min(nb_[0] - 1, bx + 1); ++kx) {
+          const int nbin = (kz * nb_[1] + ky) * nb_[0] + kx;
+          for (int k = bin_head_[nbin]; k < bin_head_[nbin + 1]; ++k) {
+            const int j = bin_atoms_[k];
+            if (j == i) continue;
+            if (!full_sorted_) {
+              if (j < nlocal) {
+                if (j < i) continue;
+              } else if (!(z[j] > zi || (z[j] == zi && (y[j] > yi || (y[j] == yi && x[j] > xi))))) {
+                continue;  // this pair belongs to the rank (or image) where j is owned
+              }
+            }
+            const double dx = xi - x[j], dy = yi - y[j], dz = zi - z[j];
+            if (dx * dx + dy * dy + dz * dz < rg2) nbr.push_back(j);
+          }
+        }
+    if (full_sorted_)
+      std::sort(nbr.begin() + begin, nbr.end(), [&](int a, int c) { return id[a] < id[c]; });
+    nbr_start[i + 1] = int(nbr.size());
+  }
+}
+
+Status Domain::forward_positions() {
+  trace::Scope scope("comm_positions", "sim");
+  for (const Swap& s : swaps_) {
+    double* c = s.dim == 0 ? x.data() : s.dim == 1 ? y.data() : z.data();
+    if (s.local) {
+      for (size_t k = 0; k < s.send.size(); ++k) {
+        const int g = s.recv_first + int(k), src = s.send[k];
+        x[g] = x[src], y[g] = y[src], z[g] = z[src];
+        c[g] += s.shift;
+      }
+      continue;
+    }
+    std::vector<double> out(3 * s.send.size()), in(3 * size_t(s.recv_count));
+    for (size_t k = 0; k < s.send.size(); ++k) {
+      const int i = s.send[k];
+      out[3 * k] = x[i] + s.shift, out[3 * k + 1] = y[i], out[3 * k + 2] = z[i];
+    }
+    CRUCIBLE_RETURN_IF_ERROR(comm_.sendrecv(out.data(), out.size() * sizeof(double), s.send_to, in.data(),
+                                            in.size() * sizeof(double), s.recv_from, kTagPos));
+    for (int k = 0; k < s.recv_count; ++k) {
+      const int g = s.recv_first + k;
+      x[g] = in[3 * k], y[g] = in[3 * k + 1], z[g] = in[3 * k + 2];
+    }
+  }
+  return Status::ok();
+}
+
+Status Domain::reverse_forces() {
+  trace::Scope scope("comm_forces", "sim");
+  for (auto it = swaps_.rbegin(); it != swaps_.rend(); ++it) {
+    const Swap& s = *it;
+    if (s.local) {
+      for (size_t k = 0; k < s.send.size(); ++k) {
+        const int g = s.recv_first + int(k), dst = s.send[k];
+        fx[dst] += fx[g], fy[dst] += fy[g], fz[dst] += fz[g];
+      }
+      continue;
+    }
+    std::vector<double> out(3 * size_t(s.recv_count)), in(3 * s.send.size());
+    for (int k = 0; k < s.recv_count; ++k) {
+      const int g = s.recv_first + k;
+      out[3 * k] = fx[g], out[3 * k + 1] = fy[g], out[3 * k + 2] = fz[g];
+    }
+    CRUCIBLE_RETURN_IF_ERROR(comm_.sendrecv(out.data(), out.size() * sizeof(double), s.recv_from, in.data(),
+                                            in.size() * sizeof(double), s.send_to, kTagForce));
+    for (size_t k = 0; k < s.send.size(); ++k) {
+      const int dst = s.send[k];
+      fx[dst] += in[3 * k], fy[dst] += in[3 * k + 1], fz[dst] += in[3 * k + 2];
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace crucible::sim::md

@@ -1,0 +1,141 @@
+#include "sim/md/lj_force.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/trace.h"
+
+namespace crucible::sim::md {
+
+namespace {
+
+constexpr int kMinAtomsPerThread = 1000;
+
+// Owned atoms [i0, i1) against their half lists; fx/fy/fz may be a thread's
+// private copy (length nall). Written for the vectoriser: the per-pair loop
+// first computes every neighbour's force factor into a small buffer (gathers,
+// no stores to shared arrays), then scatters the reactions.
+template <bool kEnergy>
+__attribute__((target_clones("avx512f", "avx2", "default"))) void half_range(
+    int i0, int i1, const int* __restrict start, const int* __restrict nbr, const double* __restrict x,
+    const double* __restrict y, const double* __restrict z, double* __restrict fx, double* __restrict fy,
+    double* __restrict fz, double rc2, double* pe_out, double* w_out) {
+  double pe = 0, w = 0;
+  constexpr int kChunk = 256;
+  double fpair[kChunk];
+  for (int i = i0; i < i1; ++i) {
+    const double xi = x[i], yi = y[i], zi = z[i];
+    double fxi = 0, fyi = 0, fzi = 0;
+    for (int k0 = start[i]; k0 < start[i + 1]; k0 += kChunk) {
+      const int n = std::min(kChunk, start[i + 1] - k0);
+      const int* __restrict js = nbr + k0;
+      for (int k = 0; k < n; ++k) {
+        const int j = js[k];
+        const double dx = xi - x[j], dy = yi - y[j], dz = zi - z[j];
+        const double r2 = dx * dx + dy * dy + dz * dz;
+        const double r2i = 1.0 / r2, r6i = r2i * r2i * r2i;
+        const double f = r2 < rc2 ? 48.0 * r6i * (r6i - 0.5) * r2i : 0.0;
+        fpair[k] = f;
+        fxi += dx * f, fyi += dy * f, fzi += dz * f;
+        if constexpr (kEnergy) {
+          pe += r2 < rc2 ? 4.0 * r6i * (r6i - 1.0) : 0.0;
+          w += r2 * f;
+        }
+      }
+      for (int k = 0; k < n; ++k) {
+        const int j = js[k];
+        const double f = fpair[k];
+        fx[j] -= (xi - x[j]) * f, fy[j] -= (yi - y[j]) * f, fz[j] -= (zi - z[j]) * f;
+      }
+    }
+    fx[i] += fxi, fy[i] += fyi, fz[i] += fzi;
+  }
+  *pe_out = pe, *w_out = w;
+}
+
+}  // namespace
+
+LjSums lj_half(Domain& d, double cutoff, bool energy) {
+  trace::Scope scope("force", "sim");
+  const int nall = d.nlocal + d.nghost;
+  const double rc2 = cutoff * cutoff;
+  std::fill(d.fx.begin(), d.fx.begin() + nall, 0.0);
+  std::fill(d.fy.begin(), d.fy.begin() + nall, 0.0);
+  std::fill(d.fz.begin(), d.fz.begin() + nall, 0.0);
+  auto run = energy ? half_range<true> : half_range<false>;
+  const int nt = std::min(omp_get_max_threads(), std::max(1, d.nlocal / kMinAtomsPerThread));
+  LjSums sums;
+  if (nt == 1) {
+    run(0, d.nlocal, d.nbr_start.data(), d.nbr.data(), d.x.data(), d.y.data(), d.z.data(), d.fx.data(),
+        d.fy.data(), d.fz.data(), rc2, &sums.pe, &sums.virial);
+    return sums;
+  }
+  // Private force copies per thread, summed in thread order (deterministic
+  // for a given thread count).
+  std::vector<double> priv(size_t(nt) * 3 * nall, 0.0), pe(nt), w(nt);
+#pragma omp parallel num_threads(nt)
+  {
+    const int t = omp_get_thread_num();
+    const int i0 = int(int64_t(d.nlocal) * t / nt), i1 = int(int64_t(d.nlocal) * (t + 1) / nt);
+    double* f = priv.data() + size_t(t) * 3 * nall;
+    run(i0, i1, d.nbr_start.data(), d.nbr.data(), d.x.data(), d.y.data(), d.z.data(), f, f + nall, f + 2 * nall,
+        rc2, &pe[t], &w[t]);
+#pragma omp barrier
+#pragma omp for schedule(static)
+    for (int i = 0; i < nall; ++i) {
+      double sx = 0, sy = 0, sz = 0;
+      for (int u = 0; u < nt; ++u) {
+        const double* g = priv.data() + size_t(u) * 3 * nall;
+        sx += g[i], sy += g[nall + i], sz += g[2 * nall + i];
+      }
+      d.fx[i] = sx, d.fy[i] = sy, d.fz[i] = sz;
+    }
+  }
+  for (int t = 0; t < nt; ++t) sums.pe += pe[t], sums.virial += w[t];
+  return sums;
+}
+
+void lj_full_sorted(Domain& d, double cutoff, bool energy, ExactSum* pe_sum, ExactSum* w_sum) {
+  trace::Scope scope("force", "sim");
+  const double rc2 = cutoff * cutoff;
+  const int n = d.nlocal;
+  std::vector<double> pe_atom(energy ? n : 0), w_atom(energy ? n : 0);
+  const int* start = d.nbr_start.data();
+  const int* nbr = d.nbr.data();
+  const double *x = d.x.data(), *y = d.y.data(), *z = d.z.data();
+  // Threads only where there is enough work to pay for waking them.
+#pragma omp parallel for schedule(static) if (n >= kMinAtomsPerThread * 2)
+  for (int i = 0; i < n; ++i) {
+    const double xi = x[i], yi = y[i], zi = z[i];
+    double fxi = 0, fyi = 0, fzi = 0, pe = 0, w = 0;
+    for (int k = start[i]; k < start[i + 1]; ++k) {  // neighbours in global-id order
+      const int j = nbr[k];
+      const double dx = xi - x[j], dy = yi - y[j], dz = zi - z[j];
+      const double r2 = dx * dx + dy * dy + dz * dz;
+      if (r2 >= rc2) continue;
+      const double r2i = 1.0 / r2, r6i = r2i * r2i * r2i;
+      const double f = 48.0 * r6i * (r6i - 0.5) * r2i;
+      fxi += dx * f, fyi += dy * f, fzi += dz * f;
+      if (energy) pe += 4.0 * r6i * (r6i - 1.0), w += r2 * f;
+    }
+    d.fx[i] = fxi, d.fy[i] = fyi, d.fz[i] = fzi;
+    if (energy) pe_atom[i] = 0.5 * pe, w_atom[i] = 0.5 * w;
+  }
+  if (energy)
+    for (int i = 0; i < n; ++i) pe_sum->add(pe_atom[i]), w_sum->add(w_atom[i]);
+}
+
+double lj_tail_energy(double rho, double rc) {
+  const double r3 = 1.0 / (rc * rc * rc), r9 = r3 * r3 * r3;
+  return 8.0 / 3.0 * M_PI * rho * (r9 / 3.0 - r3);
+}
+
+double lj_tail_pressure(double rho, double rc) {
+  const double r3 = 1.0 / (rc * rc * rc), r9 = r3 * r3 * r3;
+  return 16.0 / 3.0 * M_PI * rho * rho * (2.0 / 3.0 * r9 - r3);
+}
+
+}  // namespace crucible::sim::md
