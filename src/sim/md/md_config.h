@@ -27,7 +27,7 @@ struct MdConfig {
   int thermo_every = 10;        // steps between energy/pressure samples (metrics, averages, checks)
   int dump_every = 0;           // steps between XYZ frames in RUN/md_traj.xyz; 0: no trajectory
   bool reproducible = false;    // true: identical results on any rank count (full lists, fixed-point sums)
-  double max_energy_jump = 1.0;  // epsilon per atom between samples that counts as a blow-up
+  double max_energy_jump = 1.0;  // |dE/N| per step (epsilon, averaged between samples) that stops the run
 };
 
 std::vector<config::Field> md_fields(MdConfig& c);
