@@ -25,6 +25,7 @@
 // Arrays are structure-of-arrays, length nlocal + nghost (velocities and
 // x_ref only nlocal). Not thread-safe; collective calls are marked.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -94,9 +95,11 @@ class Domain {
   double lo_, hi_;
   int nb_[3];        // bins per dimension over the slab plus ghost margins
   double borg_[3];   // bin grid origin
-  double bsize_[3];  // bin edge (>= rg)
+  double bsize_[3];  // bin edge (>= rg / 2)
+  std::vector<std::array<int, 3>> stencil_;  // bin offsets that can hold a neighbour within rg
   std::vector<Swap> swaps_;
   std::vector<int> bin_head_, bin_atoms_;  // counting-sort bins (CSR)
+  std::vector<double> bin_x_, bin_y_, bin_z_;  // coordinates of bin_atoms_, in that order
   std::vector<uint8_t> out_, in_;          // message buffers, reused
   int64_t rebuilds_ = 0;
 };

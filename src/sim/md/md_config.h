@@ -14,18 +14,18 @@
 namespace crucible::sim {
 
 struct MdConfig {
-  int cells = 6;                // FCC unit cells per box edge: N = 4 * cells^3 atoms
+  int cells = 10;               // FCC unit cells per box edge: N = 4 * cells^3 atoms
   double density = 0.8;         // rho* = N sigma^3 / V
   double temperature = 2.0;     // T* of the initial velocities and of the thermostat
   double dt = 0.005;            // time step, tau = sigma sqrt(m/epsilon)
-  int64_t steps = 4000;         // time steps in the whole run (equilibration included)
+  int64_t steps = 6000;         // time steps in the whole run (equilibration included)
   int64_t equil_steps = 1000;   // first steps under the Berendsen thermostat; NVE after
   double thermostat_tau = 0.1;  // Berendsen coupling time (tau); used while step <= equil_steps
   double cutoff = 2.5;          // r_c (sigma): LJ pairs beyond it are dropped, tail-corrected
   double skin = 0.3;            // Verlet-list skin (sigma): lists hold pairs within r_c + skin
   int neighbor_every = 0;       // 0: rebuild when an atom moved > skin/2; n > 0: every n steps, no check
   int thermo_every = 10;        // steps between energy/pressure samples (metrics, averages, checks)
-  int dump_every = 0;           // steps between XYZ frames in RUN/md_traj.xyz; 0: no trajectory
+  int dump_every = 500;         // steps between XYZ frames in RUN/md_traj.xyz; 0: no trajectory
   bool reproducible = false;    // true: identical results on any rank count (full lists, fixed-point sums)
   double max_energy_jump = 1.0;  // |dE/N| per step (epsilon, averaged between samples) that stops the run
 };
