@@ -47,12 +47,12 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void half_range(
           const double dx = xi - x[j], dy = yi - y[j], dz = zi - z[j];
           const double r2 = dx * dx + dy * dy + dz * dz;
           const double r2i = 1.0 / r2, r6i = r2i * r2i * r2i;
-          const bool in = r2 < rc2;
-          const double f = in ? 48.0 * r6i * (r6i - 0.5) * r2i : 0.0;
+          const double in = r2 < rc2 ? 1.0 : 0.0;  // a mask, not a branch
+          const double f = in * 48.0 * r6i * (r6i - 0.5) * r2i;
           fpair[k + l] = f;
           fxl[l] += dx * f, fyl[l] += dy * f, fzl[l] += dz * f;
           if constexpr (kEnergy) {
-            pel[l] += in ? 4.0 * r6i * (r6i - 1.0) : 0.0;
+            pel[l] += in * 4.0 * r6i * (r6i - 1.0);
             wl[l] += r2 * f;
           }
         }
@@ -62,12 +62,12 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void half_range(
         const double dx = xi - x[j], dy = yi - y[j], dz = zi - z[j];
         const double r2 = dx * dx + dy * dy + dz * dz;
         const double r2i = 1.0 / r2, r6i = r2i * r2i * r2i;
-        const bool in = r2 < rc2;
-        const double f = in ? 48.0 * r6i * (r6i - 0.5) * r2i : 0.0;
+        const double in = r2 < rc2 ? 1.0 : 0.0;
+        const double f = in * 48.0 * r6i * (r6i - 0.5) * r2i;
         fpair[k] = f;
         fxl[0] += dx * f, fyl[0] += dy * f, fzl[0] += dz * f;
         if constexpr (kEnergy) {
-          pel[0] += in ? 4.0 * r6i * (r6i - 1.0) : 0.0;
+          pel[0] += in * 4.0 * r6i * (r6i - 1.0);
           wl[0] += r2 * f;
         }
       }
@@ -129,31 +129,69 @@ LjSums lj_half(Domain& d, double cutoff, bool energy) {
   return sums;
 }
 
+// Atom i's force from its id-sorted full list: a function of the global ids
+// and positions only, whatever the rank or thread layout. The sum is taken
+// in kLanes lanes by list position (position k into lane k % kLanes), then
+// the lanes in order: the same fixed order everywhere, and a loop the
+// vectoriser takes.
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void full_range(
+    int i0, int i1, const int* __restrict start, const int* __restrict nbr, const double* __restrict x,
+    const double* __restrict y, const double* __restrict z, double* __restrict fx, double* __restrict fy,
+    double* __restrict fz, double rc2, double* __restrict pe_atom, double* __restrict w_atom) {
+  for (int i = i0; i < i1; ++i) {
+    const double xi = x[i], yi = y[i], zi = z[i];
+    alignas(64) double fxl[kLanes] = {}, fyl[kLanes] = {}, fzl[kLanes] = {}, pel[kLanes] = {}, wl[kLanes] = {};
+    const int k0 = start[i], n = start[i + 1] - k0;
+    const int* __restrict js = nbr + k0;
+    // Position k goes to lane k % kLanes (the tail too).
+    for (int k = 0; k < n; k += kLanes) {
+      const int m = std::min(kLanes, n - k);
+      if (m == kLanes) {
+        for (int l = 0; l < kLanes; ++l) {
+          const int j = js[k + l];
+          const double dx = xi - x[j], dy = yi - y[j], dz = zi - z[j];
+          const double r2 = dx * dx + dy * dy + dz * dz;
+          const double r2i = 1.0 / r2, r6i = r2i * r2i * r2i;
+          const double in = r2 < rc2 ? 1.0 : 0.0;  // a mask, not a branch
+          const double f = in * 48.0 * r6i * (r6i - 0.5) * r2i;
+          fxl[l] += dx * f, fyl[l] += dy * f, fzl[l] += dz * f;
+          pel[l] += in * 4.0 * r6i * (r6i - 1.0);
+          wl[l] += r2 * f;
+        }
+        continue;
+      }
+      for (int l = 0; l < m; ++l) {
+        const int j = js[k + l];
+        const double dx = xi - x[j], dy = yi - y[j], dz = zi - z[j];
+        const double r2 = dx * dx + dy * dy + dz * dz;
+        const double r2i = 1.0 / r2, r6i = r2i * r2i * r2i;
+        const double in = r2 < rc2 ? 1.0 : 0.0;
+        const double f = in * 48.0 * r6i * (r6i - 0.5) * r2i;
+        fxl[l] += dx * f, fyl[l] += dy * f, fzl[l] += dz * f;
+        pel[l] += in * 4.0 * r6i * (r6i - 1.0);
+        wl[l] += r2 * f;
+      }
+    }
+    double fxi = 0, fyi = 0, fzi = 0, pe = 0, w = 0;
+    for (int l = 0; l < kLanes; ++l) fxi += fxl[l], fyi += fyl[l], fzi += fzl[l], pe += pel[l], w += wl[l];
+    fx[i] = fxi, fy[i] = fyi, fz[i] = fzi;
+    if (pe_atom) pe_atom[i] = 0.5 * pe, w_atom[i] = 0.5 * w;
+  }
+}
+
 void lj_full_sorted(Domain& d, double cutoff, bool energy, ExactSum* pe_sum, ExactSum* w_sum) {
   trace::Scope scope("force", "sim");
   const double rc2 = cutoff * cutoff;
   const int n = d.nlocal;
   std::vector<double> pe_atom(energy ? n : 0), w_atom(energy ? n : 0);
-  const int* start = d.nbr_start.data();
-  const int* nbr = d.nbr.data();
-  const double *x = d.x.data(), *y = d.y.data(), *z = d.z.data();
-  // Threads only where there is enough work to pay for waking them.
-#pragma omp parallel for schedule(static) if (n >= kMinAtomsPerThread * 2)
-  for (int i = 0; i < n; ++i) {
-    const double xi = x[i], yi = y[i], zi = z[i];
-    double fxi = 0, fyi = 0, fzi = 0, pe = 0, w = 0;
-    for (int k = start[i]; k < start[i + 1]; ++k) {  // neighbours in global-id order
-      const int j = nbr[k];
-      const double dx = xi - x[j], dy = yi - y[j], dz = zi - z[j];
-      const double r2 = dx * dx + dy * dy + dz * dz;
-      if (r2 >= rc2) continue;
-      const double r2i = 1.0 / r2, r6i = r2i * r2i * r2i;
-      const double f = 48.0 * r6i * (r6i - 0.5) * r2i;
-      fxi += dx * f, fyi += dy * f, fzi += dz * f;
-      if (energy) pe += 4.0 * r6i * (r6i - 1.0), w += r2 * f;
-    }
-    d.fx[i] = fxi, d.fy[i] = fyi, d.fz[i] = fzi;
-    if (energy) pe_atom[i] = 0.5 * pe, w_atom[i] = 0.5 * w;
+  const int nt = std::min(omp_get_max_threads(), std::max(1, n / kMinAtomsPerThread));
+  // Each atom writes only its own force: threads need no private copies.
+#pragma omp parallel num_threads(nt)
+  {
+    const int t = omp_get_thread_num();
+    const int i0 = int(int64_t(n) * t / nt), i1 = int(int64_t(n) * (t + 1) / nt);
+    full_range(i0, i1, d.nbr_start.data(), d.nbr.data(), d.x.data(), d.y.data(), d.z.data(), d.fx.data(),
+               d.fy.data(), d.fz.data(), rc2, energy ? pe_atom.data() : nullptr, energy ? w_atom.data() : nullptr);
   }
   if (energy)
     for (int i = 0; i < n; ++i) pe_sum->add(pe_atom[i]), w_sum->add(w_atom[i]);
