@@ -16,7 +16,6 @@
 #include "core/trace.h"
 #include "sim/md/domain.h"
 #include "sim/md/exact_sum.h"
-#include "sim/md/lj_eos.h"
 #include "sim/md/lj_force.h"
 #include "sim/md/md.h"
 #include "sim/md/md_stats.h"
@@ -26,7 +25,6 @@ namespace crucible::sim {
 
 namespace {
 
-constexpr int kSampleWidth = 5;  // step, T, P, U/N, E/N
 constexpr int kAtomWidth = 13;   // id, x(3), v(3), f(3), x_ref(3)
 
 std::string fmt(const char* f, double v) {
@@ -139,7 +137,7 @@ class MdWorkload final : public Workload {
     s.arrays.push_back(pack_f64("vel", vel, {N_, 3}));
     s.arrays.push_back(pack_f64("force", force, {N_, 3}));
     s.arrays.push_back(pack_f64("pos_at_rebuild", ref, {N_, 3}));
-    s.arrays.push_back(pack_f64("samples", samples_, {int64_t(samples_.size() / kSampleWidth), kSampleWidth}));
+    s.arrays.push_back(pack_f64("samples", samples_, {int64_t(samples_.size() / md::kSampleWidth), md::kSampleWidth}));
     s.scalars = {{"step", step_},       {"last_rebuild", last_rebuild_}, {"rebuilds", rebuilds_},
                  {"ke", ke_},           {"pe", pe_},                     {"virial", virial_},
                  {"u_atom", u_atom_},   {"e_atom", e_atom_},             {"pressure", pressure_},
@@ -168,7 +166,7 @@ class MdWorkload final : public Workload {
     } catch (const std::exception& e) {
       return Status::corrupt(std::string("[sim] md: checkpoint scalars: ") + e.what());
     }
-    if (samples_.size() % kSampleWidth != 0) return Status::corrupt("[sim] md: checkpoint array 'samples' is ragged");
+    if (samples_.size() % md::kSampleWidth != 0) return Status::corrupt("[sim] md: checkpoint array 'samples' is ragged");
     step_ = step;
     // This rank's atoms at their positions of the last list build; the
     // rebuild then gives the uninterrupted run's order, ghosts and lists.
@@ -374,47 +372,13 @@ class MdWorkload final : public Workload {
   }
 
   nlohmann::json summary() const {
-    std::vector<double> t, T, P, U, E;
-    for (size_t k = 0; k + kSampleWidth <= samples_.size(); k += kSampleWidth) {
-      t.push_back(samples_[k]), T.push_back(samples_[k + 1]), P.push_back(samples_[k + 2]);
-      U.push_back(samples_[k + 3]), E.push_back(samples_[k + 4]);
-    }
-    constexpr int kBlocks = 10;
-    const md::BlockMean bT = md::block_mean(T, kBlocks), bP = md::block_mean(P, kBlocks),
-                        bU = md::block_mean(U, kBlocks);
-    // The EOS at the run's mean temperature; its uncertainty through se_T
-    // (central differences in T) joins the sampling error of the mean.
-    md::LjEosPoint eos, up, down;
-    const double hT = 1e-4;
-    if (!T.empty()) {
-      eos = md::jzg_eos(c_.density, bT.mean);
-      up = md::jzg_eos(c_.density, bT.mean + hT), down = md::jzg_eos(c_.density, bT.mean - hT);
-    }
-    const double dPdT = (up.pressure - down.pressure) / (2 * hT), dUdT = (up.energy - down.energy) / (2 * hT);
-    const double sigma_P = std::hypot(bP.se, dPdT * bT.se), sigma_U = std::hypot(bU.se, dUdT * bT.se);
-    double max_dev = 0;
-    for (double e : E) max_dev = std::max(max_dev, std::fabs(e - E.front()));
-    return {{"atoms", N_},
-            {"box_length", L_},
-            {"density", c_.density},
-            {"mode", c_.reproducible ? "reproducible" : "fast"},
-            {"ranks", comm_.size()},
-            {"nve_samples", int64_t(T.size())},
-            {"neighbor_rebuilds", rebuilds_},
-            {"temperature_mean", bT.mean},
-            {"temperature_se", bT.se},
-            {"pressure_mean", bP.mean},
-            {"pressure_se", bP.se},
-            {"pe_per_atom_mean", bU.mean},
-            {"pe_per_atom_se", bU.se},
-            {"eos_reference", "Johnson, Zollweg & Gubbins, Mol. Phys. 78, 591 (1993), MBWR at (rho, T_mean)"},
-            {"eos_pressure", eos.pressure},
-            {"eos_pe_per_atom", eos.energy},
-            {"pressure_sigma", sigma_P},
-            {"pe_per_atom_sigma", sigma_U},
-            {"energy_drift_per_atom_per_step", md::slope(t, E)},
-            {"energy_max_deviation_per_atom", max_dev}};
+    nlohmann::json j = md::nve_summary(samples_, c_.density);
+    j["atoms"] = N_, j["box_length"] = L_, j["density"] = c_.density;
+    j["mode"] = c_.reproducible ? "reproducible" : "fast";
+    j["ranks"] = comm_.size(), j["neighbor_rebuilds"] = rebuilds_;
+    return j;
   }
+
 
   MdConfig c_;
   comm::Comm& comm_;
@@ -431,7 +395,7 @@ class MdWorkload final : public Workload {
   int64_t last_sample_ = -1;
   bool has_e0_ = false;
   double e0_ = 0;                // E/N of the first NVE sample (drift reference)
-  std::vector<double> samples_;  // NVE samples, kSampleWidth values each
+  std::vector<double> samples_;  // NVE samples, md::kSampleWidth values each
   md::XyzTrajectory traj_;
   uint64_t traj_bytes_ = 0;
 };

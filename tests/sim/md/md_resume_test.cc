@@ -75,8 +75,8 @@ TEST(MdResume, ReproducibleModeBitIdentical) {
 TEST(MdResume, ReproducibleModeSameBitsOnOneAndTwoThreads) {
   MdConfig c = mdtest::small_config();
   c.reproducible = true;
-  c.cells = 8;  // 2048 atoms: enough for the force loop to use both threads
-  c.steps = 60;
+  c.cells = 16;  // 16384 atoms: enough for the force loop to use both threads
+  c.steps = 30;
   auto comm = comm::make_single_comm();
   testutil::TempDir d("md_threads");
   const int before = omp_get_max_threads();
