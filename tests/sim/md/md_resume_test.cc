@@ -77,6 +77,7 @@ TEST(MdResume, ReproducibleModeSameBitsOnOneAndTwoThreads) {
   c.reproducible = true;
   c.cells = 16;  // 16384 atoms: enough for the force loop to use both threads
   c.steps = 30;
+  c.equil_steps = 10;
   auto comm = comm::make_single_comm();
   testutil::TempDir d("md_threads");
   const int before = omp_get_max_threads();
