@@ -20,6 +20,7 @@ std::vector<config::Field> md_fields(MdConfig& c) {
       {"md.thermo_every", &c.thermo_every},
       {"md.dump_every", &c.dump_every},
       {"md.reproducible", &c.reproducible},
+      {"md.start_file", &c.start_file},
       {"md.max_energy_jump", &c.max_energy_jump},
   };
 }

@@ -27,6 +27,8 @@ struct MdConfig {
   int thermo_every = 10;        // steps between energy/pressure samples (metrics, averages, checks)
   int dump_every = 500;         // steps between XYZ frames in RUN/md_traj.xyz; 0: no trajectory
   bool reproducible = false;    // true: identical results on any rank count (full lists, fixed-point sums)
+  std::string start_file;       // extended XYZ to start from ("": FCC lattice); N and the box then
+                                // come from the file and md.cells / md.density are not used
   double max_energy_jump = 1.0;  // |dE/N| per step (epsilon, averaged between samples) that stops the run
 };
 

@@ -19,6 +19,7 @@
 #include "sim/md/lj_force.h"
 #include "sim/md/md.h"
 #include "sim/md/md_stats.h"
+#include "sim/md/xyz_start.h"
 #include "sim/md/xyz_trajectory.h"
 
 namespace crucible::sim {
@@ -35,9 +36,12 @@ std::string fmt(const char* f, double v) {
 
 class MdWorkload final : public Workload {
  public:
-  MdWorkload(const MdConfig& c, comm::Comm& comm, uint64_t seed)
-      : c_(c), comm_(comm), seed_(seed), N_(md_atom_count(c)), L_(md_box_length(c)), V_(L_ * L_ * L_),
-        dom_(comm, L_, c.cutoff, c.skin, c.reproducible) {}
+  // start: the positions of md.start_file (empty: the FCC lattice).
+  MdWorkload(const MdConfig& c, comm::Comm& comm, uint64_t seed, md::StartConfig start)
+      : c_(c), comm_(comm), seed_(seed),
+        N_(start.pos.empty() ? md_atom_count(c) : int64_t(start.pos.size() / 3)),
+        L_(start.pos.empty() ? md_box_length(c) : start.box), V_(L_ * L_ * L_), rho_(double(N_) / V_),
+        start_(std::move(start)), dom_(comm, L_, c.cutoff, c.skin, c.reproducible) {}
 
   const char* name() const override { return "md"; }
   int64_t total_steps() const override { return c_.steps; }
@@ -216,7 +220,7 @@ class MdWorkload final : public Workload {
     return Status::io("[sim] md: rank 0 could not write the workload's output (see its message)");
   }
 
-  // FCC lattice in id order, velocities N(0, 1) from Rng(seed, id), then
+  // FCC lattice (or md.start_file's positions) in id order, velocities N(0, 1) from Rng(seed, id), then
   // the centre-of-mass motion removed and scaled to md.temperature -- on
   // every rank over all atoms, in id order, so every rank count starts alike.
   void init_lattice() {
@@ -240,8 +244,9 @@ class MdWorkload final : public Workload {
     std::vector<double> px, py, pz, vx, vy, vz;
     for (int64_t id = 0; id < N_; ++id) {
       const int64_t cell = id / 4, b = id % 4;
-      const double p[3] = {(double(cell % n) + basis[b][0]) * a, (double((cell / n) % n) + basis[b][1]) * a,
-                           (double(cell / (int64_t(n) * n)) + basis[b][2]) * a};
+      double p[3] = {(double(cell % n) + basis[b][0]) * a, (double((cell / n) % n) + basis[b][1]) * a,
+                     (double(cell / (int64_t(n) * n)) + basis[b][2]) * a};
+      if (!start_.pos.empty()) p[0] = start_.pos[3 * id], p[1] = start_.pos[3 * id + 1], p[2] = start_.pos[3 * id + 2];
       if (dom_.owner_of(p[0]) != comm_.rank()) continue;
       ids.push_back(id);
       px.push_back(p[0]), py.push_back(p[1]), pz.push_back(p[2]);
@@ -249,6 +254,7 @@ class MdWorkload final : public Workload {
     }
     dom_.set_owned(std::move(ids), std::move(px), std::move(py), std::move(pz), std::move(vx), std::move(vy),
                    std::move(vz));
+    start_ = {};
   }
 
   // Forces; with energy, pe_ and virial_ := the global sums (tail excluded).
@@ -301,7 +307,7 @@ class MdWorkload final : public Workload {
 
   // The thermodynamic sample of this step (pe_ and virial_ are current).
   Status sample() {
-    const double rho = c_.density;
+    const double rho = rho_;
     u_atom_ = pe_ / double(N_) + md::lj_tail_energy(rho, c_.cutoff);
     e_atom_ = ke_ / double(N_) + u_atom_;
     pressure_ = (2.0 * ke_ + virial_) / (3.0 * V_) + md::lj_tail_pressure(rho, c_.cutoff);
@@ -372,8 +378,8 @@ class MdWorkload final : public Workload {
   }
 
   nlohmann::json summary() const {
-    nlohmann::json j = md::nve_summary(samples_, c_.density);
-    j["atoms"] = N_, j["box_length"] = L_, j["density"] = c_.density;
+    nlohmann::json j = md::nve_summary(samples_, rho_);
+    j["atoms"] = N_, j["box_length"] = L_, j["density"] = rho_;
     j["mode"] = c_.reproducible ? "reproducible" : "fast";
     j["ranks"] = comm_.size(), j["neighbor_rebuilds"] = rebuilds_;
     return j;
@@ -384,7 +390,8 @@ class MdWorkload final : public Workload {
   comm::Comm& comm_;
   uint64_t seed_;
   int64_t N_;
-  double L_, V_;
+  double L_, V_, rho_;
+  md::StartConfig start_;  // released once the atoms are placed
   md::Domain dom_;
   std::string run_dir_;
   int64_t step_ = 0, last_rebuild_ = 0, rebuilds_ = 0;
@@ -404,12 +411,23 @@ class MdWorkload final : public Workload {
 
 Result<std::unique_ptr<Workload>> make_md_workload(const MdConfig& c, comm::Comm& comm, uint64_t seed) {
   CRUCIBLE_RETURN_IF_ERROR(validate_md(c));
-  const double L = md_box_length(c), rg = c.cutoff + c.skin;
+  md::StartConfig start;
+  double L = md_box_length(c);
+  const double rg = c.cutoff + c.skin;
+  if (!c.start_file.empty()) {
+    auto s = md::read_xyz_start(c.start_file);
+    if (!s) return s.status();
+    start = std::move(*s);
+    L = start.box;
+    if (L < 2 * rg)
+      return Status::invalid("[config] md.start_file " + c.start_file + ": box length " + fmt("%.4g", L) +
+                             " sigma is smaller than two cut-offs plus skin (" + fmt("%g", 2 * rg) + ")");
+  }
   if (L / comm.size() < rg)
     return Status::invalid("[config] md: " + std::to_string(comm.size()) + " ranks cut the box (" + fmt("%.4g", L) +
                            " sigma) into slabs thinner than md.cutoff + md.skin (" + fmt("%g", rg) +
                            "): use at most " + std::to_string(int(L / rg)) + " ranks or raise md.cells");
-  return std::unique_ptr<Workload>(new MdWorkload(c, comm, seed));
+  return std::unique_ptr<Workload>(new MdWorkload(c, comm, seed, std::move(start)));
 }
 
 }  // namespace crucible::sim

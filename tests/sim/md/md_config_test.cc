@@ -22,7 +22,7 @@ TEST(MdConfig, DefaultsValidateAndBindEveryMember) {
   MdConfig c;
   EXPECT_TRUE(validate_md(c).is_ok());
   const auto fields = md_fields(c);
-  EXPECT_EQ(fields.size(), 14u);
+  EXPECT_EQ(fields.size(), 15u);
   for (const config::Field& f : fields) EXPECT_EQ(std::string(f.key).rfind("md.", 0), 0u) << f.key;
   EXPECT_EQ(md_atom_count(c), 4000);  // the defaults are configs/sim/md.toml's
 }
@@ -81,6 +81,56 @@ TEST(MdConfig, BlowUpStopsWithOneLine) {
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_NE(s.message().find("md.dt"), std::string::npos) << s.message();
   EXPECT_EQ(s.message().find('\n'), std::string::npos);
+}
+
+// md.start_file: a run starts from another run's md_final.xyz; a file with
+// overlapping atoms, a missing lattice or a box too small is refused with one
+// line naming the key and the file.
+TEST(MdConfig, StartFileIsReadAndCheckedForOverlaps) {
+  auto comm = comm::make_single_comm();
+  testutil::TempDir d("md_start");
+  MdConfig c = mdtest::small_config();
+  c.steps = 20, c.equil_steps = 5;
+  {
+    auto w = mdtest::make(c, *comm);
+    ASSERT_TRUE(w->begin(d.path()).is_ok());
+    ASSERT_TRUE(mdtest::run_to(*w, c.steps).is_ok());
+    ASSERT_TRUE(w->finish(d.path()).is_ok());
+  }
+  MdConfig from = c;
+  from.start_file = d / "md_final.xyz";
+  from.cells = 9;  // not used: N and the box come from the file
+  auto w = make_md_workload(from, *comm, 3);
+  ASSERT_TRUE(w.is_ok()) << w.status().message();
+  ASSERT_TRUE((*w)->begin(d.path()).is_ok());
+  ASSERT_TRUE(mdtest::run_to(**w, 10).is_ok());
+  auto r = (*w)->finish(d.path());
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_EQ(int64_t((*r)["atoms"]), 256);
+
+  const std::string lattice = "Lattice=\"8 0 0 0 8 0 0 0 8\"";
+  const struct {
+    std::string text, expect;
+  } bad[] = {
+      {"2\n" + lattice + "\nAr 1 1 1\nAr 1.3 1 1\n", "overlapping atoms"},
+      {"2\n" + lattice + "\nAr 0.1 1 1\nAr 7.9 1 1\n", "overlapping atoms"},  // across the boundary
+      {"2\nno lattice here\nAr 1 1 1\nAr 3 1 1\n", "Lattice="},
+      {"3\n" + lattice + "\nAr 1 1 1\nAr 3 1 1\n", "atom line 3 of 3"},
+      {"2\nLattice=\"4 0 0 0 4 0 0 0 4\"\nAr 1 1 1\nAr 3 1 1\n", "smaller than two cut-offs"},
+  };
+  for (const auto& b : bad) {
+    testutil::write_file(d / "start.xyz", b.text);
+    MdConfig m = c;
+    m.start_file = d / "start.xyz";
+    auto bw = make_md_workload(m, *comm, 3);
+    ASSERT_FALSE(bw.is_ok()) << b.text;
+    EXPECT_EQ(bw.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(bw.status().message().find(b.expect), std::string::npos) << bw.status().message();
+    EXPECT_EQ(bw.status().message().rfind("[config] md.start_file ", 0), 0u) << bw.status().message();
+  }
+  MdConfig missing = c;
+  missing.start_file = d / "absent.xyz";
+  EXPECT_FALSE(make_md_workload(missing, *comm, 3).is_ok());
 }
 
 TEST(MdConfig, CorruptCheckpointIsRefused) {
