@@ -28,7 +28,8 @@ using namespace crucible;
 namespace {
 
 // LAMMPS's loop time for `steps` steps of in.lj (seconds), or < 0.
-double run_lammps(const std::string& lmp, int cells, int steps, const std::string& dir, const char* suffix) {
+double run_lammps(const std::string& lmp, int cells, int steps, const std::string& dir,
+                  const char* suffix) {
   const std::string in = dir + "/in.lj";
   std::ofstream f(in);
   f << "units lj\natom_style atomic\nlattice fcc 0.8442\n"
@@ -37,7 +38,8 @@ double run_lammps(const std::string& lmp, int cells, int steps, const std::strin
     << "pair_style lj/cut 2.5\npair_coeff 1 1 1.0 1.0 2.5\nneighbor 0.3 bin\n"
     << "neigh_modify delay 0 every 20 check no\nfix 1 all nve\nrun " << steps << "\n";
   f.close();
-  const std::string cmd = "cd " + dir + " && OMP_NUM_THREADS=1 " + lmp + " -in in.lj -log none -echo none" +
+  const std::string cmd = "cd " + dir + " && OMP_NUM_THREADS=1 " + lmp +
+                          " -in in.lj -log none -echo none" +
                           (*suffix ? std::string(" -sf ") + suffix : std::string()) + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return -1;
@@ -68,7 +70,8 @@ int main(int argc, char** argv) {
   c.cells = cells, c.density = 0.8442, c.temperature = 3.0, c.dt = 0.005;
   c.steps = steps, c.equil_steps = 0, c.thermostat_tau = 1.0;
   c.cutoff = 2.5, c.skin = 0.3, c.neighbor_every = 20, c.thermo_every = steps;
-  const std::string dir = std::filesystem::temp_directory_path() / ("sim_md_bench." + std::to_string(getpid()));
+  const std::string dir =
+      std::filesystem::temp_directory_path() / ("sim_md_bench." + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   auto comm = comm::make_single_comm();
 
@@ -80,12 +83,14 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s\n", w.status().message().c_str());
       return 2;
     }
-    if (Status s = (*w)->begin(dir); !s.is_ok()) return std::fprintf(stderr, "%s\n", s.message().c_str()), 1;
+    if (Status s = (*w)->begin(dir); !s.is_ok())
+      return std::fprintf(stderr, "%s\n", s.message().c_str()), 1;
     trace::clear();
     trace::set_active(true);
     const int64_t t0 = now_ns();
     for (int s = 0; s < steps; ++s)
-      if (Status st = (*w)->step(); !st.is_ok()) return std::fprintf(stderr, "%s\n", st.message().c_str()), 1;
+      if (Status st = (*w)->step(); !st.is_ok())
+        return std::fprintf(stderr, "%s\n", st.message().c_str()), 1;
     const double secs = (now_ns() - t0) * 1e-9;
     trace::set_active(false);
     if (secs < best_ours) {
@@ -113,20 +118,24 @@ int main(int argc, char** argv) {
   }
   std::filesystem::remove_all(dir);
   const int64_t atoms = 4LL * cells * cells * cells;
-  std::printf("\n%lld atoms, %d steps, 1 core each, best of %d\n", static_cast<long long>(atoms), steps, reps);
-  std::printf("crucible sim md: %8.2f steps/s  (%.3g atom-steps/s)\n", steps / best_ours, atoms * steps / best_ours);
-  std::printf("crucible reproducible mode: %8.2f steps/s  (%.2fx the fast mode's time)\n", steps / best_repro,
-              best_repro / best_ours);
+  std::printf("\n%lld atoms, %d steps, 1 core each, best of %d\n", static_cast<long long>(atoms),
+              steps, reps);
+  std::printf("crucible sim md: %8.2f steps/s  (%.3g atom-steps/s)\n", steps / best_ours,
+              atoms * steps / best_ours);
+  std::printf("crucible reproducible mode: %8.2f steps/s  (%.2fx the fast mode's time)\n",
+              steps / best_repro, best_repro / best_ours);
   if (best_lmp < 1e30) {
-    std::printf("LAMMPS lmp     : %8.2f steps/s  (%.3g atom-steps/s)\n", steps / best_lmp, atoms * steps / best_lmp);
+    std::printf("LAMMPS lmp     : %8.2f steps/s  (%.3g atom-steps/s)\n", steps / best_lmp,
+                atoms * steps / best_lmp);
     std::printf("ratio crucible/LAMMPS time: %.3f (target <= 1.5)\n", best_ours / best_lmp);
     if (best_opt < 1e30)
-      std::printf("LAMMPS -sf opt : %8.2f steps/s; ratio crucible/LAMMPS-opt time: %.3f\n", steps / best_opt,
-                  best_ours / best_opt);
+      std::printf("LAMMPS -sf opt : %8.2f steps/s; ratio crucible/LAMMPS-opt time: %.3f\n",
+                  steps / best_opt, best_ours / best_opt);
   } else {
     std::printf("LAMMPS (%s) not run\n", lmp.c_str());
   }
   std::printf("crucible step time by phase (best rep):\n");
-  for (const auto& [name, s] : phase) std::printf("  %-16s %7.3f s  %5.1f%%\n", name.c_str(), s, 100 * s / best_ours);
+  for (const auto& [name, s] : phase)
+    std::printf("  %-16s %7.3f s  %5.1f%%\n", name.c_str(), s, 100 * s / best_ours);
   return 0;
 }

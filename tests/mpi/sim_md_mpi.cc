@@ -122,7 +122,8 @@ TEST(SimMdMpi, FastModeMatchesOneRankClosely) {
     EXPECT_LT(worst, 1e-9) << name;
   }
   EXPECT_NEAR(double(one.summary["pressure_mean"]), double(many.summary["pressure_mean"]), 1e-9);
-  EXPECT_NEAR(double(one.summary["pe_per_atom_mean"]), double(many.summary["pe_per_atom_mean"]), 1e-11);
+  EXPECT_NEAR(double(one.summary["pe_per_atom_mean"]), double(many.summary["pe_per_atom_mean"]),
+              1e-11);
 }
 
 TEST(SimMdMpi, FastModeResumesWithTheSameBitsOnTheseRanks) {

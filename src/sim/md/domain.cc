@@ -35,17 +35,29 @@ T get(const uint8_t*& p) {
 }
 
 // exchange() uses tag and tag + 1.
-enum Tag { kTagGhosts = 7100, kTagMigrateR = 7110, kTagMigrateL = 7120, kTagPos = 7130, kTagForce = 7140 };
+enum Tag {
+  kTagGhosts = 7100,
+  kTagMigrateR = 7110,
+  kTagMigrateL = 7120,
+  kTagPos = 7130,
+  kTagForce = 7140
+};
 
 }  // namespace
 
 Domain::Domain(comm::Comm& comm, double box, double cutoff, double skin, bool full_sorted)
-    : comm_(comm), L_(box), rc_(cutoff), rg_(cutoff + skin), full_sorted_(full_sorted),
-      P_(comm.size()), rank_(comm.rank()) {
+    : comm_(comm),
+      L_(box),
+      rc_(cutoff),
+      rg_(cutoff + skin),
+      full_sorted_(full_sorted),
+      P_(comm.size()),
+      rank_(comm.rank()) {
   const double w = L_ / P_;
   lo_ = rank_ * w;
   hi_ = rank_ == P_ - 1 ? L_ : (rank_ + 1) * w;
-  const double lo3[3] = {lo_ - rg_, -rg_, -rg_}, ext3[3] = {hi_ - lo_ + 2 * rg_, L_ + 2 * rg_, L_ + 2 * rg_};
+  const double lo3[3] = {lo_ - rg_, -rg_, -rg_},
+               ext3[3] = {hi_ - lo_ + 2 * rg_, L_ + 2 * rg_, L_ + 2 * rg_};
   // Bins of at least rg/2: the stencil of bins that can hold a neighbour
   // within rg spans +-2 bins, about 1.7x less volume to scan than 27 bins of rg.
   for (int d = 0; d < 3; ++d) {
@@ -108,12 +120,15 @@ double Domain::max_displacement2() const {
   return m;
 }
 
-Status Domain::exchange(const Swap& s, const std::vector<uint8_t>& out, std::vector<uint8_t>* in, int tag) {
+Status Domain::exchange(const Swap& s, const std::vector<uint8_t>& out, std::vector<uint8_t>* in,
+                        int tag) {
   // Message sizes first: a receive must name the exact size that was sent.
   int64_t n_out = int64_t(out.size()), n_in = 0;
-  CRUCIBLE_RETURN_IF_ERROR(comm_.sendrecv(&n_out, sizeof n_out, s.send_to, &n_in, sizeof n_in, s.recv_from, tag));
+  CRUCIBLE_RETURN_IF_ERROR(
+      comm_.sendrecv(&n_out, sizeof n_out, s.send_to, &n_in, sizeof n_in, s.recv_from, tag));
   in->resize(size_t(n_in));
-  return comm_.sendrecv(out.data(), out.size(), s.send_to, in->data(), in->size(), s.recv_from, tag + 1);
+  return comm_.sendrecv(out.data(), out.size(), s.send_to, in->data(), in->size(), s.recv_from,
+                        tag + 1);
 }
 
 Status Domain::rebuild() {
@@ -123,9 +138,10 @@ Status Domain::rebuild() {
   for (int i = 0; i < nlocal; ++i) {
     x[i] = wrap(x[i], L_), y[i] = wrap(y[i], L_), z[i] = wrap(z[i], L_);
     if (!(x[i] >= 0 && x[i] < L_ && y[i] >= 0 && y[i] < L_ && z[i] >= 0 && z[i] < L_))
-      return Status::invalid("[sim] md: atom " + std::to_string(id[i]) +
-                             " left the box between neighbour-list builds (non-finite or far position): "
-                             "the time step md.dt is too large or atoms overlap");
+      return Status::invalid(
+          "[sim] md: atom " + std::to_string(id[i]) +
+          " left the box between neighbour-list builds (non-finite or far position): "
+          "the time step md.dt is too large or atoms overlap");
   }
   CRUCIBLE_RETURN_IF_ERROR(migrate());
   sort_owned();
@@ -151,7 +167,8 @@ Status Domain::migrate() {
       continue;
     }
     std::vector<uint8_t>& b = ((o - rank_ + P_) % P_ <= P_ / 2) ? to_right : to_left;
-    put(b, id[i]), put(b, x[i]), put(b, y[i]), put(b, z[i]), put(b, vx[i]), put(b, vy[i]), put(b, vz[i]);
+    put(b, id[i]), put(b, x[i]), put(b, y[i]), put(b, z[i]), put(b, vx[i]), put(b, vy[i]),
+        put(b, vz[i]);
   }
   nlocal = keep;
   Swap right, left;
@@ -169,9 +186,10 @@ Status Domain::migrate() {
       x.push_back(get<double>(p)), y.push_back(get<double>(p)), z.push_back(get<double>(p));
       vx.push_back(get<double>(p)), vy.push_back(get<double>(p)), vz.push_back(get<double>(p));
       if (owner_of(x.back()) != rank_)
-        return Status::invalid("[sim] md: atom " + std::to_string(id.back()) +
-                               " crossed more than one slab between neighbour-list builds: the time step "
-                               "md.dt is too large (or use fewer ranks)");
+        return Status::invalid(
+            "[sim] md: atom " + std::to_string(id.back()) +
+            " crossed more than one slab between neighbour-list builds: the time step "
+            "md.dt is too large (or use fewer ranks)");
     }
   }
   nlocal = int(id.size());
@@ -225,7 +243,8 @@ Status Domain::borders() {
         s.recv_count = n;
       } else {
         out_.clear();
-        for (int i : s.send) put(out_, id[i]), put(out_, x[i] + s.shift), put(out_, y[i]), put(out_, z[i]);
+        for (int i : s.send)
+          put(out_, id[i]), put(out_, x[i] + s.shift), put(out_, y[i]), put(out_, z[i]);
         CRUCIBLE_RETURN_IF_ERROR(exchange(s, out_, &in_, kTagGhosts));
         constexpr size_t kGhostBytes = sizeof(int64_t) + 3 * sizeof(double);
         const int n = int(in_.size() / kGhostBytes);
@@ -233,7 +252,8 @@ Status Domain::borders() {
         const uint8_t* p = in_.data();
         for (int k = 0; k < n; ++k) {
           const int g = s.recv_first + k;
-          id[g] = get<int64_t>(p), x[g] = get<double>(p), y[g] = get<double>(p), z[g] = get<double>(p);
+          id[g] = get<int64_t>(p), x[g] = get<double>(p), y[g] = get<double>(p),
+          z[g] = get<double>(p);
         }
         s.recv_count = n;
       }
@@ -292,14 +312,16 @@ void Domain::build_lists() {
         if (!full_sorted_) {
           // Half list: an owned pair once (j > i); a ghost only when it lies
           // above i in (z, y, x) -- the other image of the pair is below.
-          const bool above = (bzs[k] > zi) | ((bzs[k] == zi) & ((bys[k] > yi) | ((bys[k] == yi) & (bxs[k] > xi))));
+          const bool above =
+              (bzs[k] > zi) | ((bzs[k] == zi) & ((bys[k] > yi) | ((bys[k] == yi) & (bxs[k] > xi))));
           keep &= j < nlocal ? j > i : above;
         }
         out[count] = j;
         count += keep;
       }
     }
-    if (full_sorted_) std::sort(out + begin, out + count, [&](int a, int c) { return id[a] < id[c]; });
+    if (full_sorted_)
+      std::sort(out + begin, out + count, [&](int a, int c) { return id[a] < id[c]; });
     nbr_start[i + 1] = int(count);
   }
 }
@@ -321,8 +343,9 @@ Status Domain::forward_positions() {
       const int i = s.send[k];
       out[3 * k] = x[i] + s.shift, out[3 * k + 1] = y[i], out[3 * k + 2] = z[i];
     }
-    CRUCIBLE_RETURN_IF_ERROR(comm_.sendrecv(out.data(), out.size() * sizeof(double), s.send_to, in.data(),
-                                            in.size() * sizeof(double), s.recv_from, kTagPos));
+    CRUCIBLE_RETURN_IF_ERROR(comm_.sendrecv(out.data(), out.size() * sizeof(double), s.send_to,
+                                            in.data(), in.size() * sizeof(double), s.recv_from,
+                                            kTagPos));
     for (int k = 0; k < s.recv_count; ++k) {
       const int g = s.recv_first + k;
       x[g] = in[3 * k], y[g] = in[3 * k + 1], z[g] = in[3 * k + 2];
@@ -347,8 +370,9 @@ Status Domain::reverse_forces() {
       const int g = s.recv_first + k;
       out[3 * k] = fx[g], out[3 * k + 1] = fy[g], out[3 * k + 2] = fz[g];
     }
-    CRUCIBLE_RETURN_IF_ERROR(comm_.sendrecv(out.data(), out.size() * sizeof(double), s.recv_from, in.data(),
-                                            in.size() * sizeof(double), s.send_to, kTagForce));
+    CRUCIBLE_RETURN_IF_ERROR(comm_.sendrecv(out.data(), out.size() * sizeof(double), s.recv_from,
+                                            in.data(), in.size() * sizeof(double), s.send_to,
+                                            kTagForce));
     for (size_t k = 0; k < s.send.size(); ++k) {
       const int dst = s.send[k];
       fx[dst] += in[3 * k], fy[dst] += in[3 * k + 1], fz[dst] += in[3 * k + 2];

@@ -35,11 +35,11 @@
 namespace crucible::sim::md {
 
 struct Swap {
-  int dim = 0;            // 0 x, 1 y, 2 z
+  int dim = 0;  // 0 x, 1 y, 2 z
   int send_to = 0, recv_from = 0;
-  bool local = true;      // copy inside the rank (no Comm call)
-  double shift = 0;       // added to coordinate `dim` of what is sent
-  std::vector<int> send;  // indices of the atoms sent
+  bool local = true;                   // copy inside the rank (no Comm call)
+  double shift = 0;                    // added to coordinate `dim` of what is sent
+  std::vector<int> send;               // indices of the atoms sent
   int recv_first = 0, recv_count = 0;  // where their copies land
 };
 
@@ -84,7 +84,8 @@ class Domain {
   void sort_owned();
   Status borders();
   void build_lists();
-  Status exchange(const Swap& s, const std::vector<uint8_t>& out, std::vector<uint8_t>* in, int tag);
+  Status exchange(const Swap& s, const std::vector<uint8_t>& out, std::vector<uint8_t>* in,
+                  int tag);
   int bin_of(double px, double py, double pz) const;
   void resize_ghosts(int n);
 
@@ -93,14 +94,14 @@ class Domain {
   bool full_sorted_;
   int P_, rank_;
   double lo_, hi_;
-  int nb_[3];        // bins per dimension over the slab plus ghost margins
-  double borg_[3];   // bin grid origin
-  double bsize_[3];  // bin edge (>= rg / 2)
+  int nb_[3];                                // bins per dimension over the slab plus ghost margins
+  double borg_[3];                           // bin grid origin
+  double bsize_[3];                          // bin edge (>= rg / 2)
   std::vector<std::array<int, 3>> stencil_;  // bin offsets that can hold a neighbour within rg
   std::vector<Swap> swaps_;
-  std::vector<int> bin_head_, bin_atoms_;  // counting-sort bins (CSR)
+  std::vector<int> bin_head_, bin_atoms_;      // counting-sort bins (CSR)
   std::vector<double> bin_x_, bin_y_, bin_z_;  // coordinates of bin_atoms_, in that order
-  std::vector<uint8_t> out_, in_;          // message buffers, reused
+  std::vector<uint8_t> out_, in_;              // message buffers, reused
   int64_t rebuilds_ = 0;
 };
 

@@ -28,15 +28,17 @@ constexpr int kLanes = 8;
 
 template <bool kEnergy>
 __attribute__((target_clones("avx512f", "avx2", "default"))) void half_range(
-    int i0, int i1, const int* __restrict start, const int* __restrict nbr, const double* __restrict x,
-    const double* __restrict y, const double* __restrict z, double* __restrict fx, double* __restrict fy,
-    double* __restrict fz, double rc2, double* pe_out, double* w_out) {
+    int i0, int i1, const int* __restrict start, const int* __restrict nbr,
+    const double* __restrict x, const double* __restrict y, const double* __restrict z,
+    double* __restrict fx, double* __restrict fy, double* __restrict fz, double rc2, double* pe_out,
+    double* w_out) {
   double pe = 0, w = 0;
   constexpr int kChunk = 512;
   alignas(64) double fpair[kChunk];
   for (int i = i0; i < i1; ++i) {
     const double xi = x[i], yi = y[i], zi = z[i];
-    alignas(64) double fxl[kLanes] = {}, fyl[kLanes] = {}, fzl[kLanes] = {}, pel[kLanes] = {}, wl[kLanes] = {};
+    alignas(64) double fxl[kLanes] = {}, fyl[kLanes] = {}, fzl[kLanes] = {}, pel[kLanes] = {},
+                       wl[kLanes] = {};
     for (int k0 = start[i]; k0 < start[i + 1]; k0 += kChunk) {
       const int n = std::min(kChunk, start[i + 1] - k0);
       const int* __restrict js = nbr + k0;
@@ -100,8 +102,8 @@ LjSums lj_half(Domain& d, double cutoff, bool energy) {
   const int nt = std::min(omp_get_max_threads(), std::max(1, d.nlocal / kMinAtomsPerThread));
   LjSums sums;
   if (nt == 1) {
-    run(0, d.nlocal, d.nbr_start.data(), d.nbr.data(), d.x.data(), d.y.data(), d.z.data(), d.fx.data(),
-        d.fy.data(), d.fz.data(), rc2, &sums.pe, &sums.virial);
+    run(0, d.nlocal, d.nbr_start.data(), d.nbr.data(), d.x.data(), d.y.data(), d.z.data(),
+        d.fx.data(), d.fy.data(), d.fz.data(), rc2, &sums.pe, &sums.virial);
     return sums;
   }
   // Private force copies per thread, summed in thread order (deterministic
@@ -112,8 +114,8 @@ LjSums lj_half(Domain& d, double cutoff, bool energy) {
     const int t = omp_get_thread_num();
     const int i0 = int(int64_t(d.nlocal) * t / nt), i1 = int(int64_t(d.nlocal) * (t + 1) / nt);
     double* f = priv.data() + size_t(t) * 3 * nall;
-    run(i0, i1, d.nbr_start.data(), d.nbr.data(), d.x.data(), d.y.data(), d.z.data(), f, f + nall, f + 2 * nall,
-        rc2, &pe[t], &w[t]);
+    run(i0, i1, d.nbr_start.data(), d.nbr.data(), d.x.data(), d.y.data(), d.z.data(), f, f + nall,
+        f + 2 * nall, rc2, &pe[t], &w[t]);
 #pragma omp barrier
 #pragma omp for schedule(static)
     for (int i = 0; i < nall; ++i) {
@@ -135,12 +137,14 @@ LjSums lj_half(Domain& d, double cutoff, bool energy) {
 // the lanes in order: the same fixed order everywhere, and a loop the
 // vectoriser takes.
 __attribute__((target_clones("avx512f", "avx2", "default"))) static void full_range(
-    int i0, int i1, const int* __restrict start, const int* __restrict nbr, const double* __restrict x,
-    const double* __restrict y, const double* __restrict z, double* __restrict fx, double* __restrict fy,
-    double* __restrict fz, double rc2, double* __restrict pe_atom, double* __restrict w_atom) {
+    int i0, int i1, const int* __restrict start, const int* __restrict nbr,
+    const double* __restrict x, const double* __restrict y, const double* __restrict z,
+    double* __restrict fx, double* __restrict fy, double* __restrict fz, double rc2,
+    double* __restrict pe_atom, double* __restrict w_atom) {
   for (int i = i0; i < i1; ++i) {
     const double xi = x[i], yi = y[i], zi = z[i];
-    alignas(64) double fxl[kLanes] = {}, fyl[kLanes] = {}, fzl[kLanes] = {}, pel[kLanes] = {}, wl[kLanes] = {};
+    alignas(64) double fxl[kLanes] = {}, fyl[kLanes] = {}, fzl[kLanes] = {}, pel[kLanes] = {},
+                       wl[kLanes] = {};
     const int k0 = start[i], n = start[i + 1] - k0;
     const int* __restrict js = nbr + k0;
     // Position k goes to lane k % kLanes (the tail too).
@@ -173,7 +177,8 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) static void full_ra
       }
     }
     double fxi = 0, fyi = 0, fzi = 0, pe = 0, w = 0;
-    for (int l = 0; l < kLanes; ++l) fxi += fxl[l], fyi += fyl[l], fzi += fzl[l], pe += pel[l], w += wl[l];
+    for (int l = 0; l < kLanes; ++l)
+      fxi += fxl[l], fyi += fyl[l], fzi += fzl[l], pe += pel[l], w += wl[l];
     fx[i] = fxi, fy[i] = fyi, fz[i] = fzi;
     if (pe_atom) pe_atom[i] = 0.5 * pe, w_atom[i] = 0.5 * w;
   }
@@ -190,8 +195,9 @@ void lj_full_sorted(Domain& d, double cutoff, bool energy, ExactSum* pe_sum, Exa
   {
     const int t = omp_get_thread_num();
     const int i0 = int(int64_t(n) * t / nt), i1 = int(int64_t(n) * (t + 1) / nt);
-    full_range(i0, i1, d.nbr_start.data(), d.nbr.data(), d.x.data(), d.y.data(), d.z.data(), d.fx.data(),
-               d.fy.data(), d.fz.data(), rc2, energy ? pe_atom.data() : nullptr, energy ? w_atom.data() : nullptr);
+    full_range(i0, i1, d.nbr_start.data(), d.nbr.data(), d.x.data(), d.y.data(), d.z.data(),
+               d.fx.data(), d.fy.data(), d.fz.data(), rc2, energy ? pe_atom.data() : nullptr,
+               energy ? w_atom.data() : nullptr);
   }
   if (energy)
     for (int i = 0; i < n; ++i) pe_sum->add(pe_atom[i]), w_sum->add(w_atom[i]);

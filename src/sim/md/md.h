@@ -19,6 +19,7 @@ namespace crucible::sim {
 
 // Validates c (one Status::invalid line naming the problem) and makes the
 // workload; nothing is written. The Comm must outlive the workload.
-Result<std::unique_ptr<Workload>> make_md_workload(const MdConfig& c, comm::Comm& comm, uint64_t seed);
+Result<std::unique_ptr<Workload>> make_md_workload(const MdConfig& c, comm::Comm& comm,
+                                                   uint64_t seed);
 
 }  // namespace crucible::sim

@@ -23,13 +23,15 @@ struct MdConfig {
   double thermostat_tau = 0.1;  // Berendsen coupling time (tau); used while step <= equil_steps
   double cutoff = 2.5;          // r_c (sigma): LJ pairs beyond it are dropped, tail-corrected
   double skin = 0.3;            // Verlet-list skin (sigma): lists hold pairs within r_c + skin
-  int neighbor_every = 0;       // 0: rebuild when an atom moved > skin/2; n > 0: every n steps, no check
-  int thermo_every = 10;        // steps between energy/pressure samples (metrics, averages, checks)
-  int dump_every = 500;         // steps between XYZ frames in RUN/md_traj.xyz; 0: no trajectory
-  bool reproducible = false;    // true: identical results on any rank count (full lists, fixed-point sums)
-  std::string start_file;       // extended XYZ to start from ("": FCC lattice); N and the box then
-                                // come from the file and md.cells / md.density are not used
-  double max_energy_jump = 1.0;  // |dE/N| per step (epsilon, averaged between samples) that stops the run
+  int neighbor_every = 0;  // 0: rebuild when an atom moved > skin/2; n > 0: every n steps, no check
+  int thermo_every = 10;   // steps between energy/pressure samples (metrics, averages, checks)
+  int dump_every = 500;    // steps between XYZ frames in RUN/md_traj.xyz; 0: no trajectory
+  bool reproducible =
+      false;  // true: identical results on any rank count (full lists, fixed-point sums)
+  std::string start_file;  // extended XYZ to start from ("": FCC lattice); N and the box then
+                           // come from the file and md.cells / md.density are not used
+  double max_energy_jump =
+      1.0;  // |dE/N| per step (epsilon, averaged between samples) that stops the run
 };
 
 std::vector<config::Field> md_fields(MdConfig& c);

@@ -48,7 +48,7 @@ nlohmann::json nve_summary(const std::vector<double>& samples, double density) {
   }
   constexpr int kBlocks = 10;
   const BlockMean bT = block_mean(T, kBlocks), bP = block_mean(P, kBlocks),
-                      bU = block_mean(U, kBlocks);
+                  bU = block_mean(U, kBlocks);
   // The EOS at the run's mean temperature; its uncertainty through se_T
   // (central differences in T) joins the sampling error of the mean.
   LjEosPoint eos, up, down;
@@ -57,7 +57,8 @@ nlohmann::json nve_summary(const std::vector<double>& samples, double density) {
     eos = jzg_eos(density, bT.mean);
     up = jzg_eos(density, bT.mean + hT), down = jzg_eos(density, bT.mean - hT);
   }
-  const double dPdT = (up.pressure - down.pressure) / (2 * hT), dUdT = (up.energy - down.energy) / (2 * hT);
+  const double dPdT = (up.pressure - down.pressure) / (2 * hT),
+               dUdT = (up.energy - down.energy) / (2 * hT);
   const double sigma_P = std::hypot(bP.se, dPdT * bT.se), sigma_U = std::hypot(bU.se, dUdT * bT.se);
   double max_dev = 0;
   for (double e : E) max_dev = std::max(max_dev, std::fabs(e - E.front()));
@@ -68,7 +69,8 @@ nlohmann::json nve_summary(const std::vector<double>& samples, double density) {
           {"pressure_se", bP.se},
           {"pe_per_atom_mean", bU.mean},
           {"pe_per_atom_se", bU.se},
-          {"eos_reference", "Johnson, Zollweg & Gubbins, Mol. Phys. 78, 591 (1993), MBWR at (rho, T_mean)"},
+          {"eos_reference",
+           "Johnson, Zollweg & Gubbins, Mol. Phys. 78, 591 (1993), MBWR at (rho, T_mean)"},
           {"eos_pressure", eos.pressure},
           {"eos_pe_per_atom", eos.energy},
           {"pressure_minus_eos", bP.mean - eos.pressure},

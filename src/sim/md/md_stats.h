@@ -12,7 +12,7 @@ namespace crucible::sim::md {
 
 struct BlockMean {
   double mean = 0;
-  double se = 0;   // standard error of the mean from `blocks` block means (0 if < 2)
+  double se = 0;  // standard error of the mean from `blocks` block means (0 if < 2)
   int blocks = 0;
 };
 

@@ -26,7 +26,7 @@ namespace crucible::sim {
 
 namespace {
 
-constexpr int kAtomWidth = 13;   // id, x(3), v(3), f(3), x_ref(3)
+constexpr int kAtomWidth = 13;  // id, x(3), v(3), f(3), x_ref(3)
 
 std::string fmt(const char* f, double v) {
   char b[64];
@@ -38,10 +38,15 @@ class MdWorkload final : public Workload {
  public:
   // start: the positions of md.start_file (empty: the FCC lattice).
   MdWorkload(const MdConfig& c, comm::Comm& comm, uint64_t seed, md::StartConfig start)
-      : c_(c), comm_(comm), seed_(seed),
+      : c_(c),
+        comm_(comm),
+        seed_(seed),
         N_(start.pos.empty() ? md_atom_count(c) : int64_t(start.pos.size() / 3)),
-        L_(start.pos.empty() ? md_box_length(c) : start.box), V_(L_ * L_ * L_), rho_(double(N_) / V_),
-        start_(std::move(start)), dom_(comm, L_, c.cutoff, c.skin, c.reproducible) {}
+        L_(start.pos.empty() ? md_box_length(c) : start.box),
+        V_(L_ * L_ * L_),
+        rho_(double(N_) / V_),
+        start_(std::move(start)),
+        dom_(comm, L_, c.cutoff, c.skin, c.reproducible) {}
 
   const char* name() const override { return "md"; }
   int64_t total_steps() const override { return c_.steps; }
@@ -100,8 +105,9 @@ class MdWorkload final : public Workload {
     CRUCIBLE_RETURN_IF_ERROR(kinetic());
     if (step_ <= c_.equil_steps) CRUCIBLE_RETURN_IF_ERROR(berendsen());
     if (!std::isfinite(ke_))
-      return Status::invalid("[sim] md: the kinetic energy became non-finite at step " + std::to_string(step_) +
-                             ": the time step md.dt = " + fmt("%g", c_.dt) + " is too large (or atoms overlap)");
+      return Status::invalid("[sim] md: the kinetic energy became non-finite at step " +
+                             std::to_string(step_) + ": the time step md.dt = " + fmt("%g", c_.dt) +
+                             " is too large (or atoms overlap)");
     if (thermo_now_) CRUCIBLE_RETURN_IF_ERROR(sample());
     if (c_.dump_every > 0 && step_ % c_.dump_every == 0) CRUCIBLE_RETURN_IF_ERROR(dump());
     return Status::ok();
@@ -119,8 +125,8 @@ class MdWorkload final : public Workload {
   }
 
   std::string progress() const override {
-    return "T " + fmt("%.3f", temperature()) + " P " + fmt("%.3f", pressure_) + " E/N " + fmt("%.5f", e_atom_) +
-           (step_ <= c_.equil_steps ? " (thermostat)" : " (NVE)");
+    return "T " + fmt("%.3f", temperature()) + " P " + fmt("%.3f", pressure_) + " E/N " +
+           fmt("%.5f", e_atom_) + (step_ <= c_.equil_steps ? " (thermostat)" : " (NVE)");
   }
 
   Result<State> save() override {
@@ -135,18 +141,30 @@ class MdWorkload final : public Workload {
     for (int64_t a = 0; a < N_; ++a)
       for (int d = 0; d < 3; ++d) {
         pos[3 * a + d] = all[kAtomWidth * a + 1 + d], vel[3 * a + d] = all[kAtomWidth * a + 4 + d];
-        force[3 * a + d] = all[kAtomWidth * a + 7 + d], ref[3 * a + d] = all[kAtomWidth * a + 10 + d];
+        force[3 * a + d] = all[kAtomWidth * a + 7 + d],
+                      ref[3 * a + d] = all[kAtomWidth * a + 10 + d];
       }
     s.arrays.push_back(pack_f64("pos", pos, {N_, 3}));
     s.arrays.push_back(pack_f64("vel", vel, {N_, 3}));
     s.arrays.push_back(pack_f64("force", force, {N_, 3}));
     s.arrays.push_back(pack_f64("pos_at_rebuild", ref, {N_, 3}));
-    s.arrays.push_back(pack_f64("samples", samples_, {int64_t(samples_.size() / md::kSampleWidth), md::kSampleWidth}));
-    s.scalars = {{"step", step_},       {"last_rebuild", last_rebuild_}, {"rebuilds", rebuilds_},
-                 {"ke", ke_},           {"pe", pe_},                     {"virial", virial_},
-                 {"u_atom", u_atom_},   {"e_atom", e_atom_},             {"pressure", pressure_},
-                 {"e_last", e_last_},   {"last_sample", last_sample_},   {"has_e0", has_e0_},
-                 {"e0", e0_},           {"traj_bytes", traj_.bytes()},   {"atoms", N_}};
+    s.arrays.push_back(pack_f64("samples", samples_,
+                                {int64_t(samples_.size() / md::kSampleWidth), md::kSampleWidth}));
+    s.scalars = {{"step", step_},
+                 {"last_rebuild", last_rebuild_},
+                 {"rebuilds", rebuilds_},
+                 {"ke", ke_},
+                 {"pe", pe_},
+                 {"virial", virial_},
+                 {"u_atom", u_atom_},
+                 {"e_atom", e_atom_},
+                 {"pressure", pressure_},
+                 {"e_last", e_last_},
+                 {"last_sample", last_sample_},
+                 {"has_e0", has_e0_},
+                 {"e0", e0_},
+                 {"traj_bytes", traj_.bytes()},
+                 {"atoms", N_}};
     return s;
   }
 
@@ -163,14 +181,16 @@ class MdWorkload final : public Workload {
         return Status::corrupt("[sim] md: checkpoint step or atom count does not match this run");
       last_rebuild_ = s.scalars.at("last_rebuild"), rebuilds_ = s.scalars.at("rebuilds");
       ke_ = s.scalars.at("ke"), pe_ = s.scalars.at("pe"), virial_ = s.scalars.at("virial");
-      u_atom_ = s.scalars.at("u_atom"), e_atom_ = s.scalars.at("e_atom"), pressure_ = s.scalars.at("pressure");
+      u_atom_ = s.scalars.at("u_atom"), e_atom_ = s.scalars.at("e_atom"),
+      pressure_ = s.scalars.at("pressure");
       e_last_ = s.scalars.at("e_last"), last_sample_ = s.scalars.at("last_sample");
       has_e0_ = s.scalars.at("has_e0"), e0_ = s.scalars.at("e0");
       traj_bytes_ = s.scalars.at("traj_bytes");
     } catch (const std::exception& e) {
       return Status::corrupt(std::string("[sim] md: checkpoint scalars: ") + e.what());
     }
-    if (samples_.size() % md::kSampleWidth != 0) return Status::corrupt("[sim] md: checkpoint array 'samples' is ragged");
+    if (samples_.size() % md::kSampleWidth != 0)
+      return Status::corrupt("[sim] md: checkpoint array 'samples' is ragged");
     step_ = step;
     // This rank's atoms at their positions of the last list build; the
     // rebuild then gives the uninterrupted run's order, ghosts and lists.
@@ -182,8 +202,8 @@ class MdWorkload final : public Workload {
       px.push_back(ref[3 * a]), py.push_back(ref[3 * a + 1]), pz.push_back(ref[3 * a + 2]);
       vx.push_back(vel[3 * a]), vy.push_back(vel[3 * a + 1]), vz.push_back(vel[3 * a + 2]);
     }
-    dom_.set_owned(std::move(ids), std::move(px), std::move(py), std::move(pz), std::move(vx), std::move(vy),
-                   std::move(vz));
+    dom_.set_owned(std::move(ids), std::move(px), std::move(py), std::move(pz), std::move(vx),
+                   std::move(vy), std::move(vz));
     CRUCIBLE_RETURN_IF_ERROR(dom_.rebuild());
     for (int i = 0; i < dom_.nlocal; ++i) {
       const int64_t a = dom_.id[i];
@@ -201,7 +221,8 @@ class MdWorkload final : public Workload {
     CRUCIBLE_RETURN_IF_ERROR(gather(false, &all));
     Status written;
     if (comm_.rank() == 0) {
-      written = write_file_atomic(run_dir + "/md_final.xyz", md::xyz_frame(all, L_, step_, step_ * c_.dt));
+      written = write_file_atomic(run_dir + "/md_final.xyz",
+                                  md::xyz_frame(all, L_, step_, step_ * c_.dt));
       if (written.is_ok() && traj_.is_open()) written = traj_.sync();
     }
     CRUCIBLE_RETURN_IF_ERROR(agree(written));
@@ -220,9 +241,9 @@ class MdWorkload final : public Workload {
     return Status::io("[sim] md: rank 0 could not write the workload's output (see its message)");
   }
 
-  // FCC lattice (or md.start_file's positions) in id order, velocities N(0, 1) from Rng(seed, id), then
-  // the centre-of-mass motion removed and scaled to md.temperature -- on
-  // every rank over all atoms, in id order, so every rank count starts alike.
+  // FCC lattice (or md.start_file's positions) in id order, velocities N(0, 1) from Rng(seed, id),
+  // then the centre-of-mass motion removed and scaled to md.temperature -- on every rank over all
+  // atoms, in id order, so every rank count starts alike.
   void init_lattice() {
     const int n = c_.cells;
     const double a = L_ / n;
@@ -244,16 +265,19 @@ class MdWorkload final : public Workload {
     std::vector<double> px, py, pz, vx, vy, vz;
     for (int64_t id = 0; id < N_; ++id) {
       const int64_t cell = id / 4, b = id % 4;
-      double p[3] = {(double(cell % n) + basis[b][0]) * a, (double((cell / n) % n) + basis[b][1]) * a,
+      double p[3] = {(double(cell % n) + basis[b][0]) * a,
+                     (double((cell / n) % n) + basis[b][1]) * a,
                      (double(cell / (int64_t(n) * n)) + basis[b][2]) * a};
-      if (!start_.pos.empty()) p[0] = start_.pos[3 * id], p[1] = start_.pos[3 * id + 1], p[2] = start_.pos[3 * id + 2];
+      if (!start_.pos.empty())
+        p[0] = start_.pos[3 * id], p[1] = start_.pos[3 * id + 1], p[2] = start_.pos[3 * id + 2];
       if (dom_.owner_of(p[0]) != comm_.rank()) continue;
       ids.push_back(id);
       px.push_back(p[0]), py.push_back(p[1]), pz.push_back(p[2]);
-      vx.push_back(v[3 * id] * scale), vy.push_back(v[3 * id + 1] * scale), vz.push_back(v[3 * id + 2] * scale);
+      vx.push_back(v[3 * id] * scale), vy.push_back(v[3 * id + 1] * scale),
+          vz.push_back(v[3 * id + 2] * scale);
     }
-    dom_.set_owned(std::move(ids), std::move(px), std::move(py), std::move(pz), std::move(vx), std::move(vy),
-                   std::move(vz));
+    dom_.set_owned(std::move(ids), std::move(px), std::move(py), std::move(pz), std::move(vx),
+                   std::move(vy), std::move(vz));
     start_ = {};
   }
 
@@ -301,7 +325,8 @@ class MdWorkload final : public Workload {
     if (!(T > 0)) return Status::ok();
     const double l2 = 1.0 + c_.dt / c_.thermostat_tau * (c_.temperature / T - 1.0);
     const double lambda = std::clamp(std::sqrt(std::max(l2, 0.0)), 0.8, 1.25);
-    for (int i = 0; i < dom_.nlocal; ++i) dom_.vx[i] *= lambda, dom_.vy[i] *= lambda, dom_.vz[i] *= lambda;
+    for (int i = 0; i < dom_.nlocal; ++i)
+      dom_.vx[i] *= lambda, dom_.vy[i] *= lambda, dom_.vz[i] *= lambda;
     return kinetic();
   }
 
@@ -313,17 +338,20 @@ class MdWorkload final : public Workload {
     pressure_ = (2.0 * ke_ + virial_) / (3.0 * V_) + md::lj_tail_pressure(rho, c_.cutoff);
     const std::string at = " at step " + std::to_string(step_);
     if (!std::isfinite(e_atom_) || !std::isfinite(pressure_))
-      return Status::invalid("[sim] md: the energy became non-finite" + at + ": the time step md.dt = " +
-                             fmt("%g", c_.dt) + " is too large (or atoms overlap)");
+      return Status::invalid("[sim] md: the energy became non-finite" + at +
+                             ": the time step md.dt = " + fmt("%g", c_.dt) +
+                             " is too large (or atoms overlap)");
     // A blow-up: the energy per atom changed faster than the limit (per step,
     // averaged since the last sample; a thermostat moves it by ~1e-3 per step).
-    const double rate = last_sample_ >= 0 ? std::fabs(e_atom_ - e_last_) / double(step_ - last_sample_) : 0.0;
+    const double rate =
+        last_sample_ >= 0 ? std::fabs(e_atom_ - e_last_) / double(step_ - last_sample_) : 0.0;
     if (rate > c_.max_energy_jump)
-      return Status::invalid("[sim] md: the total energy changed by " + fmt("%.3g", e_atom_ - e_last_) +
-                             " epsilon per atom between steps " + std::to_string(last_sample_) + " and " +
-                             std::to_string(step_) + " (limit md.max_energy_jump = " +
-                             fmt("%g", c_.max_energy_jump) + " per step): the time step md.dt = " +
-                             fmt("%g", c_.dt) + " is too large (or atoms overlap)");
+      return Status::invalid("[sim] md: the total energy changed by " +
+                             fmt("%.3g", e_atom_ - e_last_) + " epsilon per atom between steps " +
+                             std::to_string(last_sample_) + " and " + std::to_string(step_) +
+                             " (limit md.max_energy_jump = " + fmt("%g", c_.max_energy_jump) +
+                             " per step): the time step md.dt = " + fmt("%g", c_.dt) +
+                             " is too large (or atoms overlap)");
     e_last_ = e_atom_, last_sample_ = step_;
     if (step_ > c_.equil_steps) {
       if (!has_e0_) has_e0_ = true, e0_ = e_atom_;
@@ -350,11 +378,13 @@ class MdWorkload final : public Workload {
         r[1] = wrap(dom_.x[i]), r[2] = wrap(dom_.y[i]), r[3] = wrap(dom_.z[i]);
         continue;
       }
-      const double vals[12] = {dom_.x[i],  dom_.y[i],  dom_.z[i],  dom_.vx[i], dom_.vy[i], dom_.vz[i],
-                               dom_.fx[i], dom_.fy[i], dom_.fz[i], dom_.xr[i], dom_.yr[i], dom_.zr[i]};
+      const double vals[12] = {dom_.x[i],  dom_.y[i],  dom_.z[i],  dom_.vx[i],
+                               dom_.vy[i], dom_.vz[i], dom_.fx[i], dom_.fy[i],
+                               dom_.fz[i], dom_.xr[i], dom_.yr[i], dom_.zr[i]};
       std::copy(vals, vals + 12, r + 1);
     }
-    CRUCIBLE_RETURN_IF_ERROR(comm_.allgather_bytes(send.data(), send.size() * sizeof(double), recv.data()));
+    CRUCIBLE_RETURN_IF_ERROR(
+        comm_.allgather_bytes(send.data(), send.size() * sizeof(double), recv.data()));
     const int ow = with_all ? kAtomWidth : 3;
     out->assign(size_t(N_) * ow, 0.0);
     for (int r = 0; r < comm_.size(); ++r)
@@ -385,7 +415,6 @@ class MdWorkload final : public Workload {
     return j;
   }
 
-
   MdConfig c_;
   comm::Comm& comm_;
   uint64_t seed_;
@@ -396,7 +425,7 @@ class MdWorkload final : public Workload {
   std::string run_dir_;
   int64_t step_ = 0, last_rebuild_ = 0, rebuilds_ = 0;
   bool loaded_ = false, thermo_now_ = false;
-  double ke_ = 0, pe_ = 0, virial_ = 0;           // global sums (pe_ without the tail)
+  double ke_ = 0, pe_ = 0, virial_ = 0;            // global sums (pe_ without the tail)
   double u_atom_ = 0, e_atom_ = 0, pressure_ = 0;  // of the last sample, tail included
   double e_last_ = 0;                              // E/N of the last sample (blow-up check)
   int64_t last_sample_ = -1;
@@ -409,7 +438,8 @@ class MdWorkload final : public Workload {
 
 }  // namespace
 
-Result<std::unique_ptr<Workload>> make_md_workload(const MdConfig& c, comm::Comm& comm, uint64_t seed) {
+Result<std::unique_ptr<Workload>> make_md_workload(const MdConfig& c, comm::Comm& comm,
+                                                   uint64_t seed) {
   CRUCIBLE_RETURN_IF_ERROR(validate_md(c));
   md::StartConfig start;
   double L = md_box_length(c);
@@ -420,13 +450,15 @@ Result<std::unique_ptr<Workload>> make_md_workload(const MdConfig& c, comm::Comm
     start = std::move(*s);
     L = start.box;
     if (L < 2 * rg)
-      return Status::invalid("[config] md.start_file " + c.start_file + ": box length " + fmt("%.4g", L) +
-                             " sigma is smaller than two cut-offs plus skin (" + fmt("%g", 2 * rg) + ")");
+      return Status::invalid("[config] md.start_file " + c.start_file + ": box length " +
+                             fmt("%.4g", L) + " sigma is smaller than two cut-offs plus skin (" +
+                             fmt("%g", 2 * rg) + ")");
   }
   if (L / comm.size() < rg)
-    return Status::invalid("[config] md: " + std::to_string(comm.size()) + " ranks cut the box (" + fmt("%.4g", L) +
-                           " sigma) into slabs thinner than md.cutoff + md.skin (" + fmt("%g", rg) +
-                           "): use at most " + std::to_string(int(L / rg)) + " ranks or raise md.cells");
+    return Status::invalid(
+        "[config] md: " + std::to_string(comm.size()) + " ranks cut the box (" + fmt("%.4g", L) +
+        " sigma) into slabs thinner than md.cutoff + md.skin (" + fmt("%g", rg) +
+        "): use at most " + std::to_string(int(L / rg)) + " ranks or raise md.cells");
   return std::unique_ptr<Workload>(new MdWorkload(c, comm, seed, std::move(start)));
 }
 

@@ -17,8 +17,8 @@ namespace crucible::sim::md {
 inline constexpr double kMinStartDistance = 0.5;  // sigma
 
 struct StartConfig {
-  double box = 0;            // L (sigma)
-  std::vector<double> pos;   // (N, 3), wrapped into [0, L)
+  double box = 0;           // L (sigma)
+  std::vector<double> pos;  // (N, 3), wrapped into [0, L)
 };
 
 Result<StartConfig> read_xyz_start(const std::string& path);

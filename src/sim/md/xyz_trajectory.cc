@@ -22,7 +22,8 @@ Status XyzTrajectory::open(const std::string& path, uint64_t keep_bytes) {
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0) return Status::io("[sim] md: cannot open " + path + ": " + errno_str());
   struct stat st {};
-  if (::fstat(fd_, &st) != 0) return Status::io("[sim] md: cannot stat " + path + ": " + errno_str());
+  if (::fstat(fd_, &st) != 0)
+    return Status::io("[sim] md: cannot stat " + path + ": " + errno_str());
   if (uint64_t(st.st_size) < keep_bytes)
     return Status::corrupt("[sim] md: trajectory " + path + " holds " + std::to_string(st.st_size) +
                            " bytes, the checkpoint recorded " + std::to_string(keep_bytes));
@@ -39,19 +40,22 @@ std::string xyz_frame(const std::vector<double>& pos, double box, int64_t step, 
   char line[160];
   std::snprintf(line, sizeof line, "%zu\n", n);
   s += line;
-  std::snprintf(line, sizeof line,
-                "Lattice=\"%.10g 0 0 0 %.10g 0 0 0 %.10g\" Properties=species:S:1:pos:R:3 pbc=\"T T T\" "
-                "step=%lld time=%.6g\n",
-                box, box, box, static_cast<long long>(step), time);
+  std::snprintf(
+      line, sizeof line,
+      "Lattice=\"%.10g 0 0 0 %.10g 0 0 0 %.10g\" Properties=species:S:1:pos:R:3 pbc=\"T T T\" "
+      "step=%lld time=%.6g\n",
+      box, box, box, static_cast<long long>(step), time);
   s += line;
   for (size_t i = 0; i < n; ++i) {
-    std::snprintf(line, sizeof line, "Ar %.6f %.6f %.6f\n", pos[3 * i], pos[3 * i + 1], pos[3 * i + 2]);
+    std::snprintf(line, sizeof line, "Ar %.6f %.6f %.6f\n", pos[3 * i], pos[3 * i + 1],
+                  pos[3 * i + 2]);
     s += line;
   }
   return s;
 }
 
-Status XyzTrajectory::append(const std::vector<double>& pos, double box, int64_t step, double time) {
+Status XyzTrajectory::append(const std::vector<double>& pos, double box, int64_t step,
+                             double time) {
   const std::string s = xyz_frame(pos, box, step, time);
   size_t done = 0;
   while (done < s.size()) {
@@ -67,7 +71,8 @@ Status XyzTrajectory::append(const std::vector<double>& pos, double box, int64_t
 }
 
 Status XyzTrajectory::sync() {
-  if (fd_ >= 0 && ::fdatasync(fd_) != 0) return Status::io("[sim] md: cannot sync " + path_ + ": " + errno_str());
+  if (fd_ >= 0 && ::fdatasync(fd_) != 0)
+    return Status::io("[sim] md: cannot sync " + path_ + ": " + errno_str());
   return Status::ok();
 }
 

@@ -126,7 +126,8 @@ TEST(MdConfig, StartFileIsReadAndCheckedForOverlaps) {
     ASSERT_FALSE(bw.is_ok()) << b.text;
     EXPECT_EQ(bw.status().code(), Code::kInvalidArgument);
     EXPECT_NE(bw.status().message().find(b.expect), std::string::npos) << bw.status().message();
-    EXPECT_EQ(bw.status().message().rfind("[config] md.start_file ", 0), 0u) << bw.status().message();
+    EXPECT_EQ(bw.status().message().rfind("[config] md.start_file ", 0), 0u)
+        << bw.status().message();
   }
   MdConfig missing = c;
   missing.start_file = d / "absent.xyz";

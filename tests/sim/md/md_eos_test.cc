@@ -18,9 +18,11 @@ TEST(MdEos, PressureAndEnergyAreDerivativesOfHelmholtz) {
       const double h = 1e-5;
       const LjEosPoint p = jzg_eos(rho, T);
       const double dA = (jzg_eos(rho + h, T).helmholtz - jzg_eos(rho - h, T).helmholtz) / (2 * h);
-      EXPECT_NEAR(p.pressure, rho * T + rho * rho * dA, 1e-6 * (1 + std::fabs(p.pressure))) << T << " " << rho;
+      EXPECT_NEAR(p.pressure, rho * T + rho * rho * dA, 1e-6 * (1 + std::fabs(p.pressure)))
+          << T << " " << rho;
       const double b1 = 1 / (T * (1 + h)), b0 = 1 / (T * (1 - h));
-      const double dbA = (jzg_eos(rho, 1 / b1).helmholtz * b1 - jzg_eos(rho, 1 / b0).helmholtz * b0) / (b1 - b0);
+      const double dbA =
+          (jzg_eos(rho, 1 / b1).helmholtz * b1 - jzg_eos(rho, 1 / b0).helmholtz * b0) / (b1 - b0);
       EXPECT_NEAR(p.energy, dbA, 1e-6 * (1 + std::fabs(p.energy))) << T << " " << rho;
     }
 }

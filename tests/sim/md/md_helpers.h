@@ -36,7 +36,8 @@ inline Status run_to(Workload& w, int64_t until) {
 
 // Arrays of two States equal byte for byte (names, shapes, bytes).
 inline ::testing::AssertionResult same_state(const State& a, const State& b) {
-  if (a.arrays.size() != b.arrays.size()) return ::testing::AssertionFailure() << "array counts differ";
+  if (a.arrays.size() != b.arrays.size())
+    return ::testing::AssertionFailure() << "array counts differ";
   for (const StateArray& x : a.arrays) {
     const StateArray* y = b.find(x.name);
     if (!y) return ::testing::AssertionFailure() << "missing array " << x.name;

@@ -71,19 +71,23 @@ void check_forces(bool reproducible) {
   for (double v : vel) ke += 0.5 * v * v;
   double worst = 0, scale = 0;
   for (size_t i = 0; i < ref.size(); ++i)
-    worst = std::max(worst, std::fabs(force[i] - ref[i])), scale = std::max(scale, std::fabs(ref[i]));
+    worst = std::max(worst, std::fabs(force[i] - ref[i])),
+    scale = std::max(scale, std::fabs(ref[i]));
   EXPECT_GT(scale, 1.0);  // a fluid, not the lattice (where every force is 0)
   EXPECT_LT(worst, 1e-9 * scale) << "largest force error " << worst;
   const double n = double(md_atom_count(c));
   EXPECT_NEAR(pe_atom, pe / n + md::lj_tail_energy(c.density, c.cutoff), 1e-10);
-  EXPECT_NEAR(pressure, (2 * ke + virial) / (3 * L * L * L) + md::lj_tail_pressure(c.density, c.cutoff), 1e-10);
+  EXPECT_NEAR(pressure,
+              (2 * ke + virial) / (3 * L * L * L) + md::lj_tail_pressure(c.density, c.cutoff),
+              1e-10);
 }
 
 TEST(MdPhysics, FastForcesMatchAllPairsReference) { check_forces(false); }
 TEST(MdPhysics, ReproducibleForcesMatchAllPairsReference) { check_forces(true); }
 
 TEST(MdPhysics, TailCorrectionsMatchClosedForms) {
-  // rc = 2.5, rho = 0.8: U_tail = -0.428346 per atom, P_tail = -0.684417 (8/3 pi rho (rc^-9/3 - rc^-3), ...).
+  // rc = 2.5, rho = 0.8: U_tail = -0.428346 per atom, P_tail = -0.684417 (8/3 pi rho (rc^-9/3 -
+  // rc^-3), ...).
   EXPECT_NEAR(md::lj_tail_energy(0.8, 2.5), -0.428346, 1e-6);
   EXPECT_NEAR(md::lj_tail_pressure(0.8, 2.5), -0.684417, 1e-6);
 }
@@ -101,7 +105,8 @@ TEST(MdPhysics, EnergyIsConservedInNve) {
   ASSERT_TRUE(run_to(*w, c.steps).is_ok());
   auto r = w->finish(d.path());
   ASSERT_TRUE(r.is_ok());
-  const double drift = (*r)["energy_drift_per_atom_per_step"], dev = (*r)["energy_max_deviation_per_atom"];
+  const double drift = (*r)["energy_drift_per_atom_per_step"],
+               dev = (*r)["energy_max_deviation_per_atom"];
   std::printf("NVE drift %.3g per atom per step, max deviation %.3g per atom\n", drift, dev);
   EXPECT_LT(std::fabs(drift), 1e-6);
   EXPECT_LT(dev, 1e-2);
@@ -128,7 +133,8 @@ TEST(MdPhysics, PressureAndEnergyMatchJohnsonZollwegGubbins) {
   const double T = (*r)["temperature_mean"], P = (*r)["pressure_mean"], sP = (*r)["pressure_sigma"];
   const double U = (*r)["pe_per_atom_mean"], sU = (*r)["pe_per_atom_sigma"];
   const double Peos = (*r)["eos_pressure"], Ueos = (*r)["eos_pe_per_atom"];
-  std::printf("T %.4f  P %.4f +- %.4f (EOS %.4f)  U %.4f +- %.4f (EOS %.4f)\n", T, P, sP, Peos, U, sU, Ueos);
+  std::printf("T %.4f  P %.4f +- %.4f (EOS %.4f)  U %.4f +- %.4f (EOS %.4f)\n", T, P, sP, Peos, U,
+              sU, Ueos);
   EXPECT_NEAR(T, 2.0, 0.1);
   EXPECT_NEAR(P, Peos, 3 * sP + 0.05);
   EXPECT_NEAR(U, Ueos, 3 * sU + 0.02);

@@ -47,7 +47,8 @@ void check_resume(MdConfig c, int64_t k) {
   ASSERT_TRUE(summary_resumed.is_ok());
   EXPECT_EQ(summary_whole->dump(), summary_resumed->dump());
   if (c.dump_every > 0) {
-    const std::string a = testutil::read_file(d1 / "md_traj.xyz"), b = testutil::read_file(d2 / "md_traj.xyz");
+    const std::string a = testutil::read_file(d1 / "md_traj.xyz"),
+                      b = testutil::read_file(d2 / "md_traj.xyz");
     EXPECT_FALSE(a.empty());
     EXPECT_TRUE(a == b) << "trajectories differ: " << a.size() << " vs " << b.size() << " bytes";
   }
