@@ -326,6 +326,45 @@ void Domain::build_lists() {
   }
 }
 
+Status Domain::gather(int64_t natoms, bool with_all, std::vector<double>* out) {
+  trace::Scope scope("gather", "sim");
+  const int w = with_all ? kAtomWidth : 4;  // id first
+  int64_t mine = nlocal, most = 0;
+  std::vector<int64_t> counts(P_);
+  CRUCIBLE_RETURN_IF_ERROR(comm_.allgather_bytes(&mine, sizeof mine, counts.data()));
+  for (int64_t c : counts) most = std::max(most, c);
+  // Padded to the largest count: allgather_bytes takes equal pieces.
+  std::vector<double> send(size_t(most) * w, 0.0), recv(send.size() * P_);
+  for (int i = 0; i < nlocal; ++i) {
+    double* r = send.data() + size_t(i) * w;
+    r[0] = double(id[i]);
+    if (!with_all) {
+      r[1] = x[i] - L_ * std::floor(x[i] / L_), r[2] = y[i] - L_ * std::floor(y[i] / L_);
+      r[3] = z[i] - L_ * std::floor(z[i] / L_);
+      continue;
+    }
+    const double vals[12] = {x[i],  y[i],  z[i],  vx[i], vy[i], vz[i],
+                             fx[i], fy[i], fz[i], xr[i], yr[i], zr[i]};
+    std::copy(vals, vals + 12, r + 1);
+  }
+  CRUCIBLE_RETURN_IF_ERROR(
+      comm_.allgather_bytes(send.data(), send.size() * sizeof(double), recv.data()));
+  const int ow = with_all ? kAtomWidth : 3;
+  out->assign(size_t(natoms) * ow, 0.0);
+  for (int r = 0; r < P_; ++r)
+    for (int64_t k = 0; k < counts[r]; ++k) {
+      const double* rec = recv.data() + (size_t(r) * most + k) * w;
+      const int64_t a = int64_t(rec[0]);
+      if (a < 0 || a >= natoms)
+        return Status::internal("[sim] md: gathered an atom id out of range");
+      if (with_all)
+        std::copy(rec, rec + kAtomWidth, out->data() + a * kAtomWidth);
+      else
+        std::copy(rec + 1, rec + 4, out->data() + a * 3);
+    }
+  return Status::ok();
+}
+
 Status Domain::forward_positions() {
   trace::Scope scope("comm_positions", "sim");
   for (const Swap& s : swaps_) {

@@ -79,6 +79,12 @@ class Domain {
   double max_displacement2() const;
   int64_t rebuilds() const { return rebuilds_; }
 
+  // Collective: every rank's owned atoms in id order (ids 0..natoms-1), on
+  // every rank: kAtomWidth values each (id, x, v, f, x_ref) when with_all,
+  // else the 3 coordinates wrapped into the box.
+  static constexpr int kAtomWidth = 13;
+  Status gather(int64_t natoms, bool with_all, std::vector<double>* out);
+
  private:
   Status migrate();
   void sort_owned();

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "core/file_io.h"
-#include "core/rng.h"
 #include "core/trace.h"
 #include "sim/md/domain.h"
 #include "sim/md/exact_sum.h"
+#include "sim/md/initial_state.h"
 #include "sim/md/lj_force.h"
 #include "sim/md/md.h"
 #include "sim/md/md_stats.h"
@@ -26,7 +26,6 @@ namespace crucible::sim {
 
 namespace {
 
-constexpr int kAtomWidth = 13;  // id, x(3), v(3), f(3), x_ref(3)
 
 std::string fmt(const char* f, double v) {
   char b[64];
@@ -55,7 +54,7 @@ class MdWorkload final : public Workload {
   Status begin(const std::string& run_dir) override {
     run_dir_ = run_dir;
     if (!loaded_) {
-      init_lattice();
+      init_atoms();
       CRUCIBLE_RETURN_IF_ERROR(dom_.rebuild());
       CRUCIBLE_RETURN_IF_ERROR(compute_forces(true));
       CRUCIBLE_RETURN_IF_ERROR(kinetic());
@@ -131,7 +130,7 @@ class MdWorkload final : public Workload {
 
   Result<State> save() override {
     std::vector<double> all;
-    CRUCIBLE_RETURN_IF_ERROR(gather(true, &all));
+    CRUCIBLE_RETURN_IF_ERROR(dom_.gather(N_, true, &all));
     Status synced;
     if (comm_.rank() == 0 && traj_.is_open()) synced = traj_.sync();
     CRUCIBLE_RETURN_IF_ERROR(agree(synced));
@@ -140,9 +139,10 @@ class MdWorkload final : public Workload {
     std::vector<double> pos(3 * N_), vel(3 * N_), force(3 * N_), ref(3 * N_);
     for (int64_t a = 0; a < N_; ++a)
       for (int d = 0; d < 3; ++d) {
-        pos[3 * a + d] = all[kAtomWidth * a + 1 + d], vel[3 * a + d] = all[kAtomWidth * a + 4 + d];
-        force[3 * a + d] = all[kAtomWidth * a + 7 + d],
-                      ref[3 * a + d] = all[kAtomWidth * a + 10 + d];
+        pos[3 * a + d] = all[md::Domain::kAtomWidth * a + 1 + d],
+                    vel[3 * a + d] = all[md::Domain::kAtomWidth * a + 4 + d];
+        force[3 * a + d] = all[md::Domain::kAtomWidth * a + 7 + d],
+                      ref[3 * a + d] = all[md::Domain::kAtomWidth * a + 10 + d];
       }
     s.arrays.push_back(pack_f64("pos", pos, {N_, 3}));
     s.arrays.push_back(pack_f64("vel", vel, {N_, 3}));
@@ -218,7 +218,7 @@ class MdWorkload final : public Workload {
 
   Result<nlohmann::json> finish(const std::string& run_dir) override {
     std::vector<double> all;
-    CRUCIBLE_RETURN_IF_ERROR(gather(false, &all));
+    CRUCIBLE_RETURN_IF_ERROR(dom_.gather(N_, false, &all));
     Status written;
     if (comm_.rank() == 0) {
       written = write_file_atomic(run_dir + "/md_final.xyz",
@@ -241,40 +241,20 @@ class MdWorkload final : public Workload {
     return Status::io("[sim] md: rank 0 could not write the workload's output (see its message)");
   }
 
-  // FCC lattice (or md.start_file's positions) in id order, velocities N(0, 1) from Rng(seed, id),
-  // then the centre-of-mass motion removed and scaled to md.temperature -- on every rank over all
-  // atoms, in id order, so every rank count starts alike.
-  void init_lattice() {
-    const int n = c_.cells;
-    const double a = L_ / n;
-    const double basis[4][3] = {{0, 0, 0}, {0.5, 0.5, 0}, {0.5, 0, 0.5}, {0, 0.5, 0.5}};
-    std::vector<double> v(3 * N_);
-    double com[3] = {0, 0, 0};
-    for (int64_t id = 0; id < N_; ++id) {
-      Rng rng(seed_, uint64_t(id));
-      for (int d = 0; d < 3; ++d) com[d] += (v[3 * id + d] = double(rng.normal()));
-    }
-    double ke = 0;
-    for (int64_t id = 0; id < N_; ++id)
-      for (int d = 0; d < 3; ++d) {
-        v[3 * id + d] -= com[d] / double(N_);
-        ke += 0.5 * v[3 * id + d] * v[3 * id + d];
-      }
-    const double scale = N_ > 1 ? std::sqrt(c_.temperature / (2.0 * ke / (3.0 * N_ - 3.0))) : 0.0;
+  // This rank's share of the start (md/initial_state.h): the same atoms on
+  // any rank count.
+  void init_atoms() {
+    const md::InitialAtoms all =
+        md::initial_atoms(c_.cells, L_, N_, start_.pos, seed_, c_.temperature);
     std::vector<int64_t> ids;
     std::vector<double> px, py, pz, vx, vy, vz;
     for (int64_t id = 0; id < N_; ++id) {
-      const int64_t cell = id / 4, b = id % 4;
-      double p[3] = {(double(cell % n) + basis[b][0]) * a,
-                     (double((cell / n) % n) + basis[b][1]) * a,
-                     (double(cell / (int64_t(n) * n)) + basis[b][2]) * a};
-      if (!start_.pos.empty())
-        p[0] = start_.pos[3 * id], p[1] = start_.pos[3 * id + 1], p[2] = start_.pos[3 * id + 2];
+      const double* p = all.pos.data() + 3 * id;
+      const double* v = all.vel.data() + 3 * id;
       if (dom_.owner_of(p[0]) != comm_.rank()) continue;
       ids.push_back(id);
       px.push_back(p[0]), py.push_back(p[1]), pz.push_back(p[2]);
-      vx.push_back(v[3 * id] * scale), vy.push_back(v[3 * id + 1] * scale),
-          vz.push_back(v[3 * id + 2] * scale);
+      vx.push_back(v[0]), vy.push_back(v[1]), vz.push_back(v[2]);
     }
     dom_.set_owned(std::move(ids), std::move(px), std::move(py), std::move(pz), std::move(vx),
                    std::move(vy), std::move(vz));
@@ -360,48 +340,9 @@ class MdWorkload final : public Workload {
     return Status::ok();
   }
 
-  // Collective: every rank's atoms in id order, kAtomWidth values each
-  // (with_all) or positions only (3 values, wrapped into the box).
-  Status gather(bool with_all, std::vector<double>* out) {
-    trace::Scope scope("gather", "sim");
-    const int w = with_all ? kAtomWidth : 4;
-    int64_t mine = dom_.nlocal, most = 0;
-    std::vector<int64_t> counts(comm_.size());
-    CRUCIBLE_RETURN_IF_ERROR(comm_.allgather_bytes(&mine, sizeof mine, counts.data()));
-    for (int64_t c : counts) most = std::max(most, c);
-    std::vector<double> send(size_t(most) * w, 0.0), recv(send.size() * comm_.size());
-    auto wrap = [&](double v) { return v - L_ * std::floor(v / L_); };
-    for (int i = 0; i < dom_.nlocal; ++i) {
-      double* r = send.data() + size_t(i) * w;
-      r[0] = double(dom_.id[i]);
-      if (!with_all) {
-        r[1] = wrap(dom_.x[i]), r[2] = wrap(dom_.y[i]), r[3] = wrap(dom_.z[i]);
-        continue;
-      }
-      const double vals[12] = {dom_.x[i],  dom_.y[i],  dom_.z[i],  dom_.vx[i],
-                               dom_.vy[i], dom_.vz[i], dom_.fx[i], dom_.fy[i],
-                               dom_.fz[i], dom_.xr[i], dom_.yr[i], dom_.zr[i]};
-      std::copy(vals, vals + 12, r + 1);
-    }
-    CRUCIBLE_RETURN_IF_ERROR(
-        comm_.allgather_bytes(send.data(), send.size() * sizeof(double), recv.data()));
-    const int ow = with_all ? kAtomWidth : 3;
-    out->assign(size_t(N_) * ow, 0.0);
-    for (int r = 0; r < comm_.size(); ++r)
-      for (int64_t k = 0; k < counts[r]; ++k) {
-        const double* rec = recv.data() + (size_t(r) * most + k) * w;
-        const int64_t a = int64_t(rec[0]);
-        if (with_all)
-          std::copy(rec, rec + kAtomWidth, out->data() + a * kAtomWidth);
-        else
-          std::copy(rec + 1, rec + 4, out->data() + a * 3);
-      }
-    return Status::ok();
-  }
-
   Status dump() {
     std::vector<double> pos;
-    CRUCIBLE_RETURN_IF_ERROR(gather(false, &pos));
+    CRUCIBLE_RETURN_IF_ERROR(dom_.gather(N_, false, &pos));
     Status s;
     if (comm_.rank() == 0) s = traj_.append(pos, L_, step_, step_ * c_.dt);
     return agree(s);

@@ -62,3 +62,32 @@ TEST(MdStats, SlopeOfALine) {
 
 }  // namespace
 }  // namespace crucible::sim::md
+
+#include "sim/md/initial_state.h"
+#include "sim/md/xyz_start.h"
+
+namespace crucible::sim::md {
+namespace {
+
+// The start: an FCC lattice with nearest neighbours a / sqrt(2) apart, zero
+// total momentum, exactly the requested temperature; velocities a function
+// of (seed, id) only.
+TEST(MdStart, LatticeAndVelocities) {
+  const int cells = 3;
+  const int64_t n = 4 * cells * cells * cells;
+  const double box = std::cbrt(n / 0.8);
+  const InitialAtoms s = initial_atoms(cells, box, n, {}, 42, 1.5);
+  int64_t a = -1, b = -1;
+  EXPECT_NEAR(min_pair_distance(s.pos, box, &a, &b), box / cells / std::sqrt(2.0), 1e-12);
+  double p[3] = {0, 0, 0}, ke = 0;
+  for (int64_t i = 0; i < n; ++i)
+    for (int d = 0; d < 3; ++d)
+      p[d] += s.vel[3 * i + d], ke += 0.5 * s.vel[3 * i + d] * s.vel[3 * i + d];
+  for (double m : p) EXPECT_NEAR(m, 0.0, 1e-12);
+  EXPECT_NEAR(2 * ke / (3.0 * n - 3.0), 1.5, 1e-12);
+  EXPECT_EQ(initial_atoms(cells, box, n, {}, 42, 1.5).vel, s.vel);
+  EXPECT_NE(initial_atoms(cells, box, n, {}, 43, 1.5).vel, s.vel);
+}
+
+}  // namespace
+}  // namespace crucible::sim::md
