@@ -26,7 +26,6 @@ namespace crucible::sim {
 
 namespace {
 
-
 std::string fmt(const char* f, double v) {
   char b[64];
   std::snprintf(b, sizeof b, f, v);
