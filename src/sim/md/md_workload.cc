@@ -42,7 +42,7 @@ class MdWorkload final : public Workload {
         N_(start.pos.empty() ? md_atom_count(c) : int64_t(start.pos.size() / 3)),
         L_(start.pos.empty() ? md_box_length(c) : start.box),
         V_(L_ * L_ * L_),
-        rho_(double(N_) / V_),
+        rho_(start.pos.empty() ? c.density : double(N_) / V_),
         start_(std::move(start)),
         dom_(comm, L_, c.cutoff, c.skin, c.reproducible) {}
 
