@@ -11,7 +11,7 @@
 //    (ExactSum): the same bits on any rank and thread count.
 // Both return this rank's share of the potential energy and virial (energy
 // false: zeros, and the kernel skips that arithmetic). Tail corrections
-// for the truncated potential (Allen & Tildesley, eqs. 2.144) are added by
+// for the truncated potential (Allen & Tildesley, Computer Simulation of Liquids) are added by
 // the caller: lj_tail_energy / lj_tail_pressure.
 #pragma once
 #include "sim/md/domain.h"
