@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "sim/md/md.h"
+#include "sim/md/md_config.h"
 #include "sim/risk/risk.h"
 #include "sim/risk/risk_config.h"
 
@@ -21,6 +23,8 @@ const std::vector<std::pair<std::string, Factory>>& kinds() {
          return std::unique_ptr<WorkloadKind>(
              new KindOf<risk::RiskConfig>("risk", risk::risk_fields, risk::validate_risk, make_risk_workload));
        }},
+      {"md",
+       [] { return std::unique_ptr<WorkloadKind>(new KindOf<MdConfig>("md", md_fields, validate_md, make_md_workload)); }},
   };
   return k;
 }

@@ -46,6 +46,15 @@ std::vector<WorkloadCase> cases() {
                   {{"risk.instruments=[\"swaption,SPX,100\"]"}, "swaption"},
                   {{"risk.market.vols=[0.18,-0.2,0.25]"}, "vol"},
                   {{"risk.scenarios=0"}, "risk.scenarios"}}});
+  all.push_back({"md",
+                 {"md.cells=5", "md.steps=300", "md.equil_steps=100", "md.reproducible=true", "md.dump_every=50"},
+                 {"pressure_mean", "pe_per_atom_mean", "temperature_mean", "energy_drift_per_atom_per_step"},
+                 150,
+                 50,
+                 {{{"md.dt=0"}, "md.dt"},
+                  {{"md.cells=2"}, "smaller than two cut-offs"},
+                  {{"md.density=20"}, "overlapping atoms"},
+                  {{"md.start_file=/nonexistent.xyz"}, "md.start_file"}}});
   return all;
 }
 
