@@ -29,12 +29,11 @@ struct ClimateConfig {
   // Latitude (degrees) poleward of which the zonal Fourier filter damps
   // tendencies so that no row limits the time step more than this one.
   double polar_filter_lat_deg = 60.0;
-  // Grid-scale damping of u and v (swe_solver.h), as the e-folding time
-  // (hours) of the checkerboard wave; on smooth fields it is a diffusion
-  // nu = (a dlat)^2 / (8 tau), shrinking with the grid squared. The centred
-  // A-grid scheme has no dissipation of its own: without it case 6 goes
-  // nonlinearly unstable after ~9 days. 0: none.
-  double damping_time_h = 6.0;
+  // Optional grid-scale damping of u and v (swe_solver.h), as the
+  // e-folding time (hours) of the checkerboard wave; on smooth fields it is
+  // a diffusion nu = (a dlat)^2 / (8 tau), shrinking with the grid squared.
+  // 0: none (the default: the scheme is stable without it).
+  double damping_time_h = 0.0;
   // Hours between the snapshots of h, u, v kept for climate.nc (and the
   // report's maps); the initial and final states are always kept.
   double output_every_h = 24.0;

@@ -34,7 +34,6 @@ template <bool kF2d, bool kHs>
   const double g = kGravity;
   const double inv_2dlon = 0.5 / dlon, inv_2dlat = 0.5 / dlat;
   const double inv_2acos_dlon = rg.inv_acos * inv_2dlon;  // 1 / (2 a cos(phi) dlon)
-  const double inv_2a_dlat = inv_2dlat / kRadius;         // 1 / (2 a dlat)
   const double *__restrict hS = p.hS, *__restrict hC = p.hC, *__restrict hN = p.hN;
   const double *__restrict uS = p.uS, *__restrict uC = p.uC, *__restrict uN = p.uN;
   const double *__restrict vS = p.vS, *__restrict vC = p.vC, *__restrict vN = p.vN;
@@ -58,7 +57,8 @@ template <bool kF2d, bool kHs>
     const double bN = g * (hn + sN) + 0.5 * (un * un + vn * vn);
     const double bS = g * (hs + sS) + 0.5 * (us * us + vs * vs);
     zu[i] = fa * v - (bE - bW) * inv_2acos_dlon;
-    zv[i] = -fa * u - (bN - bS) * inv_2a_dlat;
+    const double bC = g * (h + (kHs ? p.sC[i] : 0.0)) + 0.5 * (u * u + v * v);
+    zv[i] = -fa * u - (rg.grad_n * (bN - bC) + rg.grad_s * (bC - bS));
     // Grid-scale damping of the momentum: second differences in index
     // space, of u and v in the coordinate continued over the pole.
     rh[i] = 0.0;
@@ -124,6 +124,13 @@ std::vector<RowGeom> row_geometry(const Grid& grid, const Williamson& wcase, dou
     r.inv_area = 1.0 / grid.area[j];
     r.f = wcase.coriolis(0.0, grid.lat[j]);
     r.damp = damping_rate;
+    // The meridional gradient as the mass divergence's adjoint: the two
+    // one-sided differences weighted by their faces' lengths (centred but
+    // for O(dlat^2) inside, one-sided at a polar row, whose pole face
+    // carries no mass either).
+    const double ce = grid.cos_edge[j] + grid.cos_edge[j + 1];
+    r.grad_n = grid.cos_edge[j + 1] / (ce * a * dp);
+    r.grad_s = grid.cos_edge[j] / (ce * a * dp);
   }
   return geom;
 }

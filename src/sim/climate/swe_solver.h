@@ -5,18 +5,23 @@
 // (Arakawa A) latitude-longitude grid, second-order centred differences:
 //   dh/dt = -div(h v)                                  finite volume: face fluxes
 //   du/dt =  (f + zeta) v - 1/(a cos phi) dB/dlambda   B = g (h + hs) + |v|^2 / 2
-//   dv/dt = -(f + zeta) u - 1/a dB/dphi
+//   dv/dt = -(f + zeta) u - 1/a dB/dphi            (the mass divergence's adjoint, below)
 //   zeta  = 1/(a cos phi) (dv/dlambda - d(u cos phi)/dphi)
-// plus a grid-scale damping of the momentum, r (delta_i^2 + delta_j^2) u
-// (and v): the 5-point second difference in index space, of the components
-// continued over the pole, at rate r = 1 / (8 tau) per unit difference, so
-// the checkerboard decays as exp(-t / tau). It is the model's only
-// dissipation: centred differences leave the 2-dx waves alone, and without
-// it case 6 goes nonlinearly unstable after ~9 days (a meridional 2-dy mode
-// in v near the poles). In index space it is not stiff near the poles, and
-// on smooth fields it is nu d^2/dx^2 with nu = (a dlat)^2 / (8 tau),
-// shrinking with the grid squared, so the scheme stays second order. h is
-// not damped (damping it cost case 2 accuracy and bought no stability).
+// The meridional gradient in dv/dt weights the north and south one-sided
+// differences by the lengths of the faces between them, which makes it the
+// negative adjoint of the flux-form divergence (area-weighted), so the
+// linear gravity-wave terms exchange energy exactly. Inside it is centred to
+// O(dlat^2); in a polar row it is one-sided, since no mass crosses the pole
+// either. A centred difference across the pole (momentum feeling pressure
+// that mass cannot answer) grew a meridional 2-dy mode in v near the poles
+// and ended case 6 after ~9 days, at every resolution tried.
+// Optionally (climate.damping_time_h) a grid-scale damping of the momentum,
+// r (delta_i^2 + delta_j^2) u (and v): the 5-point second difference in
+// index space, of the components continued over the pole, at rate
+// r = 1 / (8 tau), so the checkerboard decays as exp(-t / tau); in index
+// space it is not stiff near the poles, and on smooth fields it is
+// nu d^2/dx^2 with nu = (a dlat)^2 / (8 tau), shrinking with the grid
+// squared. Off by default: the scheme is stable without it.
 // The polar filter (polar_filter.h) acts on the dynamics' tendency whole in
 // the rows poleward of the filter latitude (filtering the zonal terms alone
 // broke the balance of the large zonal and meridional terms near a pole in
@@ -60,6 +65,7 @@ struct RowGeom {
   double inv_area = 0;            // 1 / cell area, 1/m^2
   double f = 0;                   // Coriolis parameter when it is zonal, 1/s
   double damp = 0;                // grid-scale damping rate r, 1/s
+  double grad_n = 0, grad_s = 0;  // meridional gradient weights of the north and south differences, 1/m
 };
 
 // The geometry of every row (nlat), with grid-scale damping rate r (1/s).

@@ -26,7 +26,9 @@ TEST(ClimatePolarFilter, ScalesEachModeByItsResponse) {
       for (int i = 0; i < n; ++i) x[i] = 3.0 + std::cos(k * g.lon[i] + 0.3);
       f.apply(j, x.data(), scratch.data());
       const double s = f.response(j, k);
-      if (!polar) EXPECT_EQ(s, 1.0);
+      if (!polar) {
+        EXPECT_EQ(s, 1.0);
+      }
       for (int i = 0; i < n; ++i) {
         const double want = k == 0 ? 3.0 + std::cos(0.3) : 3.0 + s * std::cos(k * g.lon[i] + 0.3);
         ASSERT_NEAR(x[i], want, 1e-12) << "row " << j << " k " << k << " i " << i;
@@ -42,7 +44,9 @@ TEST(ClimatePolarFilter, BoundsTheEffectiveZonalWavenumber) {
   const PolarFilter f(g, 60.0), none(g, 90.0);
   const double kx_c = 1.0 / (kRadius * std::cos(60.0 * kPi / 180) * g.dlon);
   for (int j = 0; j < g.nlat; ++j) {
-    if (f.filtered(j)) EXPECT_LE(f.max_zonal_wavenumber(j), kx_c * (1 + 1e-12)) << "row " << j;
+    if (f.filtered(j)) {
+      EXPECT_LE(f.max_zonal_wavenumber(j), kx_c * (1 + 1e-12)) << "row " << j;
+    }
     EXPECT_GE(none.max_zonal_wavenumber(j), f.max_zonal_wavenumber(j));
   }
   // Unfiltered, the polar row limits the step ~23x more than the row at 60 degrees.
