@@ -282,7 +282,14 @@ Result<std::unique_ptr<Workload>> make_climate_workload(const ClimateConfig& c, 
                            fmt("%g", c.polar_filter_lat_deg) + " deg)");
   const double total_s = c.days * 86400.0;
   const double dt_req = c.dt_s > 0 ? c.dt_s : 0.8 * cfl.dt_max_s;
-  const int64_t steps = std::max<int64_t>(1, int64_t(std::ceil(total_s / dt_req - 1e-9)));
+  int64_t steps = std::max<int64_t>(1, int64_t(std::ceil(total_s / dt_req - 1e-9)));
+  // When the output interval divides the run, make the step count a
+  // multiple of the number of outputs, so snapshots fall on their times.
+  const double outputs = total_s / (c.output_every_h * 3600.0);
+  if (std::abs(outputs - std::round(outputs)) < 1e-9 && std::round(outputs) >= 1) {
+    const int64_t m = int64_t(std::round(outputs));
+    steps = (steps + m - 1) / m * m;
+  }
   const double dt = total_s / double(steps);
   // The snapshots live in memory (and in checkpoints) until finish().
   const double snaps = std::floor(total_s / (c.output_every_h * 3600.0)) + 2;

@@ -21,7 +21,8 @@ struct ClimateConfig {
   // Simulated time, days (of 86400 s).
   double days = 14.0;
   // Time step, seconds; 0: 0.8 of the CFL limit. The step used is the
-  // largest one <= dt_s that divides days exactly (steps = ceil(T / dt_s)).
+  // largest one <= dt_s that divides days exactly (steps = ceil(T / dt_s)),
+  // and, when output_every_h divides days, every output interval too.
   double dt_s = 0.0;
   // Case 2 only: angle between the flow's axis and the Earth's, degrees
   // (Williamson's alpha; 0: along the equator, 90: over the poles).
