@@ -299,14 +299,15 @@ Status SweSolver::refresh_halos() {
 
 void SweSolver::stage(const Fields& in, Stage kind, double b, double c, Fields* out) {
   trace::Scope scope("swe_stage", "sim");
-  const int n = nlon(), per_thread = 9 * n;
+  const int n = nlon();
+  const size_t per_thread = size_t(7) * n + filter_.scratch_doubles();
   const int threads = omp_get_max_threads();
   if (scratch_.size() < size_t(threads) * per_thread) scratch_.assign(size_t(threads) * per_thread, 0.0);
   const int kind_id = kind == Stage::kFirst ? 0 : kind == Stage::kMiddle ? 1 : 2;
 #pragma omp parallel
   {
     double* t = scratch_.data() + size_t(omp_get_thread_num()) * per_thread;
-    double *k = t + 6 * n, *tmp = t + 7 * n;  // t: zh zu zv rh ru rv (row_tendency)
+    double *k = t + 6 * n, *tmp = t + 7 * n;  // t: zh zu zv rh ru rv (row_tendency); tmp: the filter's
 #pragma omp for schedule(static)
     for (int jl = 0; jl < rows(); ++jl) {
       const int j = band_.j0 + jl;
@@ -317,8 +318,7 @@ void SweSolver::stage(const Fields& in, Stage kind, double b, double c, Fields* 
       if (!hs_.empty()) p.sS = &hs_[at(jl - 1, 0)], p.sC = &hs_[at(jl, 0)], p.sN = &hs_[at(jl + 1, 0)];
       if (!f2d_.empty()) p.f = &f2d_[at(jl, 0)];
       row_tendency(p, geom_[j], grid_.dlon, grid_.dlat, n, t);
-      if (filter_.filtered(j))
-        for (int q = 0; q < 3; ++q) filter_.apply(j, t + q * n, tmp);
+      if (filter_.filtered(j)) filter_.apply(j, t, t + n, t + 2 * n, tmp);
       const size_t o = at(jl, 0);
       double* outs[3] = {out ? &out->h[o] : nullptr, out ? &out->u[o] : nullptr, out ? &out->v[o] : nullptr};
       row_update(kind_id, n, t, t + 3 * n, b, c, &y0_.h[o], &acc_.h[o], outs[0], k);

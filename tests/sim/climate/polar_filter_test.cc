@@ -12,19 +12,23 @@
 namespace crucible::sim::climate {
 namespace {
 
-TEST(ClimatePolarFilter, ScalesEachModeByItsResponse) {
-  const Grid g(36);
+// nlat 36: nlon 72, the convolution; nlat 300: nlon 600 = 2^3 3 5^2, the FFT;
+// nlat 294: nlon 588 = 4 3 7^2, the convolution (a factor 7).
+class ClimatePolarFilter : public ::testing::TestWithParam<int> {};
+
+TEST_P(ClimatePolarFilter, ScalesEachModeByItsResponse) {
+  const Grid g(GetParam());
   const PolarFilter f(g, 60.0);
   const int n = g.nlon;
-  std::vector<double> x(n), scratch(2 * n);
+  std::vector<double> x(n), y(n), z(n), scratch(f.scratch_doubles());
   int filtered = 0;
   for (int j = 0; j < g.nlat; ++j) {
     const bool polar = std::abs(g.lat_deg(j)) > 60.0;
     EXPECT_EQ(f.filtered(j), polar) << "row " << j;
     filtered += f.filtered(j);
     for (int k : {0, 1, 5, n / 4, n / 2 - 1, n / 2}) {
-      for (int i = 0; i < n; ++i) x[i] = 3.0 + std::cos(k * g.lon[i] + 0.3);
-      f.apply(j, x.data(), scratch.data());
+      for (int i = 0; i < n; ++i) x[i] = y[i] = 3.0 + std::cos(k * g.lon[i] + 0.3), z[i] = 2 * x[i];
+      f.apply(j, x.data(), y.data(), z.data(), scratch.data());
       const double s = f.response(j, k);
       if (!polar) {
         EXPECT_EQ(s, 1.0);
@@ -32,14 +36,18 @@ TEST(ClimatePolarFilter, ScalesEachModeByItsResponse) {
       for (int i = 0; i < n; ++i) {
         const double want = k == 0 ? 3.0 + std::cos(0.3) : 3.0 + s * std::cos(k * g.lon[i] + 0.3);
         ASSERT_NEAR(x[i], want, 1e-12) << "row " << j << " k " << k << " i " << i;
+        ASSERT_NEAR(y[i], want, 1e-12) << "row " << j << " k " << k << " i " << i;
+        ASSERT_NEAR(z[i], 2 * want, 1e-12) << "row " << j << " k " << k << " i " << i;
       }
     }
   }
   EXPECT_EQ(filtered, f.filtered_rows());
-  EXPECT_EQ(filtered, 12);
+  EXPECT_EQ(filtered, 2 * (g.nlat - 2 * int(std::ceil(g.nlat * 60.0 / 180 - 1e-9))) / 2);
 }
 
-TEST(ClimatePolarFilter, BoundsTheEffectiveZonalWavenumber) {
+INSTANTIATE_TEST_SUITE_P(FftAndConvolution, ClimatePolarFilter, ::testing::Values(36, 300, 294));
+
+TEST(ClimatePolarFilterBounds, BoundsTheEffectiveZonalWavenumber) {
   const Grid g(72);
   const PolarFilter f(g, 60.0), none(g, 90.0);
   const double kx_c = 1.0 / (kRadius * std::cos(60.0 * kPi / 180) * g.dlon);
