@@ -12,6 +12,10 @@
 //          at the same thread count;
 //       3. the default configuration's step (case 6, nlat 96, filter from
 //          60 degrees): time per step, and the share of the polar filter.
+//   sim_climate_bench --default-run
+//       the whole default configuration (configs/sim/climate.toml: case 6,
+//          nlat 120, 14 days) through the Workload interface, as `crucible
+//          sim climate` runs it: wall time, steps, and the summary's figures.
 //   mpirun -n P sim_climate_bench --scaling-point [--nlat N] [--steps K]
 //       one point of strong scaling: the climate workload (case 6, polar
 //          filter on) over P ranks; rank 0 prints "scaling_point P cells_steps_per_s".
@@ -135,6 +139,28 @@ int scaling_point(int nlat, int steps) {
   return 0;
 }
 
+int default_run() {
+  auto comm = comm::make_single_comm();
+  sim::ClimateConfig c;  // the defaults of configs/sim/climate.toml but nlat
+  c.nlat = 120;
+  const int64_t t0 = now_ns();
+  auto w = sim::make_climate_workload(c, *comm, 0);
+  if (!w) return 2;
+  const std::string dir = "/tmp";
+  if (!(*w)->begin(dir).is_ok()) return 1;
+  while ((*w)->steps_done() < (*w)->total_steps())
+    if (!(*w)->step().is_ok()) return 1;
+  auto r = (*w)->finish(dir);
+  if (!r) return 1;
+  const double s = (now_ns() - t0) * 1e-9;
+  nlohmann::json j = *r;
+  j.erase("maps");
+  std::printf("default run: %.1f s wall for %lld steps on %d threads (%.2f ms/step)\n%s\n", s,
+              (long long)(*w)->total_steps(), omp_get_max_threads(), s * 1e3 / double((*w)->total_steps()),
+              j.dump().c_str());
+  return 0;
+}
+
 int scaling_analyse(int argc, char** argv, int first) {
   std::vector<std::pair<int, double>> pts;
   for (int i = first; i < argc; ++i) {
@@ -165,16 +191,18 @@ int main(int argc, char** argv) {
     if (a == "--nlat" && i + 1 < argc) nlat = std::atoi(argv[++i]);
     else if (a == "--steps" && i + 1 < argc) steps = std::atoi(argv[++i]);
     else if (a == "--scaling-point") mode = 1;
+    else if (a == "--default-run") mode = 3;
     else if (a == "--scaling-analyse") {
       mode = 2;
       first_point = i + 1;
       break;
     } else {
-      std::fprintf(stderr, "usage: sim_climate_bench [--nlat N] [--steps K] [--scaling-point | --scaling-analyse 1:X 2:Y ...]\n");
+      std::fprintf(stderr, "usage: sim_climate_bench [--nlat N] [--steps K] [--default-run | --scaling-point | --scaling-analyse 1:X 2:Y ...]\n");
       return 2;
     }
   }
   if (mode == 1) return scaling_point(nlat, steps);
   if (mode == 2) return scaling_analyse(argc, argv, first_point);
+  if (mode == 3) return default_run();
   return bandwidth(nlat, steps);
 }

@@ -8,6 +8,9 @@ build=${1:-build}
 bench="$build/sim_climate_bench"
 "$bench"
 echo
+echo "== the default configuration, whole (threads: OMP_NUM_THREADS or all)"
+"$bench" --default-run
+echo
 echo "== strong scaling: case 6, 360 x 720 cells, polar filter on, 1 OpenMP thread per rank"
 points=""
 for n in 1 2 4; do

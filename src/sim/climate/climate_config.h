@@ -17,7 +17,7 @@ struct ClimateConfig {
   int test_case = 6;
   // Grid rows (latitude cells, each 180/nlat degrees); the grid has 2*nlat
   // longitude cells, so cells are square at the equator. Even, >= 8.
-  int nlat = 72;
+  int nlat = 120;
   // Simulated time, days (of 86400 s).
   double days = 14.0;
   // Time step, seconds; 0: 0.8 of the CFL limit. The step used is the

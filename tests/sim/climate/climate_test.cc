@@ -99,6 +99,7 @@ TEST(ClimateFactoryTest, RefusesATimeStepOverTheCflLimit) {
   auto w = make_climate_workload(c, *comm, 0);
   ASSERT_FALSE(w.is_ok());
   const std::string msg = w.status().message();
+  std::printf("%s\n", msg.c_str());  // quoted in docs/sim/climate.md
   EXPECT_EQ(w.status().code(), Code::kInvalidArgument);
   EXPECT_EQ(msg.rfind("[config] climate.dt_s: 100000 s exceeds the CFL limit ", 0), 0u) << msg;
   EXPECT_NE(msg.find("polar filter from 60 deg"), std::string::npos) << msg;
