@@ -48,8 +48,7 @@ class ClimateWorkload final : public Workload {
   ClimateWorkload(const ClimateConfig& c, comm::Comm& comm, double dt, int64_t steps, CflLimit cfl)
       : cfg_(c), comm_(comm), grid_(c.nlat), wcase_(c.test_case, c.alpha_deg * kPi / 180), dt_(dt),
         total_(steps), cfl_(cfl) {
-    solver_ = std::make_unique<SweSolver>(grid_, band_of(c.nlat, comm.size(), comm.rank()), wcase_,
-                                          c.polar_filter_lat_deg, damping_rate(c), comm);
+    solver_ = std::make_unique<SweSolver>(grid_, wcase_, c.polar_filter_lat_deg, damping_rate(c), comm);
     solver_->set_initial();
     if (wcase_.has_exact_solution()) {
       const Band b = solver_->band();
@@ -148,6 +147,16 @@ class ClimateWorkload final : public Workload {
     if (step < 0 || step > total_)
       return Status::corrupt("[sim] climate: checkpoint step " + std::to_string(step) + " is outside 0.." +
                              std::to_string(total_));
+    // The state's own record of its grid, case and step: a checkpoint of
+    // another configuration is refused, not continued with the wrong dt.
+    const nlohmann::json& sc = st.scalars;
+    if (!sc.contains("nlat") || !sc.contains("case") || !sc.contains("dt_s") || sc["nlat"] != grid_.nlat ||
+        sc["case"] != cfg_.test_case || double(sc["dt_s"]) != dt_)
+      return Status::corrupt("[sim] climate: the checkpoint is of another run (nlat " + sc.value("nlat", nlohmann::json()).dump() +
+                             ", case " + sc.value("case", nlohmann::json()).dump() + ", dt_s " +
+                             sc.value("dt_s", nlohmann::json()).dump() + "; this run: nlat " +
+                             std::to_string(grid_.nlat) + ", case " + std::to_string(cfg_.test_case) + ", dt_s " +
+                             fmt("%.17g", dt_) + ")");
     const size_t plane = size_t(grid_.nlat) * grid_.nlon;
     std::vector<double> h, u, v, diag, snaps;
     CRUCIBLE_RETURN_IF_ERROR(unpack_f64(st, "h", plane, &h));

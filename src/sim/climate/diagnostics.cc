@@ -17,7 +17,9 @@ Result<Diagnostics> diagnose(SweSolver& s, const std::vector<double>* h_exact, c
   trace::Scope scope("diagnostics", "sim");
   const Grid& g = s.grid();
   const Band band = s.band();
-  const int n = s.nlon(), max_rows = band_of(g.nlat, comm.size(), 0).rows();
+  int max_rows = 0;
+  for (const Band& b : s.bands()) max_rows = std::max(max_rows, b.rows());
+  const int n = s.nlon();
   const Fields& y = s.fields();
   std::vector<double> mine(size_t(max_rows) * kRowSums, 0.0);
 #pragma omp parallel for schedule(static)
@@ -54,7 +56,7 @@ Result<Diagnostics> diagnose(SweSolver& s, const std::vector<double>* h_exact, c
   CRUCIBLE_RETURN_IF_ERROR(comm.allgather_bytes(mine.data(), mine.size() * sizeof(double), all.data()));
   double t[kRowSums] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
   for (int rank = 0; rank < comm.size(); ++rank) {  // bands are in row order
-    const Band b = band_of(g.nlat, comm.size(), rank);
+    const Band b = s.bands()[rank];
     for (int jl = 0; jl < b.rows(); ++jl) {
       const double* r = &all[(size_t(rank) * max_rows + jl) * kRowSums];
       for (int k = 0; k < 7; ++k) t[k] += r[k];

@@ -28,12 +28,25 @@ Grid::Grid(int n) : nlat(n), nlon(2 * n) {
 double Grid::lat_deg(int j) const { return -90.0 + (j + 0.5) * 180.0 / nlat; }
 double Grid::lon_deg(int i) const { return (i + 0.5) * 180.0 / nlat; }
 
-Band band_of(int nlat, int size, int rank) {
-  const int base = nlat / size, extra = nlat % size;
-  Band b;
-  b.j0 = rank * base + (rank < extra ? rank : extra);
-  b.j1 = b.j0 + base + (rank < extra ? 1 : 0);
-  return b;
+std::vector<Band> split_rows(const std::vector<double>& row_cost, int size) {
+  const int n = int(row_cost.size());
+  double total = 0;
+  for (double c : row_cost) total += c;
+  std::vector<Band> bands(size);
+  int j = 0;
+  double done = 0;
+  for (int r = 0; r < size; ++r) {
+    bands[r].j0 = j;
+    const double target = total * (r + 1) / size;
+    // At least one row; leave one for each later rank; stop at the row
+    // whose end is closer to the target than its start.
+    int end = j + 1;
+    done += row_cost[j];
+    while (end < n - (size - 1 - r) && done + row_cost[end] / 2 <= target) done += row_cost[end++];
+    if (r == size - 1) end = n;
+    bands[r].j1 = j = end;
+  }
+  return bands;
 }
 
 }  // namespace crucible::sim::climate

@@ -33,11 +33,14 @@ struct Grid {
   double lon_deg(int i) const;
 };
 
-// Rows [j0, j1) of one rank: the first nlat % size ranks get one row more.
+// Rows [j0, j1) of one rank.
 struct Band {
   int j0 = 0, j1 = 0;
   int rows() const { return j1 - j0; }
 };
-Band band_of(int nlat, int size, int rank);
+// Splits rows 0..row_cost.size() into `size` consecutive bands (rank r the
+// r-th, south to north) of near-equal total cost, each of at least one row
+// (needs size <= rows). Deterministic: every rank computes the same split.
+std::vector<Band> split_rows(const std::vector<double>& row_cost, int size);
 
 }  // namespace crucible::sim::climate

@@ -135,9 +135,13 @@ std::vector<RowGeom> row_geometry(const Grid& grid, const Williamson& wcase, dou
   return geom;
 }
 
-SweSolver::SweSolver(const Grid& grid, Band band, const Williamson& wcase, double filter_lat_deg,
-                     double damping_rate, comm::Comm& comm)
-    : grid_(grid), band_(band), wcase_(wcase), filter_(grid, filter_lat_deg), comm_(comm) {
+SweSolver::SweSolver(const Grid& grid, const Williamson& wcase, double filter_lat_deg, double damping_rate,
+                     comm::Comm& comm)
+    : grid_(grid), wcase_(wcase), filter_(grid, filter_lat_deg), comm_(comm) {
+  std::vector<double> cost(grid.nlat);
+  for (int j = 0; j < grid.nlat; ++j) cost[j] = filter_.filtered(j) ? kFilteredRowCost : 1.0;
+  bands_ = split_rows(cost, comm.size());
+  band_ = bands_[comm.rank()];
   geom_ = row_geometry(grid, wcase, damping_rate);
   const size_t size = size_t(rows() + 2) * stride();
   for (Fields* y : {&y0_, &ya_, &yb_, &acc_}) {
@@ -224,7 +228,7 @@ Result<std::vector<double>> SweSolver::gather() const {
   std::vector<double> whole(3 * plane);
   std::vector<double> piece;
   for (int r = 0; r < comm_.size(); ++r) {
-    const Band b = band_of(grid_.nlat, comm_.size(), r);
+    const Band b = bands_[r];
     const size_t rows_r = b.rows();
     if (r == 0) {
       piece.swap(mine);

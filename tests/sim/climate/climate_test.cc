@@ -177,8 +177,16 @@ TEST(ClimateResumeTest, LoadRefusesAStateOfAnotherGrid) {
   auto other = make(c, *comm);
   Status s = other->load(*st, 0);
   EXPECT_EQ(s.code(), Code::kCorrupt);
-  EXPECT_NE(s.message().find("'h'"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("nlat 16"), std::string::npos) << s.message();
   EXPECT_FALSE(other->load(*st, other->total_steps() + 1).is_ok());
+  // The same grid, a damaged array: named.
+  c.nlat = 16;
+  State bad = *st;
+  for (StateArray& a : bad.arrays)
+    if (a.name == "h") a.bytes.resize(a.bytes.size() / 2);
+  Status s2 = make(c, *comm)->load(bad, 0);
+  EXPECT_EQ(s2.code(), Code::kCorrupt);
+  EXPECT_NE(s2.message().find("'h'"), std::string::npos) << s2.message();
 }
 
 TEST(ClimateDeterminismTest, ThreadCountDoesNotChangeTheFields) {

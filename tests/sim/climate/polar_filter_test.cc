@@ -64,3 +64,36 @@ TEST(ClimatePolarFilterBounds, BoundsTheEffectiveZonalWavenumber) {
 
 }  // namespace
 }  // namespace crucible::sim::climate
+
+namespace crucible::sim::climate {
+namespace {
+
+// Bands cover the rows in order, each non-empty, with near-equal cost: the
+// expensive polar rows go to narrower bands.
+TEST(ClimateSplitRows, BalancesTheCost) {
+  std::vector<double> cost(360, 1.0);
+  for (int j = 0; j < 360; ++j)
+    if (j < 60 || j >= 300) cost[j] = 15.0;
+  for (int size : {1, 2, 3, 4, 7}) {
+    const std::vector<Band> b = split_rows(cost, size);
+    ASSERT_EQ(int(b.size()), size);
+    double worst = 0, total = 0;
+    for (int r = 0; r < size; ++r) {
+      EXPECT_EQ(b[r].j0, r == 0 ? 0 : b[r - 1].j1);
+      EXPECT_GE(b[r].rows(), 1);
+      double c = 0;
+      for (int j = b[r].j0; j < b[r].j1; ++j) c += cost[j];
+      worst = std::max(worst, c);
+      total += c;
+    }
+    EXPECT_EQ(b.back().j1, 360);
+    EXPECT_LE(worst, total / size + 15.0) << size << " ranks";
+  }
+  const std::vector<Band> four = split_rows(cost, 4);
+  EXPECT_EQ(four[0].j1, 34);  // 510 of 2040: 34 filtered rows
+  const std::vector<Band> tight = split_rows(std::vector<double>(4, 1.0), 4);
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(tight[r].rows(), 1);
+}
+
+}  // namespace
+}  // namespace crucible::sim::climate
