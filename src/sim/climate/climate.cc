@@ -151,7 +151,8 @@ class ClimateWorkload final : public Workload {
     // another configuration is refused, not continued with the wrong dt.
     const nlohmann::json& sc = st.scalars;
     if (!sc.contains("nlat") || !sc.contains("case") || !sc.contains("dt_s") || sc["nlat"] != grid_.nlat ||
-        sc["case"] != cfg_.test_case || double(sc["dt_s"]) != dt_)
+        sc["case"] != cfg_.test_case || !sc["dt_s"].is_number() ||
+        std::abs(double(sc["dt_s"]) - dt_) > 1e-9 * dt_)
       return Status::corrupt("[sim] climate: the checkpoint is of another run (nlat " + sc.value("nlat", nlohmann::json()).dump() +
                              ", case " + sc.value("case", nlohmann::json()).dump() + ", dt_s " +
                              sc.value("dt_s", nlohmann::json()).dump() + "; this run: nlat " +
