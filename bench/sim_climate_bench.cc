@@ -62,7 +62,9 @@ Timing time_steps(SweSolver& s, int steps, double dt) {
   return {t.front(), t[t.size() / 2]};
 }
 
-double triad_gbs(const nlohmann::json& mem, const char* which) { return mem[which]["triad"]["best_gbs"]; }
+double triad_gbs(const nlohmann::json& mem, const char* which) {
+  return mem[which]["triad"]["best_gbs"];
+}
 
 int bandwidth(int nlat, int steps) {
   std::printf("== memory ceiling: STREAM triad (profile/probe_memory.h, quick)\n");
@@ -87,10 +89,11 @@ int bandwidth(int nlat, int steps) {
     const double bytes = s.bytes_per_step();
     const double gbs = bytes / t.best_s * 1e-9, gbs_med = bytes / t.median_s * 1e-9;
     const double ceiling = triad_gbs(mem, threads == 1 ? "threads_1" : "threads_all");
-    std::printf("%d thread(s): %.1f ms/step best, %.1f median; %.0f MB/step counted -> %.1f GB/s best "
-                "(%.2f x triad), %.1f GB/s median (%.2f x triad)\n",
-                threads, t.best_s * 1e3, t.median_s * 1e3, bytes * 1e-6, gbs, gbs / ceiling, gbs_med,
-                gbs_med / ceiling);
+    std::printf(
+        "%d thread(s): %.1f ms/step best, %.1f median; %.0f MB/step counted -> %.1f GB/s best "
+        "(%.2f x triad), %.1f GB/s median (%.2f x triad)\n",
+        threads, t.best_s * 1e3, t.median_s * 1e3, bytes * 1e-6, gbs, gbs / ceiling, gbs_med,
+        gbs_med / ceiling);
   }
 
   std::printf("\n== the default configuration's step (case 6, nlat 96, %d threads)\n", threads_all);
@@ -100,9 +103,11 @@ int bandwidth(int nlat, int steps) {
   on.set_initial();
   off.set_initial();
   const Timing t_on = time_steps(on, 4 * steps, 1.0), t_off = time_steps(off, 4 * steps, 1.0);
-  std::printf("%.2f ms/step median with the polar filter (%d rows), %.2f without: the filter is %.0f%% of the step\n",
-              t_on.median_s * 1e3, on.filter().filtered_rows(), t_off.median_s * 1e3,
-              100 * (1 - t_off.median_s / t_on.median_s));
+  std::printf(
+      "%.2f ms/step median with the polar filter (%d rows), %.2f without: the filter is %.0f%% of "
+      "the step\n",
+      t_on.median_s * 1e3, on.filter().filtered_rows(), t_off.median_s * 1e3,
+      100 * (1 - t_off.median_s / t_on.median_s));
   return 0;
 }
 
@@ -134,8 +139,8 @@ int scaling_point(int nlat, int steps) {
   std::sort(t.begin(), t.end());
   const double cells = 2.0 * nlat * nlat;
   if (comm.rank() == 0)
-    std::printf("scaling_point %d %.6e  (median %.2f ms/step, %d x %d cells)\n", comm.size(), cells / t[t.size() / 2],
-                t[t.size() / 2] * 1e3, nlat, 2 * nlat);
+    std::printf("scaling_point %d %.6e  (median %.2f ms/step, %d x %d cells)\n", comm.size(),
+                cells / t[t.size() / 2], t[t.size() / 2] * 1e3, nlat, 2 * nlat);
   return 0;
 }
 
@@ -156,8 +161,8 @@ int default_run() {
   nlohmann::json j = *r;
   j.erase("maps");
   std::printf("default run: %.1f s wall for %lld steps on %d threads (%.2f ms/step)\n%s\n", s,
-              (long long)(*w)->total_steps(), omp_get_max_threads(), s * 1e3 / double((*w)->total_steps()),
-              j.dump().c_str());
+              (long long)(*w)->total_steps(), omp_get_max_threads(),
+              s * 1e3 / double((*w)->total_steps()), j.dump().c_str());
   return 0;
 }
 
@@ -173,9 +178,10 @@ int scaling_analyse(int argc, char** argv, int first) {
     std::fprintf(stderr, "%s\n", r.status().message().c_str());
     return 2;
   }
-  std::printf("(throughput column: grid cells x steps per second)\n%s", profile::scaling_table(*r).c_str());
-  std::printf("Amdahl fit: serial fraction %.3f (rms residual of 1/S %.3f); Karp-Flatt e:", r->fit.serial_fraction,
-              r->fit.rms_residual);
+  std::printf("(throughput column: grid cells x steps per second)\n%s",
+              profile::scaling_table(*r).c_str());
+  std::printf("Amdahl fit: serial fraction %.3f (rms residual of 1/S %.3f); Karp-Flatt e:",
+              r->fit.serial_fraction, r->fit.rms_residual);
   for (const auto& p : r->points)
     if (p.ranks > r->points.front().ranks) std::printf(" %d ranks %.3f", p.ranks, p.karp_flatt);
   std::printf("\n");
@@ -188,16 +194,22 @@ int main(int argc, char** argv) {
   int nlat = 720, steps = 10, mode = 0, first_point = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--nlat" && i + 1 < argc) nlat = std::atoi(argv[++i]);
-    else if (a == "--steps" && i + 1 < argc) steps = std::atoi(argv[++i]);
-    else if (a == "--scaling-point") mode = 1;
-    else if (a == "--default-run") mode = 3;
+    if (a == "--nlat" && i + 1 < argc)
+      nlat = std::atoi(argv[++i]);
+    else if (a == "--steps" && i + 1 < argc)
+      steps = std::atoi(argv[++i]);
+    else if (a == "--scaling-point")
+      mode = 1;
+    else if (a == "--default-run")
+      mode = 3;
     else if (a == "--scaling-analyse") {
       mode = 2;
       first_point = i + 1;
       break;
     } else {
-      std::fprintf(stderr, "usage: sim_climate_bench [--nlat N] [--steps K] [--default-run | --scaling-point | --scaling-analyse 1:X 2:Y ...]\n");
+      std::fprintf(stderr,
+                   "usage: sim_climate_bench [--nlat N] [--steps K] [--default-run | "
+                   "--scaling-point | --scaling-analyse 1:X 2:Y ...]\n");
       return 2;
     }
   }

@@ -41,7 +41,8 @@ void expect_same_state(const State& a, const State& b) {
   EXPECT_EQ(a.scalars.dump(), b.scalars.dump());
   ASSERT_EQ(a.arrays.size(), b.arrays.size());
   for (size_t k = 0; k < a.arrays.size(); ++k)
-    EXPECT_TRUE(a.arrays[k].bytes == b.arrays[k].bytes) << "array " << a.arrays[k].name << " differs";
+    EXPECT_TRUE(a.arrays[k].bytes == b.arrays[k].bytes)
+        << "array " << a.arrays[k].name << " differs";
 }
 
 TEST(SimClimateMpi, RanksGiveTheOneRankResultBitForBit) {

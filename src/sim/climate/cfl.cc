@@ -5,7 +5,8 @@
 
 namespace crucible::sim::climate {
 
-CflLimit cfl_limit(const Grid& g, const Williamson& w, const PolarFilter& filter, double damping_rate) {
+CflLimit cfl_limit(const Grid& g, const Williamson& w, const PolarFilter& filter,
+                   double damping_rate) {
   const std::vector<RowGeom> geom = row_geometry(g, w, damping_rate);
   const double ky = 1.0 / (kRadius * g.dlat);
   double worst = 0, fastest = 0, kmax = ky;

@@ -23,6 +23,7 @@ struct CflLimit {
   double min_dx_m = 0;         // smallest effective grid length 1 / max(kx, ky), m
 };
 
-CflLimit cfl_limit(const Grid& g, const Williamson& w, const PolarFilter& filter, double damping_rate);
+CflLimit cfl_limit(const Grid& g, const Williamson& w, const PolarFilter& filter,
+                   double damping_rate);
 
 }  // namespace crucible::sim::climate

@@ -46,16 +46,23 @@ constexpr size_t kDiagLen = 13;
 class ClimateWorkload final : public Workload {
  public:
   ClimateWorkload(const ClimateConfig& c, comm::Comm& comm, double dt, int64_t steps, CflLimit cfl)
-      : cfg_(c), comm_(comm), grid_(c.nlat), wcase_(c.test_case, c.alpha_deg * kPi / 180), dt_(dt),
-        total_(steps), cfl_(cfl) {
-    solver_ = std::make_unique<SweSolver>(grid_, wcase_, c.polar_filter_lat_deg, damping_rate(c), comm);
+      : cfg_(c),
+        comm_(comm),
+        grid_(c.nlat),
+        wcase_(c.test_case, c.alpha_deg * kPi / 180),
+        dt_(dt),
+        total_(steps),
+        cfl_(cfl) {
+    solver_ =
+        std::make_unique<SweSolver>(grid_, wcase_, c.polar_filter_lat_deg, damping_rate(c), comm);
     solver_->set_initial();
     if (wcase_.has_exact_solution()) {
       const Band b = solver_->band();
       h_exact_.resize(size_t(b.rows()) * grid_.nlon);
       for (int jl = 0; jl < b.rows(); ++jl)
         for (int i = 0; i < grid_.nlon; ++i)
-          h_exact_[size_t(jl) * grid_.nlon + i] = wcase_.initial(grid_.lon[i], grid_.lat[b.j0 + jl]).h;
+          h_exact_[size_t(jl) * grid_.nlon + i] =
+              wcase_.initial(grid_.lon[i], grid_.lat[b.j0 + jl]).h;
     }
     // Snapshot steps: the nearest step to every multiple of output_every_h, and the last.
     const double every_steps = c.output_every_h * 3600.0 / dt_;
@@ -95,7 +102,8 @@ class ClimateWorkload final : public Workload {
       last_ = *d;
       last_step_ = step_;
       if (!std::isfinite(last_.mass) || !std::isfinite(last_.energy))
-        return Status::internal("[sim] climate: the solution blew up by step " + std::to_string(step_) +
+        return Status::internal("[sim] climate: the solution blew up by step " +
+                                std::to_string(step_) +
                                 " (mass or energy not finite); lower climate.dt_s");
       max_drift_[0] = std::max(max_drift_[0], std::abs(rel(last_.mass, d0_.mass)));
       max_drift_[1] = std::max(max_drift_[1], std::abs(rel(last_.energy, d0_.energy)));
@@ -119,8 +127,9 @@ class ClimateWorkload final : public Workload {
   }
 
   std::string progress() const override {
-    std::string s = "day " + fmt("%.2f", step_ * dt_ / 86400.0) + "/" + fmt("%g", cfg_.days) + "  dM " +
-                    fmt("%.1e", rel(last_.mass, d0_.mass)) + "  dE " + fmt("%.1e", rel(last_.energy, d0_.energy));
+    std::string s = "day " + fmt("%.2f", step_ * dt_ / 86400.0) + "/" + fmt("%g", cfg_.days) +
+                    "  dM " + fmt("%.1e", rel(last_.mass, d0_.mass)) + "  dE " +
+                    fmt("%.1e", rel(last_.energy, d0_.energy));
     if (last_.has_errors) s += "  l2 " + fmt("%.2e", last_.l2);
     return s;
   }
@@ -134,30 +143,37 @@ class ClimateWorkload final : public Workload {
     const std::vector<int64_t> shape = {grid_.nlat, grid_.nlon};
     const char* names[3] = {"h", "u", "v"};
     for (int q = 0; q < 3; ++q)
-      st.arrays.push_back(pack_f64(names[q], std::vector<double>(whole->begin() + q * plane,
-                                                                  whole->begin() + (q + 1) * plane), shape));
+      st.arrays.push_back(pack_f64(
+          names[q],
+          std::vector<double>(whole->begin() + q * plane, whole->begin() + (q + 1) * plane),
+          shape));
     st.arrays.push_back(pack_f64("diag", diag_array()));
-    st.arrays.push_back(pack_f64("snapshots", snapshots_, {int64_t(snaps_taken()), 3, grid_.nlat, grid_.nlon}));
-    st.scalars = {{"step", step_}, {"snapshots", snaps_taken()}, {"nlat", grid_.nlat}, {"case", cfg_.test_case},
+    st.arrays.push_back(
+        pack_f64("snapshots", snapshots_, {int64_t(snaps_taken()), 3, grid_.nlat, grid_.nlon}));
+    st.scalars = {{"step", step_},
+                  {"snapshots", snaps_taken()},
+                  {"nlat", grid_.nlat},
+                  {"case", cfg_.test_case},
                   {"dt_s", dt_}};
     return st;
   }
 
   Status load(const State& st, int64_t step) override {
     if (step < 0 || step > total_)
-      return Status::corrupt("[sim] climate: checkpoint step " + std::to_string(step) + " is outside 0.." +
-                             std::to_string(total_));
+      return Status::corrupt("[sim] climate: checkpoint step " + std::to_string(step) +
+                             " is outside 0.." + std::to_string(total_));
     // The state's own record of its grid, case and step: a checkpoint of
     // another configuration is refused, not continued with the wrong dt.
     const nlohmann::json& sc = st.scalars;
-    if (!sc.contains("nlat") || !sc.contains("case") || !sc.contains("dt_s") || sc["nlat"] != grid_.nlat ||
-        sc["case"] != cfg_.test_case || !sc["dt_s"].is_number() ||
+    if (!sc.contains("nlat") || !sc.contains("case") || !sc.contains("dt_s") ||
+        sc["nlat"] != grid_.nlat || sc["case"] != cfg_.test_case || !sc["dt_s"].is_number() ||
         std::abs(double(sc["dt_s"]) - dt_) > 1e-9 * dt_)
-      return Status::corrupt("[sim] climate: the checkpoint is of another run (nlat " + sc.value("nlat", nlohmann::json()).dump() +
-                             ", case " + sc.value("case", nlohmann::json()).dump() + ", dt_s " +
+      return Status::corrupt("[sim] climate: the checkpoint is of another run (nlat " +
+                             sc.value("nlat", nlohmann::json()).dump() + ", case " +
+                             sc.value("case", nlohmann::json()).dump() + ", dt_s " +
                              sc.value("dt_s", nlohmann::json()).dump() + "; this run: nlat " +
-                             std::to_string(grid_.nlat) + ", case " + std::to_string(cfg_.test_case) + ", dt_s " +
-                             fmt("%.17g", dt_) + ")");
+                             std::to_string(grid_.nlat) + ", case " +
+                             std::to_string(cfg_.test_case) + ", dt_s " + fmt("%.17g", dt_) + ")");
     const size_t plane = size_t(grid_.nlat) * grid_.nlon;
     std::vector<double> h, u, v, diag, snaps;
     CRUCIBLE_RETURN_IF_ERROR(unpack_f64(st, "h", plane, &h));
@@ -169,7 +185,8 @@ class ClimateWorkload final : public Workload {
     solver_->set_fields(h, u, v);
     snapshots_ = comm_.rank() == 0 ? std::move(snaps) : std::vector<double>();
     d0_ = Diagnostics{diag[0], diag[1], diag[2], false, 0, 0, 0};
-    last_ = Diagnostics{diag[3], diag[4], diag[5], wcase_.has_exact_solution(), diag[6], diag[7], diag[8]};
+    last_ = Diagnostics{diag[3], diag[4], diag[5], wcase_.has_exact_solution(),
+                        diag[6], diag[7], diag[8]};
     last_step_ = int64_t(diag[9]);
     std::copy(diag.begin() + 10, diag.end(), max_drift_);
     started_ = true;
@@ -226,7 +243,8 @@ class ClimateWorkload final : public Workload {
       s["h_linf"] = last_.linf;
     }
     std::vector<MapSource> maps;
-    for (size_t k : map_snapshot_indices(snaps_taken())) maps.push_back({snap_steps_[k] * dt_ / 3600.0, k});
+    for (size_t k : map_snapshot_indices(snaps_taken()))
+      maps.push_back({snap_steps_[k] * dt_ / 3600.0, k});
     s["maps"] = height_maps(grid_, snapshots_, maps, hs.empty() ? nullptr : &hs);
     return s;
   }
@@ -234,7 +252,8 @@ class ClimateWorkload final : public Workload {
  private:
   const std::vector<double>* exact() const { return h_exact_.empty() ? nullptr : &h_exact_; }
   size_t snaps_taken() const {
-    return size_t(std::upper_bound(snap_steps_.begin(), snap_steps_.end(), step_) - snap_steps_.begin());
+    return size_t(std::upper_bound(snap_steps_.begin(), snap_steps_.end(), step_) -
+                  snap_steps_.begin());
   }
   // Collective: appends the whole fields to snapshots_ (rank 0) when this step is an output step.
   Status take_snapshot_if_due() {
@@ -246,13 +265,15 @@ class ClimateWorkload final : public Workload {
     return Status::ok();
   }
   std::vector<double> diag_array() const {
-    return {d0_.mass,  d0_.energy, d0_.enstrophy, last_.mass,    last_.energy,  last_.enstrophy, last_.l1,
-            last_.l2,  last_.linf, double(last_step_), max_drift_[0], max_drift_[1], max_drift_[2]};
+    return {d0_.mass,        d0_.energy,    d0_.enstrophy, last_.mass, last_.energy,
+            last_.enstrophy, last_.l1,      last_.l2,      last_.linf, double(last_step_),
+            max_drift_[0],   max_drift_[1], max_drift_[2]};
   }
   std::vector<double> surface_grid() const {
     std::vector<double> hs(size_t(grid_.nlat) * grid_.nlon);
     for (int j = 0; j < grid_.nlat; ++j)
-      for (int i = 0; i < grid_.nlon; ++i) hs[size_t(j) * grid_.nlon + i] = wcase_.surface(grid_.lon[i], grid_.lat[j]);
+      for (int i = 0; i < grid_.nlon; ++i)
+        hs[size_t(j) * grid_.nlon + i] = wcase_.surface(grid_.lon[i], grid_.lat[j]);
     return hs;
   }
 
@@ -264,7 +285,7 @@ class ClimateWorkload final : public Workload {
   double dt_;
   int64_t total_, step_ = 0;
   CflLimit cfl_;
-  std::vector<double> h_exact_;     // the band's exact h (case 2), rows x nlon
+  std::vector<double> h_exact_;      // the band's exact h (case 2), rows x nlon
   std::vector<int64_t> snap_steps_;  // ascending, from 0 to total_
   std::vector<double> snapshots_;    // rank 0: (taken, 3, nlat, nlon)
   Diagnostics d0_, last_;
@@ -275,21 +296,25 @@ class ClimateWorkload final : public Workload {
 
 }  // namespace
 
-Result<std::unique_ptr<Workload>> make_climate_workload(const ClimateConfig& c, comm::Comm& comm, uint64_t) {
+Result<std::unique_ptr<Workload>> make_climate_workload(const ClimateConfig& c, comm::Comm& comm,
+                                                        uint64_t) {
   CRUCIBLE_RETURN_IF_ERROR(validate_climate(c));
   if (c.nlat < comm.size())
-    return Status::invalid("[config] climate.nlat: " + std::to_string(c.nlat) + " rows are fewer than the " +
-                           std::to_string(comm.size()) + " ranks (each rank needs a row)");
+    return Status::invalid("[config] climate.nlat: " + std::to_string(c.nlat) +
+                           " rows are fewer than the " + std::to_string(comm.size()) +
+                           " ranks (each rank needs a row)");
   const Grid grid(c.nlat);
   const Williamson w(c.test_case, c.alpha_deg * kPi / 180);
   const PolarFilter filter(grid, c.polar_filter_lat_deg);
   const CflLimit cfl = cfl_limit(grid, w, filter, damping_rate(c));
   if (c.dt_s > cfl.dt_max_s)
-    return Status::invalid("[config] climate.dt_s: " + fmt("%g", c.dt_s) + " s exceeds the CFL limit " +
-                           fmt("%.0f", cfl.dt_max_s) + " s (RK4: 2.83 / max(|u| kx + |v| ky + sqrt(gh) |k| + |f| + 8 r_damping); " +
-                           "fastest wave " + fmt("%.0f", cfl.fastest_wave_ms) + " m/s, smallest effective dx " +
-                           fmt("%.0f", cfl.min_dx_m / 1000) + " km with the polar filter from " +
-                           fmt("%g", c.polar_filter_lat_deg) + " deg)");
+    return Status::invalid(
+        "[config] climate.dt_s: " + fmt("%g", c.dt_s) + " s exceeds the CFL limit " +
+        fmt("%.0f", cfl.dt_max_s) +
+        " s (RK4: 2.83 / max(|u| kx + |v| ky + sqrt(gh) |k| + |f| + 8 r_damping); " +
+        "fastest wave " + fmt("%.0f", cfl.fastest_wave_ms) + " m/s, smallest effective dx " +
+        fmt("%.0f", cfl.min_dx_m / 1000) + " km with the polar filter from " +
+        fmt("%g", c.polar_filter_lat_deg) + " deg)");
   const double total_s = c.days * 86400.0;
   const double dt_req = c.dt_s > 0 ? c.dt_s : 0.8 * cfl.dt_max_s;
   int64_t steps = std::max<int64_t>(1, int64_t(std::ceil(total_s / dt_req - 1e-9)));
@@ -305,8 +330,9 @@ Result<std::unique_ptr<Workload>> make_climate_workload(const ClimateConfig& c, 
   const double snaps = std::floor(total_s / (c.output_every_h * 3600.0)) + 2;
   const double snap_bytes = snaps * 3 * double(grid.nlat) * grid.nlon * sizeof(double);
   if (snap_bytes > 4.0 * (1ull << 30))
-    return Status::invalid("[config] climate.output_every_h: " + fmt("%g", snaps) + " snapshots of the " +
-                           std::to_string(grid.nlat) + "x" + std::to_string(grid.nlon) + " grid need " +
+    return Status::invalid("[config] climate.output_every_h: " + fmt("%g", snaps) +
+                           " snapshots of the " + std::to_string(grid.nlat) + "x" +
+                           std::to_string(grid.nlon) + " grid need " +
                            fmt("%.1f", snap_bytes / (1ull << 30)) + " GiB (at most 4); raise it");
   return std::unique_ptr<Workload>(new ClimateWorkload(c, comm, dt, steps, cfl));
 }

@@ -23,6 +23,7 @@ namespace crucible::sim {
 // memory) and returns one Status::invalid line naming the key on a bad
 // one; nothing is written. seed is unused: the model is deterministic.
 // Collective only in that every rank must call it (no communication).
-Result<std::unique_ptr<Workload>> make_climate_workload(const ClimateConfig& c, comm::Comm& comm, uint64_t seed);
+Result<std::unique_ptr<Workload>> make_climate_workload(const ClimateConfig& c, comm::Comm& comm,
+                                                        uint64_t seed);
 
 }  // namespace crucible::sim

@@ -50,13 +50,16 @@ Status validate_climate(const ClimateConfig& c) {
     return bad("climate.polar_filter_lat_deg",
                num(c.polar_filter_lat_deg) + " must be in [30, 90] degrees (90: no filter)");
   if (!std::isfinite(c.damping_time_h) || c.damping_time_h < 0)
-    return bad("climate.damping_time_h", num(c.damping_time_h) + " must be >= 0 hours (0: no damping)");
+    return bad("climate.damping_time_h",
+               num(c.damping_time_h) + " must be >= 0 hours (0: no damping)");
   if (!std::isfinite(c.output_every_h) || c.output_every_h <= 0)
     return bad("climate.output_every_h", num(c.output_every_h) + " must be > 0 hours");
   if (c.output_every_h * 3600.0 * 1000 < c.days * 86400.0)
-    return bad("climate.output_every_h", num(c.output_every_h) + " h gives more than 1000 snapshots over " +
-                                             num(c.days) + " days");
-  if (c.diag_every < 1) return bad("climate.diag_every", std::to_string(c.diag_every) + " must be >= 1");
+    return bad(
+        "climate.output_every_h",
+        num(c.output_every_h) + " h gives more than 1000 snapshots over " + num(c.days) + " days");
+  if (c.diag_every < 1)
+    return bad("climate.diag_every", std::to_string(c.diag_every) + " must be >= 1");
   return Status::ok();
 }
 

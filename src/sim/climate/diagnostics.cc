@@ -32,9 +32,10 @@ Result<Diagnostics> diagnose(SweSolver& s, const std::vector<double>* h_exact, c
       const size_t c = s.at(jl, i);
       const double h = y.h[c], u = y.u[c], v = y.v[c], hs = s.surface(jl, i);
       // The same centred vorticity as the step's (swe_solver.cc).
-      const double zeta = ((y.v[c + 1] - y.v[c - 1]) * inv_2dlon -
-                           (y.u[s.at(jl + 1, i)] * rg.cos_n - y.u[s.at(jl - 1, i)] * rg.cos_s) * inv_2dlat) *
-                          rg.inv_acos;
+      const double zeta =
+          ((y.v[c + 1] - y.v[c - 1]) * inv_2dlon -
+           (y.u[s.at(jl + 1, i)] * rg.cos_n - y.u[s.at(jl - 1, i)] * rg.cos_s) * inv_2dlat) *
+          rg.inv_acos;
       const double q = zeta + s.coriolis(jl, i);
       r[0] += h;
       r[1] += 0.5 * h * (u * u + v * v) + 0.5 * kGravity * (h * h + 2 * h * hs);
@@ -53,7 +54,8 @@ Result<Diagnostics> diagnose(SweSolver& s, const std::vector<double>* h_exact, c
     std::copy(r, r + kRowSums, &mine[size_t(jl) * kRowSums]);
   }
   std::vector<double> all(mine.size() * comm.size());
-  CRUCIBLE_RETURN_IF_ERROR(comm.allgather_bytes(mine.data(), mine.size() * sizeof(double), all.data()));
+  CRUCIBLE_RETURN_IF_ERROR(
+      comm.allgather_bytes(mine.data(), mine.size() * sizeof(double), all.data()));
   double t[kRowSums] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
   for (int rank = 0; rank < comm.size(); ++rank) {  // bands are in row order
     const Band b = s.bands()[rank];

@@ -28,6 +28,7 @@ struct Diagnostics {
 };
 
 // h_exact: the band's exact h, rows x nlon (null when the case has none).
-Result<Diagnostics> diagnose(SweSolver& solver, const std::vector<double>* h_exact, comm::Comm& comm);
+Result<Diagnostics> diagnose(SweSolver& solver, const std::vector<double>* h_exact,
+                             comm::Comm& comm);
 
 }  // namespace crucible::sim::climate

@@ -19,7 +19,8 @@ Grid::Grid(int n) : nlat(n), nlon(2 * n) {
     cos_lat[j] = std::cos(lat[j]);
     sin_lat[j] = std::sin(lat[j]);
     // The exact spherical area of the cell: a^2 dlon (sin(north) - sin(south)).
-    area[j] = kRadius * kRadius * dlon * (std::sin(lat[j] + dlat / 2) - std::sin(lat[j] - dlat / 2));
+    area[j] =
+        kRadius * kRadius * dlon * (std::sin(lat[j] + dlat / 2) - std::sin(lat[j] - dlat / 2));
   }
   lon.resize(nlon);
   for (int i = 0; i < nlon; ++i) lon[i] = (i + 0.5) * dlon;

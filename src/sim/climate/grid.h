@@ -24,11 +24,11 @@ inline constexpr double kPi = 3.14159265358979323846;
 struct Grid {
   explicit Grid(int nlat);
   int nlat = 0, nlon = 0;
-  double dlat = 0, dlon = 0;                    // radians (equal)
-  std::vector<double> lat, cos_lat, sin_lat;    // (nlat) cell centres
-  std::vector<double> cos_edge;                 // (nlat + 1) row edges, south to north
-  std::vector<double> area;                     // (nlat) m^2 of one cell of row j
-  std::vector<double> lon;                      // (nlon) cell centres
+  double dlat = 0, dlon = 0;                  // radians (equal)
+  std::vector<double> lat, cos_lat, sin_lat;  // (nlat) cell centres
+  std::vector<double> cos_edge;               // (nlat + 1) row edges, south to north
+  std::vector<double> area;                   // (nlat) m^2 of one cell of row j
+  std::vector<double> lon;                    // (nlon) cell centres
   double lat_deg(int j) const;
   double lon_deg(int i) const;
 };

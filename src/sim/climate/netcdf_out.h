@@ -29,7 +29,7 @@ struct NetcdfContent {
   int test_case = 6;
   double alpha_deg = 0, dt_s = 0;
   std::string title;
-  std::vector<double> time_h;      // (nt)
+  std::vector<double> time_h;                      // (nt)
   const std::vector<double>* snapshots = nullptr;  // (nt, 3 [h u v], nlat, nlon)
   const std::vector<double>* hs = nullptr;         // (nlat, nlon) or null
 };

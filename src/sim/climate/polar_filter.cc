@@ -32,7 +32,8 @@ void fft(const cd* in, cd* out, int n, int stride, const cd* root, int N, const 
   if (m == 1) {
     for (int q = 0; q < r; ++q) out[q] = in[q * stride];
   } else {
-    for (int q = 0; q < r; ++q) fft(in + q * stride, out + q * m, m, stride * r, root, N, radix + 1);
+    for (int q = 0; q < r; ++q)
+      fft(in + q * stride, out + q * m, m, stride * r, root, N, radix + 1);
   }
   const int step = N / n;  // root index of w_n
   if (r == 2) {
@@ -96,19 +97,22 @@ PolarFilter::PolarFilter(const Grid& g, double phi_c_deg) : g_(g) {
   kx_max_.resize(g.nlat);
   for (int j = 0; j < g.nlat; ++j) {
     double kx = 0;
-    for (int k = 0; k <= half; ++k) kx = std::max(kx, response(j, k) * std::abs(std::sin(k * g.dlon)));
+    for (int k = 0; k <= half; ++k)
+      kx = std::max(kx, response(j, k) * std::abs(std::sin(k * g.dlon)));
     kx_max_[j] = kx / (kRadius * g.cos_lat[j] * g.dlon);
     if (cos_c_ == 0.0 || g.cos_lat[j] >= cos_c_) continue;
     std::vector<double>& s = response_[j];  // S(k) for k in [0, n): S(n - k) = S(k)
     s.resize(n);
-    for (int k = 0; k < n; ++k) s[k] = response(j, std::min(k, n - k)) / n;  // 1/n: the inverse's scale
+    for (int k = 0; k < n; ++k)
+      s[k] = response(j, std::min(k, n - k)) / n;  // 1/n: the inverse's scale
     if (!radix_.empty()) continue;
     // w[m] = (1/n) sum_k S(k) e^{i k m dlon}: real and symmetric since S(k) = S(-k).
     std::vector<double>& w = weights_[j];
     w.assign(half + 1, 0.0);
     for (int m = 0; m <= half; ++m) {
       double acc = response(j, 0) + response(j, half) * std::cos(kPi * m);
-      for (int k = 1; k < half; ++k) acc += 2 * response(j, k) * std::cos(2 * kPi * double(k) * m / n);
+      for (int k = 1; k < half; ++k)
+        acc += 2 * response(j, k) * std::cos(2 * kPi * double(k) * m / n);
       w[m] = acc / n;
     }
   }

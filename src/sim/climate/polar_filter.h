@@ -47,10 +47,11 @@ class PolarFilter {
  private:
   const Grid& g_;
   double cos_c_;
-  std::vector<int> radix_;                     // factors of nlon (5, 3, 2), empty: no FFT
+  std::vector<int> radix_;                       // factors of nlon (5, 3, 2), empty: no FFT
   std::vector<std::complex<double>> fwd_, inv_;  // exp(-+ 2 pi i t / nlon)
-  std::vector<std::vector<double>> response_;  // per row: S(k) / nlon, k in [0, nlon); empty if unfiltered
-  std::vector<std::vector<double>> weights_;   // per row, without FFT: the kernel w[0..nlon/2]
+  std::vector<std::vector<double>>
+      response_;  // per row: S(k) / nlon, k in [0, nlon); empty if unfiltered
+  std::vector<std::vector<double>> weights_;  // per row, without FFT: the kernel w[0..nlon/2]
   std::vector<double> kx_max_;                // (nlat)
 };
 

@@ -15,8 +15,8 @@ std::vector<size_t> map_snapshot_indices(size_t count) {
   return idx;
 }
 
-nlohmann::json height_maps(const Grid& g, const std::vector<double>& snapshots, const std::vector<MapSource>& maps,
-                           const std::vector<double>* hs) {
+nlohmann::json height_maps(const Grid& g, const std::vector<double>& snapshots,
+                           const std::vector<MapSource>& maps, const std::vector<double>* hs) {
   int f = 1;  // nlon = 2 nlat, so nlat / f <= 72 bounds both
   while (g.nlat / f > 72 || g.nlat % f != 0) ++f;
   const int my = g.nlat / f, mx = g.nlon / f;

@@ -21,7 +21,7 @@ struct MapSource {
 std::vector<size_t> map_snapshot_indices(size_t count);
 
 // snapshots: (count, 3 [h u v], nlat, nlon); hs: (nlat, nlon) or null.
-nlohmann::json height_maps(const Grid& g, const std::vector<double>& snapshots, const std::vector<MapSource>& maps,
-                           const std::vector<double>* hs);
+nlohmann::json height_maps(const Grid& g, const std::vector<double>& snapshots,
+                           const std::vector<MapSource>& maps, const std::vector<double>* hs);
 
 }  // namespace crucible::sim::climate

@@ -27,16 +27,17 @@ struct Stencil {
 // that the two cells of a face compute them from the same operands in the
 // same order.
 template <bool kF2d, bool kHs>
-[[gnu::always_inline]] inline void row_tendency_body(const Stencil& p, const RowGeom& rg, double dlon, double dlat,
-                                                     int n, double* __restrict zh, double* __restrict zu,
+[[gnu::always_inline]] inline void row_tendency_body(const Stencil& p, const RowGeom& rg,
+                                                     double dlon, double dlat, int n,
+                                                     double* __restrict zh, double* __restrict zu,
                                                      double* __restrict zv, double* __restrict rh,
                                                      double* __restrict ru, double* __restrict rv) {
   const double g = kGravity;
   const double inv_2dlon = 0.5 / dlon, inv_2dlat = 0.5 / dlat;
   const double inv_2acos_dlon = rg.inv_acos * inv_2dlon;  // 1 / (2 a cos(phi) dlon)
-  const double *__restrict hS = p.hS, *__restrict hC = p.hC, *__restrict hN = p.hN;
-  const double *__restrict uS = p.uS, *__restrict uC = p.uC, *__restrict uN = p.uN;
-  const double *__restrict vS = p.vS, *__restrict vC = p.vC, *__restrict vN = p.vN;
+  const double* __restrict hS = p.hS, * __restrict hC = p.hC, * __restrict hN = p.hN;
+  const double* __restrict uS = p.uS, * __restrict uC = p.uC, * __restrict uN = p.uN;
+  const double* __restrict vS = p.vS, * __restrict vC = p.vC, * __restrict vN = p.vN;
   for (int i = 0; i < n; ++i) {
     const double h = hC[i], u = uC[i], v = vC[i];
     const double hE = hC[i + 1], uE = uC[i + 1], vE = vC[i + 1];
@@ -48,7 +49,8 @@ template <bool kF2d, bool kHs>
     const double gn = 0.5 * (h * v + hn * vn), gs = 0.5 * (hs * vs + h * v);
     zh[i] = -((fe - fw) * rg.len_ew + (gn * rg.len_n - gs * rg.len_s)) * rg.inv_area;
     // Momentum: absolute vorticity and the gradient of B = g (h + hs) + K.
-    const double zeta = ((vE - vW) * inv_2dlon - (un * rg.cos_n - us * rg.cos_s) * inv_2dlat) * rg.inv_acos;
+    const double zeta =
+        ((vE - vW) * inv_2dlon - (un * rg.cos_n - us * rg.cos_s) * inv_2dlat) * rg.inv_acos;
     const double fa = (kF2d ? p.f[i] : rg.f) + zeta;
     const double sE = kHs ? p.sC[i + 1] : 0.0, sW = kHs ? p.sC[i - 1] : 0.0;
     const double sN = kHs ? p.sN[i] : 0.0, sS = kHs ? p.sS[i] : 0.0;
@@ -72,7 +74,8 @@ template <bool kF2d, bool kHs>
 __attribute__((target_clones("avx512f", "avx2", "default"))) void row_tendency(
     const Stencil& p, const RowGeom& rg, double dlon, double dlat, int n, double* t) {
   double *zh = t, *zu = t + n, *zv = t + 2 * n, *rh = t + 3 * n, *ru = t + 4 * n, *rv = t + 5 * n;
-  if (p.f && p.sC) return row_tendency_body<true, true>(p, rg, dlon, dlat, n, zh, zu, zv, rh, ru, rv);
+  if (p.f && p.sC)
+    return row_tendency_body<true, true>(p, rg, dlon, dlat, n, zh, zu, zv, rh, ru, rv);
   if (p.f) return row_tendency_body<true, false>(p, rg, dlon, dlat, n, zh, zu, zv, rh, ru, rv);
   if (p.sC) return row_tendency_body<false, true>(p, rg, dlon, dlat, n, zh, zu, zv, rh, ru, rv);
   return row_tendency_body<false, false>(p, rg, dlon, dlat, n, zh, zu, zv, rh, ru, rv);
@@ -135,8 +138,8 @@ std::vector<RowGeom> row_geometry(const Grid& grid, const Williamson& wcase, dou
   return geom;
 }
 
-SweSolver::SweSolver(const Grid& grid, const Williamson& wcase, double filter_lat_deg, double damping_rate,
-                     comm::Comm& comm)
+SweSolver::SweSolver(const Grid& grid, const Williamson& wcase, double filter_lat_deg,
+                     double damping_rate, comm::Comm& comm)
     : grid_(grid), wcase_(wcase), filter_(grid, filter_lat_deg), comm_(comm) {
   std::vector<double> cost(grid.nlat);
   for (int j = 0; j < grid.nlat; ++j) cost[j] = filter_.filtered(j) ? kFilteredRowCost : 1.0;
@@ -154,7 +157,8 @@ SweSolver::SweSolver(const Grid& grid, const Williamson& wcase, double filter_la
   if (!wcase.zonal_coriolis()) {
     f2d_.assign(size, 0.0);
     for (int jl = 0; jl < rows(); ++jl)
-      for (int i = 0; i < nlon(); ++i) f2d_[at(jl, i)] = wcase.coriolis(grid.lon[i], grid.lat[band_.j0 + jl]);
+      for (int i = 0; i < nlon(); ++i)
+        f2d_[at(jl, i)] = wcase.coriolis(grid.lon[i], grid.lat[band_.j0 + jl]);
   }
   if (wcase.test_case() == 5) {
     // Every row a stencil reads, halo rows included: beyond a pole, the
@@ -192,7 +196,8 @@ void SweSolver::set_initial() {
   fresh_ = false;
 }
 
-void SweSolver::set_fields(const std::vector<double>& h, const std::vector<double>& u, const std::vector<double>& v) {
+void SweSolver::set_fields(const std::vector<double>& h, const std::vector<double>& u,
+                           const std::vector<double>& v) {
   const int n = nlon();
   for (int jl = 0; jl < rows(); ++jl) {
     const size_t src = size_t(band_.j0 + jl) * n;
@@ -234,10 +239,12 @@ Result<std::vector<double>> SweSolver::gather() const {
       piece.swap(mine);
     } else {
       piece.assign(3 * rows_r * n, 0.0);
-      CRUCIBLE_RETURN_IF_ERROR(comm_.recv(piece.data(), piece.size() * sizeof(double), r, kTagGather));
+      CRUCIBLE_RETURN_IF_ERROR(
+          comm_.recv(piece.data(), piece.size() * sizeof(double), r, kTagGather));
     }
     for (int q = 0; q < 3; ++q)
-      std::memcpy(&whole[q * plane + size_t(b.j0) * n], &piece[q * rows_r * n], rows_r * n * sizeof(double));
+      std::memcpy(&whole[q * plane + size_t(b.j0) * n], &piece[q * rows_r * n],
+                  rows_r * n * sizeof(double));
   }
   return whole;
 }
@@ -306,25 +313,38 @@ void SweSolver::stage(const Fields& in, Stage kind, double b, double c, Fields* 
   const int n = nlon();
   const size_t per_thread = size_t(7) * n + filter_.scratch_doubles();
   const int threads = omp_get_max_threads();
-  if (scratch_.size() < size_t(threads) * per_thread) scratch_.assign(size_t(threads) * per_thread, 0.0);
+  if (scratch_.size() < size_t(threads) * per_thread)
+    scratch_.assign(size_t(threads) * per_thread, 0.0);
   const int kind_id = kind == Stage::kFirst ? 0 : kind == Stage::kMiddle ? 1 : 2;
 #pragma omp parallel
   {
     double* t = scratch_.data() + size_t(omp_get_thread_num()) * per_thread;
-    double *k = t + 6 * n, *tmp = t + 7 * n;  // t: zh zu zv rh ru rv (row_tendency); tmp: the filter's
+    double *k = t + 6 * n,
+           *tmp = t + 7 * n;  // t: zh zu zv rh ru rv (row_tendency); tmp: the filter's
 #pragma omp for schedule(static)
     for (int jl = 0; jl < rows(); ++jl) {
       const int j = band_.j0 + jl;
-      Stencil p{&in.h[at(jl - 1, 0)], &in.h[at(jl, 0)], &in.h[at(jl + 1, 0)],
-                &in.u[at(jl - 1, 0)], &in.u[at(jl, 0)], &in.u[at(jl + 1, 0)],
-                &in.v[at(jl - 1, 0)], &in.v[at(jl, 0)], &in.v[at(jl + 1, 0)],
-                nullptr, nullptr, nullptr, nullptr};
-      if (!hs_.empty()) p.sS = &hs_[at(jl - 1, 0)], p.sC = &hs_[at(jl, 0)], p.sN = &hs_[at(jl + 1, 0)];
+      Stencil p{&in.h[at(jl - 1, 0)],
+                &in.h[at(jl, 0)],
+                &in.h[at(jl + 1, 0)],
+                &in.u[at(jl - 1, 0)],
+                &in.u[at(jl, 0)],
+                &in.u[at(jl + 1, 0)],
+                &in.v[at(jl - 1, 0)],
+                &in.v[at(jl, 0)],
+                &in.v[at(jl + 1, 0)],
+                nullptr,
+                nullptr,
+                nullptr,
+                nullptr};
+      if (!hs_.empty())
+        p.sS = &hs_[at(jl - 1, 0)], p.sC = &hs_[at(jl, 0)], p.sN = &hs_[at(jl + 1, 0)];
       if (!f2d_.empty()) p.f = &f2d_[at(jl, 0)];
       row_tendency(p, geom_[j], grid_.dlon, grid_.dlat, n, t);
       if (filter_.filtered(j)) filter_.apply(j, t, t + n, t + 2 * n, tmp);
       const size_t o = at(jl, 0);
-      double* outs[3] = {out ? &out->h[o] : nullptr, out ? &out->u[o] : nullptr, out ? &out->v[o] : nullptr};
+      double* outs[3] = {out ? &out->h[o] : nullptr, out ? &out->u[o] : nullptr,
+                         out ? &out->v[o] : nullptr};
       row_update(kind_id, n, t, t + 3 * n, b, c, &y0_.h[o], &acc_.h[o], outs[0], k);
       row_update(kind_id, n, t + n, t + 4 * n, b, c, &y0_.u[o], &acc_.u[o], outs[1], k);
       row_update(kind_id, n, t + 2 * n, t + 5 * n, b, c, &y0_.v[o], &acc_.v[o], outs[2], k);

@@ -60,14 +60,15 @@ struct Fields {
 
 // What a row's stencil needs of its geometry (global row j).
 struct RowGeom {
-  double cos_s = 0, cos_n = 0;    // cos of the centres of rows j-1, j+1 (continued over a pole: < 0)
-  double inv_acos = 0;            // 1 / (a cos phi_j), 1/m
-  double len_s = 0, len_n = 0;    // a cos(edge) dlon: lengths of the south and north faces, m
-  double len_ew = 0;              // a dlat: length of the east and west faces, m
-  double inv_area = 0;            // 1 / cell area, 1/m^2
-  double f = 0;                   // Coriolis parameter when it is zonal, 1/s
-  double damp = 0;                // grid-scale damping rate r, 1/s
-  double grad_n = 0, grad_s = 0;  // meridional gradient weights of the north and south differences, 1/m
+  double cos_s = 0, cos_n = 0;  // cos of the centres of rows j-1, j+1 (continued over a pole: < 0)
+  double inv_acos = 0;          // 1 / (a cos phi_j), 1/m
+  double len_s = 0, len_n = 0;  // a cos(edge) dlon: lengths of the south and north faces, m
+  double len_ew = 0;            // a dlat: length of the east and west faces, m
+  double inv_area = 0;          // 1 / cell area, 1/m^2
+  double f = 0;                 // Coriolis parameter when it is zonal, 1/s
+  double damp = 0;              // grid-scale damping rate r, 1/s
+  double grad_n = 0,
+         grad_s = 0;  // meridional gradient weights of the north and south differences, 1/m
 };
 
 // The geometry of every row (nlat), with grid-scale damping rate r (1/s).
@@ -99,7 +100,8 @@ class SweSolver {
   const Fields& fields() const { return y0_; }
   // Replaces the interior of the band from whole-grid arrays (nlat x nlon,
   // row-major, south to north) and marks the halos stale.
-  void set_fields(const std::vector<double>& h, const std::vector<double>& u, const std::vector<double>& v);
+  void set_fields(const std::vector<double>& h, const std::vector<double>& u,
+                  const std::vector<double>& v);
   // The band's interior rows, packed [field h,u,v][row][i].
   std::vector<double> pack_band() const;
   // Collective: the whole grid's fields on rank 0, (3 [h u v], nlat, nlon);
@@ -132,13 +134,14 @@ class SweSolver {
   comm::Comm& comm_;
   std::vector<Band> bands_;
   Band band_;
-  std::vector<RowGeom> geom_;     // (nlat), global rows
-  std::vector<double> f2d_;       // padded, when f is not zonal (case 2, alpha != 0)
-  std::vector<double> hs_;        // padded, when there is a mountain (case 5)
-  Fields y0_, ya_, yb_, acc_;     // RK4: the state, two stage states, the accumulated result
+  std::vector<RowGeom> geom_;        // (nlat), global rows
+  std::vector<double> f2d_;          // padded, when f is not zonal (case 2, alpha != 0)
+  std::vector<double> hs_;           // padded, when there is a mountain (case 5)
+  Fields y0_, ya_, yb_, acc_;        // RK4: the state, two stage states, the accumulated result
   std::vector<double> send_, recv_;  // halo messages: [south, north] x 3 fields x stride
-  std::vector<double> scratch_;   // per thread: 6 tendency rows (dynamics, damping), their sum, 2 filter rows
-  bool fresh_ = false;            // y0's halos match its interior
+  std::vector<double>
+      scratch_;         // per thread: 6 tendency rows (dynamics, damping), their sum, 2 filter rows
+  bool fresh_ = false;  // y0's halos match its interior
 };
 
 }  // namespace crucible::sim::climate

@@ -50,8 +50,9 @@ PointState case6(double lam, double phi) {
   PointState p;
   p.u = a * w * cp + a * K * cR1 * (R * sp * sp - c2) * std::cos(R * lam);
   p.v = -a * K * R * cR1 * sp * std::sin(R * lam);
-  const double A = w / 2 * (2 * kOmega + w) * c2 +
-                   0.25 * K * K * cR * cR * ((R + 1) * c2 + (2.0 * R * R - R - 2) - 2.0 * R * R / c2);
+  const double A =
+      w / 2 * (2 * kOmega + w) * c2 +
+      0.25 * K * K * cR * cR * ((R + 1) * c2 + (2.0 * R * R - R - 2) - 2.0 * R * R / c2);
   const double B = 2 * (kOmega + w) * K / ((R + 1) * (R + 2)) * cR *
                    ((R * R + 2.0 * R + 2) - (R + 1.0) * (R + 1.0) * c2);
   const double C = 0.25 * K * K * cR * cR * ((R + 1) * c2 - (R + 2.0));
@@ -63,25 +64,35 @@ PointState case6(double lam, double phi) {
 
 PointState Williamson::initial(double lam, double phi) const {
   switch (case_) {
-    case 2: return case2(lam, phi, alpha_);
-    case 5: return case5(lam, phi);
-    default: return case6(lam, phi);
+    case 2:
+      return case2(lam, phi, alpha_);
+    case 5:
+      return case5(lam, phi);
+    default:
+      return case6(lam, phi);
   }
 }
 
-double Williamson::surface(double lam, double phi) const { return case_ == 5 ? mountain(lam, phi) : 0.0; }
+double Williamson::surface(double lam, double phi) const {
+  return case_ == 5 ? mountain(lam, phi) : 0.0;
+}
 
 double Williamson::coriolis(double lam, double phi) const {
   if (case_ == 2)
-    return 2 * kOmega * (-std::cos(lam) * std::cos(phi) * std::sin(alpha_) + std::sin(phi) * std::cos(alpha_));
+    return 2 * kOmega *
+           (-std::cos(lam) * std::cos(phi) * std::sin(alpha_) + std::sin(phi) * std::cos(alpha_));
   return 2 * kOmega * std::sin(phi);
 }
 
 const char* Williamson::title() const {
   switch (case_) {
-    case 2: return "Williamson et al. (1992) case 2: global steady state nonlinear zonal geostrophic flow";
-    case 5: return "Williamson et al. (1992) case 5: zonal flow over an isolated mountain";
-    default: return "Williamson et al. (1992) case 6: Rossby-Haurwitz wave (R = 4)";
+    case 2:
+      return "Williamson et al. (1992) case 2: global steady state nonlinear zonal geostrophic "
+             "flow";
+    case 5:
+      return "Williamson et al. (1992) case 5: zonal flow over an isolated mountain";
+    default:
+      return "Williamson et al. (1992) case 6: Rossby-Haurwitz wave (R = 4)";
   }
 }
 

@@ -49,7 +49,8 @@ void expect_same_state(const State& a, const State& b) {
   for (size_t k = 0; k < a.arrays.size(); ++k) {
     EXPECT_EQ(a.arrays[k].name, b.arrays[k].name);
     EXPECT_EQ(a.arrays[k].shape, b.arrays[k].shape);
-    EXPECT_TRUE(a.arrays[k].bytes == b.arrays[k].bytes) << "array " << a.arrays[k].name << " differs";
+    EXPECT_TRUE(a.arrays[k].bytes == b.arrays[k].bytes)
+        << "array " << a.arrays[k].name << " differs";
   }
 }
 
@@ -66,7 +67,8 @@ TEST(ClimateConfigTest, ValidateNamesEachBadKey) {
       {[](ClimateConfig& c) { c.polar_filter_lat_deg = 20; }, "climate.polar_filter_lat_deg"},
       {[](ClimateConfig& c) { c.damping_time_h = -1; }, "climate.damping_time_h"},
       {[](ClimateConfig& c) { c.output_every_h = 0; }, "climate.output_every_h"},
-      {[](ClimateConfig& c) { c.output_every_h = 0.1; }, "climate.output_every_h"},  // > 1000 snapshots
+      {[](ClimateConfig& c) { c.output_every_h = 0.1; },
+       "climate.output_every_h"},  // > 1000 snapshots
       {[](ClimateConfig& c) { c.diag_every = 0; }, "climate.diag_every"},
   };
   auto comm = comm::make_single_comm();
@@ -235,11 +237,13 @@ TEST(ClimateNetcdfTest, WritesCfThatNcdumpReads) {
   const std::string header = run_command("ncdump -h '" + path + "' 2>&1");
   for (const char* want :
        {":Conventions = \"CF-1.8\"", "time = 3 ;", "lat = 16 ;", "lon = 32 ;", "double lat(lat) ;",
-        "lat:units = \"degrees_north\"", "lat:standard_name = \"latitude\"", "lon:units = \"degrees_east\"",
-        "lon:standard_name = \"longitude\"", "time:units = \"hours since 2000-01-01 00:00:00\"",
-        "time:standard_name = \"time\"", "float h(time, lat, lon) ;", "h:units = \"m\"",
-        "u:standard_name = \"eastward_wind\"", "v:standard_name = \"northward_wind\"", "v:units = \"m s-1\"",
-        "hs:standard_name = \"surface_altitude\"", ":williamson_case = 5", ":title = \"Shallow-water"})
+        "lat:units = \"degrees_north\"", "lat:standard_name = \"latitude\"",
+        "lon:units = \"degrees_east\"", "lon:standard_name = \"longitude\"",
+        "time:units = \"hours since 2000-01-01 00:00:00\"", "time:standard_name = \"time\"",
+        "float h(time, lat, lon) ;", "h:units = \"m\"", "u:standard_name = \"eastward_wind\"",
+        "v:standard_name = \"northward_wind\"", "v:units = \"m s-1\"",
+        "hs:standard_name = \"surface_altitude\"", ":williamson_case = 5",
+        ":title = \"Shallow-water"})
     EXPECT_NE(header.find(want), std::string::npos) << "missing '" << want << "' in\n" << header;
   // The values: the last time's h is the final state, as float.
   int id, var;
@@ -267,7 +271,8 @@ TEST(ClimateNetcdfTest, UnwritableDirectoryIsAnIoErrorNamingTheFile) {
   run_to(*w, w->total_steps());
   auto r = w->finish("/nonexistent/dir");
   ASSERT_FALSE(r.is_ok());
-  EXPECT_NE(r.status().message().find("/nonexistent/dir/climate.nc"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("/nonexistent/dir/climate.nc"), std::string::npos)
+      << r.status().message();
 }
 
 TEST(ClimateMapsTest, DownsamplesToTheReportsSize) {
@@ -279,7 +284,8 @@ TEST(ClimateMapsTest, DownsamplesToTheReportsSize) {
     const Grid g(nlat);
     const size_t plane = size_t(nlat) * g.nlon;
     std::vector<double> snaps(3 * plane, 0.0);
-    for (size_t k = 0; k < plane; ++k) snaps[k] = 1000.0 + (k / g.nlon) % 2;  // h: rows alternate 1000, 1001
+    for (size_t k = 0; k < plane; ++k)
+      snaps[k] = 1000.0 + (k / g.nlon) % 2;  // h: rows alternate 1000, 1001
     const nlohmann::json maps = height_maps(g, snaps, {{12.0, 0}}, nullptr);
     ASSERT_EQ(maps.size(), 1u);
     const nlohmann::json& m = maps[0];

@@ -51,8 +51,9 @@ TEST(ClimateWilliamson, Case2ConvergesAtSecondOrder) {
   for (int k = 0; k < 3; ++k) {
     const nlohmann::json m = run(case2(nlats[k], 0.0));
     e[k] = norms(m);
-    std::printf("case 2, alpha 0, nlat %d (%d steps): l1 %.3e  l2 %.3e  linf %.3e  mass drift %.1e\n", nlats[k],
-                int(m["steps"]), e[k].l1, e[k].l2, e[k].linf, double(m["mass_drift"]));
+    std::printf(
+        "case 2, alpha 0, nlat %d (%d steps): l1 %.3e  l2 %.3e  linf %.3e  mass drift %.1e\n",
+        nlats[k], int(m["steps"]), e[k].l1, e[k].l2, e[k].linf, double(m["mass_drift"]));
     EXPECT_LT(std::abs(double(m["mass_drift"])), 1e-13);
   }
   const double o1 = std::log2(e[1].l1 / e[2].l1), o2 = std::log2(e[1].l2 / e[2].l2),
@@ -71,14 +72,16 @@ TEST(ClimateWilliamson, Case2TiltedOverThePolesConverges) {
   const int nlats[2] = {24, 48};
   for (int k = 0; k < 2; ++k) {
     e[k] = norms(run(case2(nlats[k], 45.0)));
-    std::printf("case 2, alpha 45, nlat %d: l1 %.3e  l2 %.3e  linf %.3e\n", nlats[k], e[k].l1, e[k].l2, e[k].linf);
+    std::printf("case 2, alpha 45, nlat %d: l1 %.3e  l2 %.3e  linf %.3e\n", nlats[k], e[k].l1,
+                e[k].l2, e[k].linf);
   }
   EXPECT_GT(std::log2(e[0].l1 / e[1].l1), 1.7);
   EXPECT_GT(std::log2(e[0].l2 / e[1].l2), 1.7);
   EXPECT_LT(e[1].l2, 6e-3);
   // Straight over the poles (alpha = 90): the polar rows carry the flow.
   const Norms polar = norms(run(case2(48, 90.0)));
-  std::printf("case 2, alpha 90, nlat 48: l1 %.3e  l2 %.3e  linf %.3e\n", polar.l1, polar.l2, polar.linf);
+  std::printf("case 2, alpha 90, nlat 48: l1 %.3e  l2 %.3e  linf %.3e\n", polar.l1, polar.l2,
+              polar.linf);
   EXPECT_LT(polar.l2, 2e-3);
   EXPECT_LT(polar.linf, 6e-3);
 }
@@ -101,9 +104,10 @@ TEST(ClimateWilliamson, Case6ConservesMassToRoundOff) {
   testing::internal::GetCapturedStdout();
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   const nlohmann::json& r = *summary;
-  std::printf("case 6, nlat 36, 14 days (%d steps): mass drift max %.1e, energy %.2e, enstrophy %.2e\n",
-              int(r["steps"]), double(r["mass_drift_max_abs"]), double(r["energy_drift"]),
-              double(r["enstrophy_drift"]));
+  std::printf(
+      "case 6, nlat 36, 14 days (%d steps): mass drift max %.1e, energy %.2e, enstrophy %.2e\n",
+      int(r["steps"]), double(r["mass_drift_max_abs"]), double(r["energy_drift"]),
+      double(r["enstrophy_drift"]));
   EXPECT_LT(double(r["mass_drift_max_abs"]), 1e-13);
   EXPECT_LT(std::abs(double(r["energy_drift"])), 1e-4);
   EXPECT_LT(std::abs(double(r["enstrophy_drift"])), 1e-2);
@@ -129,8 +133,8 @@ TEST(ClimateWilliamson, Case5ConservesMassOverTheMountain) {
   c.output_every_h = 360;
   c.diag_every = 5;
   const nlohmann::json m = run(c);
-  std::printf("case 5, nlat 36, 15 days: mass drift %.1e, energy %.2e, enstrophy %.2e\n", double(m["mass_drift"]),
-              double(m["energy_drift"]), double(m["enstrophy_drift"]));
+  std::printf("case 5, nlat 36, 15 days: mass drift %.1e, energy %.2e, enstrophy %.2e\n",
+              double(m["mass_drift"]), double(m["energy_drift"]), double(m["enstrophy_drift"]));
   EXPECT_LT(std::abs(double(m["mass_drift"])), 1e-13);
   EXPECT_LT(std::abs(double(m["energy_drift"])), 1e-4);
   EXPECT_LT(std::abs(double(m["enstrophy_drift"])), 1e-2);
