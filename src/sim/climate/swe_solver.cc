@@ -22,16 +22,16 @@ struct Stencil {
 // The tendencies of one row (see the equations in swe_solver.h), in two
 // parts: z* (n doubles each) the dynamics -- what the polar filter acts on,
 // whole, since near a pole its zonal and meridional terms are large and
-// cancel -- and r* the grid-scale damping, which stays unfiltered so that it
-// reaches the short waves near the poles too. Face fluxes are written so
-// that the two cells of a face compute them from the same operands in the
-// same order.
-template <bool kF2d, bool kHs>
+// cancel -- and, with damping (kDamp), ru and rv, the grid-scale damping of
+// the momentum, which stays unfiltered so that it reaches the short waves
+// near the poles too. Face fluxes are written so that the two cells of a
+// face compute them from the same operands in the same order.
+template <bool kF2d, bool kHs, bool kDamp>
 [[gnu::always_inline]] inline void row_tendency_body(const Stencil& p, const RowGeom& rg,
                                                      double dlon, double dlat, int n,
                                                      double* __restrict zh, double* __restrict zu,
-                                                     double* __restrict zv, double* __restrict rh,
-                                                     double* __restrict ru, double* __restrict rv) {
+                                                     double* __restrict zv, double* __restrict ru,
+                                                     double* __restrict rv) {
   const double g = kGravity;
   const double inv_2dlon = 0.5 / dlon, inv_2dlat = 0.5 / dlat;
   const double inv_2acos_dlon = rg.inv_acos * inv_2dlon;  // 1 / (2 a cos(phi) dlon)
@@ -61,51 +61,70 @@ template <bool kF2d, bool kHs>
     zu[i] = fa * v - (bE - bW) * inv_2acos_dlon;
     const double bC = g * (h + (kHs ? p.sC[i] : 0.0)) + 0.5 * (u * u + v * v);
     zv[i] = -fa * u - (rg.grad_n * (bN - bC) + rg.grad_s * (bC - bS));
-    // Grid-scale damping of the momentum: second differences in index
-    // space, of u and v in the coordinate continued over the pole.
-    rh[i] = 0.0;
-    ru[i] = rg.damp * (uE + uW + un + us - 4 * u);
-    rv[i] = rg.damp * (vE + vW + vn + vs - 4 * v);
+    if (kDamp) {
+      // Second differences in index space, of u and v in the coordinate
+      // continued over the pole.
+      ru[i] = rg.damp * (uE + uW + un + us - 4 * u);
+      rv[i] = rg.damp * (vE + vW + vn + vs - 4 * v);
+    }
   }
 }
 
-// One clone per instruction set; the branch on (f2d, hs) is outside the loop.
-// t: 6 rows of n (zh zu zv rh ru rv).
+// One clone per instruction set; the branches on (f2d, hs, damping) are
+// outside the loop. t: 5 rows of n (zh zu zv ru rv; ru rv only with damping).
 __attribute__((target_clones("avx512f", "avx2", "default"))) void row_tendency(
     const Stencil& p, const RowGeom& rg, double dlon, double dlat, int n, double* t) {
-  double *zh = t, *zu = t + n, *zv = t + 2 * n, *rh = t + 3 * n, *ru = t + 4 * n, *rv = t + 5 * n;
-  if (p.f && p.sC)
-    return row_tendency_body<true, true>(p, rg, dlon, dlat, n, zh, zu, zv, rh, ru, rv);
-  if (p.f) return row_tendency_body<true, false>(p, rg, dlon, dlat, n, zh, zu, zv, rh, ru, rv);
-  if (p.sC) return row_tendency_body<false, true>(p, rg, dlon, dlat, n, zh, zu, zv, rh, ru, rv);
-  return row_tendency_body<false, false>(p, rg, dlon, dlat, n, zh, zu, zv, rh, ru, rv);
+  double *zh = t, *zu = t + n, *zv = t + 2 * n, *ru = t + 3 * n, *rv = t + 4 * n;
+  const bool f2d = p.f, hs = p.sC, damp = rg.damp != 0.0;
+#define CRUCIBLE_ROW(a, b, c)           \
+  if (f2d == a && hs == b && damp == c) \
+    return row_tendency_body<a, b, c>(p, rg, dlon, dlat, n, zh, zu, zv, ru, rv);
+  CRUCIBLE_ROW(false, false, false)
+  CRUCIBLE_ROW(true, false, false)
+  CRUCIBLE_ROW(false, true, false)
+  CRUCIBLE_ROW(true, true, false)
+  CRUCIBLE_ROW(false, false, true)
+  CRUCIBLE_ROW(true, false, true)
+  CRUCIBLE_ROW(false, true, true)
+  CRUCIBLE_ROW(true, true, true)
+#undef CRUCIBLE_ROW
 }
 
-// RK4 bookkeeping of one row of one field, k = kz + kr (the two parts of
-// the tendency); see SweSolver::step.
+// RK4 bookkeeping of one row of one field, k = kz (+ kr: the damping, when
+// kSum); see SweSolver::step.
 //   first:  acc = y0 + b k;  out = y0 + c k     (in == y0)
 //   middle: acc += b k;      out = y0 + c k
 //   last:   y0 = acc + b k
-__attribute__((target_clones("avx512f", "avx2", "default"))) void row_update(
-    int kind, int n, const double* __restrict kz, const double* __restrict kr, double b, double c,
-    double* __restrict y0, double* __restrict acc, double* __restrict out, double* __restrict k) {
-  for (int i = 0; i < n; ++i) k[i] = kz[i] + kr[i];
+template <bool kSum>
+[[gnu::always_inline]] inline void row_update_body(int kind, int n, const double* __restrict kz,
+                                                   const double* __restrict kr, double b, double c,
+                                                   double* __restrict y0, double* __restrict acc,
+                                                   double* __restrict out) {
   if (kind == 0) {
     for (int i = 0; i < n; ++i) {
-      acc[i] = y0[i] + b * k[i];
-      out[i] = y0[i] + c * k[i];
+      const double k = kSum ? kz[i] + kr[i] : kz[i];
+      acc[i] = y0[i] + b * k;
+      out[i] = y0[i] + c * k;
     }
   } else if (kind == 1) {
     for (int i = 0; i < n; ++i) {
-      acc[i] += b * k[i];
-      out[i] = y0[i] + c * k[i];
+      const double k = kSum ? kz[i] + kr[i] : kz[i];
+      acc[i] += b * k;
+      out[i] = y0[i] + c * k;
     }
   } else {
-    for (int i = 0; i < n; ++i) y0[i] = acc[i] + b * k[i];
+    for (int i = 0; i < n; ++i) y0[i] = acc[i] + b * (kSum ? kz[i] + kr[i] : kz[i]);
   }
   double* written = kind == 2 ? y0 : out;
   written[-1] = written[n - 1];
   written[n] = written[0];
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void row_update(
+    int kind, int n, const double* kz, const double* kr, double b, double c, double* y0,
+    double* acc, double* out) {
+  if (kr) return row_update_body<true>(kind, n, kz, kr, b, c, y0, acc, out);
+  return row_update_body<false>(kind, n, kz, nullptr, b, c, y0, acc, out);
 }
 
 constexpr int kTagNorthward = 3501, kTagSouthward = 3502;
@@ -311,7 +330,7 @@ Status SweSolver::refresh_halos() {
 void SweSolver::stage(const Fields& in, Stage kind, double b, double c, Fields* out) {
   trace::Scope scope("swe_stage", "sim");
   const int n = nlon();
-  const size_t per_thread = size_t(7) * n + filter_.scratch_doubles();
+  const size_t per_thread = size_t(5) * n + filter_.scratch_doubles();
   const int threads = omp_get_max_threads();
   if (scratch_.size() < size_t(threads) * per_thread)
     scratch_.assign(size_t(threads) * per_thread, 0.0);
@@ -319,8 +338,7 @@ void SweSolver::stage(const Fields& in, Stage kind, double b, double c, Fields* 
 #pragma omp parallel
   {
     double* t = scratch_.data() + size_t(omp_get_thread_num()) * per_thread;
-    double *k = t + 6 * n,
-           *tmp = t + 7 * n;  // t: zh zu zv rh ru rv (row_tendency); tmp: the filter's
+    double* tmp = t + 5 * n;  // t: zh zu zv ru rv (row_tendency); tmp: the filter's
 #pragma omp for schedule(static)
     for (int jl = 0; jl < rows(); ++jl) {
       const int j = band_.j0 + jl;
@@ -345,9 +363,12 @@ void SweSolver::stage(const Fields& in, Stage kind, double b, double c, Fields* 
       const size_t o = at(jl, 0);
       double* outs[3] = {out ? &out->h[o] : nullptr, out ? &out->u[o] : nullptr,
                          out ? &out->v[o] : nullptr};
-      row_update(kind_id, n, t, t + 3 * n, b, c, &y0_.h[o], &acc_.h[o], outs[0], k);
-      row_update(kind_id, n, t + n, t + 4 * n, b, c, &y0_.u[o], &acc_.u[o], outs[1], k);
-      row_update(kind_id, n, t + 2 * n, t + 5 * n, b, c, &y0_.v[o], &acc_.v[o], outs[2], k);
+      const bool damp = geom_[j].damp != 0.0;
+      row_update(kind_id, n, t, nullptr, b, c, &y0_.h[o], &acc_.h[o], outs[0]);
+      row_update(kind_id, n, t + n, damp ? t + 3 * n : nullptr, b, c, &y0_.u[o], &acc_.u[o],
+                 outs[1]);
+      row_update(kind_id, n, t + 2 * n, damp ? t + 4 * n : nullptr, b, c, &y0_.v[o], &acc_.v[o],
+                 outs[2]);
     }
   }
 }

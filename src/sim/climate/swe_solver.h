@@ -139,9 +139,8 @@ class SweSolver {
   std::vector<double> hs_;           // padded, when there is a mountain (case 5)
   Fields y0_, ya_, yb_, acc_;        // RK4: the state, two stage states, the accumulated result
   std::vector<double> send_, recv_;  // halo messages: [south, north] x 3 fields x stride
-  std::vector<double>
-      scratch_;         // per thread: 6 tendency rows (dynamics, damping), their sum, 2 filter rows
-  bool fresh_ = false;  // y0's halos match its interior
+  std::vector<double> scratch_;  // per thread: 5 tendency rows (dynamics, damping), the filter's
+  bool fresh_ = false;           // y0's halos match its interior
 };
 
 }  // namespace crucible::sim::climate
