@@ -16,6 +16,9 @@
 //       the whole default configuration (configs/sim/climate.toml: case 6,
 //          nlat 120, 14 days) through the Workload interface, as `crucible
 //          sim climate` runs it: wall time, steps, and the summary's figures.
+//   sim_climate_bench --convergence
+//       Williamson case 2 (5 days) at nlat 24, 48, 96 for alpha 0 and 45:
+//          the normalised l1, l2, linf errors of h and the observed orders.
 //   mpirun -n P sim_climate_bench --scaling-point [--nlat N] [--steps K]
 //       one point of strong scaling: the climate workload (case 6, polar
 //          filter on) over P ranks; rank 0 prints "scaling_point P cells_steps_per_s".
@@ -26,6 +29,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -166,6 +170,37 @@ int default_run() {
   return 0;
 }
 
+int convergence() {
+  auto comm = comm::make_single_comm();
+  for (double alpha : {0.0, 45.0}) {
+    double prev[3] = {0, 0, 0};
+    std::printf("case 2, alpha %g, 5 days:\n  nlat  steps      l1        l2        linf     order l1  l2  linf\n",
+                alpha);
+    for (int nlat : {24, 48, 96}) {
+      sim::ClimateConfig c;
+      c.test_case = 2;
+      c.nlat = nlat;
+      c.days = 5;
+      c.alpha_deg = alpha;
+      c.output_every_h = 120;
+      c.diag_every = 1000000;
+      auto w = sim::make_climate_workload(c, *comm, 0);
+      if (!w || !(*w)->begin("/tmp").is_ok()) return 1;
+      while ((*w)->steps_done() < (*w)->total_steps())
+        if (!(*w)->step().is_ok()) return 1;
+      const nlohmann::json m = (*w)->metrics();
+      const double e[3] = {m["h_l1"], m["h_l2"], m["h_linf"]};
+      std::printf("  %4d  %5lld  %.3e %.3e %.3e", nlat, (long long)(*w)->total_steps(), e[0], e[1], e[2]);
+      if (prev[0] > 0)
+        std::printf("   %.2f %.2f %.2f", std::log2(prev[0] / e[0]), std::log2(prev[1] / e[1]),
+                    std::log2(prev[2] / e[2]));
+      std::printf("\n");
+      std::copy(e, e + 3, prev);
+    }
+  }
+  return 0;
+}
+
 int scaling_analyse(int argc, char** argv, int first) {
   std::vector<std::pair<int, double>> pts;
   for (int i = first; i < argc; ++i) {
@@ -200,6 +235,8 @@ int main(int argc, char** argv) {
       steps = std::atoi(argv[++i]);
     else if (a == "--scaling-point")
       mode = 1;
+    else if (a == "--convergence")
+      mode = 4;
     else if (a == "--default-run")
       mode = 3;
     else if (a == "--scaling-analyse") {
@@ -216,5 +253,6 @@ int main(int argc, char** argv) {
   if (mode == 1) return scaling_point(nlat, steps);
   if (mode == 2) return scaling_analyse(argc, argv, first_point);
   if (mode == 3) return default_run();
+  if (mode == 4) return convergence();
   return bandwidth(nlat, steps);
 }

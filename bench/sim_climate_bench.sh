@@ -8,6 +8,9 @@ build=${1:-build}
 bench="$build/sim_climate_bench"
 "$bench"
 echo
+echo "== Williamson case 2: error norms and convergence"
+"$bench" --convergence
+echo
 echo "== the default configuration, whole (threads: OMP_NUM_THREADS or all)"
 "$bench" --default-run
 echo
