@@ -174,8 +174,10 @@ int convergence() {
   auto comm = comm::make_single_comm();
   for (double alpha : {0.0, 45.0}) {
     double prev[3] = {0, 0, 0};
-    std::printf("case 2, alpha %g, 5 days:\n  nlat  steps      l1        l2        linf     order l1  l2  linf\n",
-                alpha);
+    std::printf(
+        "case 2, alpha %g, 5 days:\n  nlat  steps      l1        l2        linf     order l1  l2  "
+        "linf\n",
+        alpha);
     for (int nlat : {24, 48, 96}) {
       sim::ClimateConfig c;
       c.test_case = 2;
@@ -190,7 +192,8 @@ int convergence() {
         if (!(*w)->step().is_ok()) return 1;
       const nlohmann::json m = (*w)->metrics();
       const double e[3] = {m["h_l1"], m["h_l2"], m["h_linf"]};
-      std::printf("  %4d  %5lld  %.3e %.3e %.3e", nlat, (long long)(*w)->total_steps(), e[0], e[1], e[2]);
+      std::printf("  %4d  %5lld  %.3e %.3e %.3e", nlat, (long long)(*w)->total_steps(), e[0], e[1],
+                  e[2]);
       if (prev[0] > 0)
         std::printf("   %.2f %.2f %.2f", std::log2(prev[0] / e[0]), std::log2(prev[1] / e[1]),
                     std::log2(prev[2] / e[2]));

@@ -9,6 +9,7 @@
 
 #include "comm/comm.h"
 #include "sim/climate/climate.h"
+#include "support/files.h"
 
 namespace crucible::sim {
 namespace {
@@ -66,8 +67,9 @@ TEST(SimClimateMpi, RanksGiveTheOneRankResultBitForBit) {
     auto s_dist = dist->save();
     ASSERT_TRUE(s_ref.is_ok() && s_dist.is_ok());
     if (comm.rank() == 0) expect_same_state(*s_ref, *s_dist);
-    auto sum_ref = ref->finish(::testing::TempDir());
-    auto sum_dist = dist->finish(::testing::TempDir());
+    testutil::TempDir d1("sim_climate_mpi_ref"), d2("sim_climate_mpi_dist");  // per process
+    auto sum_ref = ref->finish(d1.path());
+    auto sum_dist = dist->finish(d2.path());
     ASSERT_TRUE(sum_ref.is_ok() && sum_dist.is_ok());
     if (comm.rank() == 0) {
       nlohmann::json a = *sum_ref, b = *sum_dist;

@@ -10,6 +10,7 @@
 
 #include "comm/comm.h"
 #include "sim/climate/climate.h"
+#include "support/files.h"
 
 namespace crucible::sim {
 namespace {
@@ -99,9 +100,8 @@ TEST(ClimateWilliamson, Case6ConservesMassToRoundOff) {
   Status s = (*w)->begin(".");
   while (s.is_ok() && (*w)->steps_done() < (*w)->total_steps()) s = (*w)->step();
   ASSERT_TRUE(s.is_ok()) << s.message();
-  testing::internal::CaptureStdout();
-  auto summary = (*w)->finish(testing::TempDir());
-  testing::internal::GetCapturedStdout();
+  testutil::TempDir dir("climate_case6");
+  auto summary = (*w)->finish(dir.path());
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
   const nlohmann::json& r = *summary;
   std::printf(
