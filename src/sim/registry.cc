@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "sim/climate/climate.h"
+#include "sim/climate/climate_config.h"
 #include "sim/md/md.h"
 #include "sim/md/md_config.h"
 #include "sim/risk/risk.h"
@@ -22,6 +24,11 @@ const std::vector<std::pair<std::string, Factory>>& kinds() {
        [] {
          return std::unique_ptr<WorkloadKind>(
              new KindOf<risk::RiskConfig>("risk", risk::risk_fields, risk::validate_risk, make_risk_workload));
+       }},
+      {"climate",
+       [] {
+         return std::unique_ptr<WorkloadKind>(
+             new KindOf<ClimateConfig>("climate", climate_fields, validate_climate, make_climate_workload));
        }},
       {"md",
        [] { return std::unique_ptr<WorkloadKind>(new KindOf<MdConfig>("md", md_fields, validate_md, make_md_workload)); }},

@@ -46,6 +46,14 @@ std::vector<WorkloadCase> cases() {
                   {{"risk.instruments=[\"swaption,SPX,100\"]"}, "swaption"},
                   {{"risk.market.vols=[0.18,-0.2,0.25]"}, "vol"},
                   {{"risk.scenarios=0"}, "risk.scenarios"}}});
+  all.push_back({"climate",
+                 {"climate.case=6", "climate.nlat=24", "climate.days=1", "climate.output_every_h=6"},
+                 {"mass_drift", "energy_drift", "enstrophy_drift", "steps"},
+                 20,
+                 8,
+                 {{{"climate.dt_s=5000"}, "climate.dt_s"},
+                  {{"climate.case=3"}, "climate.case"},
+                  {{"climate.nlat=3"}, "climate.nlat"}}});
   all.push_back({"md",
                  {"md.cells=5", "md.steps=300", "md.equil_steps=100", "md.reproducible=true", "md.dump_every=50"},
                  {"pressure_mean", "pe_per_atom_mean", "temperature_mean", "energy_drift_per_atom_per_step"},
