@@ -7,7 +7,7 @@
 #include "ckpt/checkpoint.h"
 #include "cli/commands.h"
 #include "core/rng.h"
-#include "data/tokenizer.h"
+#include "data/text_tokenizer.h"
 #include "nn/generator.h"
 #include "nn/gpt.h"
 #include "runtime/config.h"
@@ -33,8 +33,13 @@ void run_generate(const GenerateOptions& o) {
   auto cfg = runtime::load_config(o.run_dir + "/config.toml");
   if (!cfg) fail(cfg.status());
   const std::string precision = o.precision.empty() ? cfg->train.precision : o.precision;
-  auto tok = data::Tokenizer::load(o.run_dir + "/tokenizer.model");
-  if (!tok) fail(tok.status());
+  // crucible's SentencePiece model, or an imported GPT-2 byte-level BPE.
+  auto loaded = data::load_run_tokenizer(o.run_dir);
+  if (!loaded) fail(loaded.status());
+  const data::TextTokenizer* tok = loaded->get();
+  if (tok->vocab_size() > cfg->model.vocab_size)
+    fail(Status::invalid("[generate] " + tok->path() + " has " + std::to_string(tok->vocab_size()) +
+                         " tokens, more than model.vocab_size = " + std::to_string(cfg->model.vocab_size)));
   auto found = ckpt::find_latest_valid(o.run_dir + "/ckpt");
   if (!found) fail(found.status());
   for (const auto& w : found->warnings) std::fprintf(stderr, "%s\n", w.c_str());
@@ -44,7 +49,7 @@ void run_generate(const GenerateOptions& o) {
     const std::string name = std::filesystem::path(found->dir).filename().string();
     auto pin = runtime::DataPin::from_json(found->state.data, found->dir + "/manifest.json");
     if (!pin) fail(pin.status());
-    Status s = runtime::check_tokenizer_pin(*pin, tok->fingerprint(), o.run_dir + "/tokenizer.model", name);
+    Status s = runtime::check_tokenizer_pin(*pin, tok->fingerprint(), tok->path(), name);
     if (!s) fail(s);
   }
   // Checkpoints hold f32 master weights: either precision runs from any run.
@@ -82,7 +87,9 @@ void run_generate(const GenerateOptions& o) {
   };
   nn::Generator gen(model);
   Rng rng(o.seed, 0x6e6e);
-  nn::generate(gen, prompt, o.tokens, tok->eos_id(), {o.temperature, o.top_k}, rng, on_token);
+  // A padded embedding's extra rows (model.vocab_size above the tokenizer's)
+  // are never sampled: no text stands for them.
+  nn::generate(gen, prompt, o.tokens, tok->eos_id(), {o.temperature, o.top_k, tok->vocab_size()}, rng, on_token);
   std::fputs("\n", stdout);
 }
 

@@ -1,0 +1,105 @@
+// `crucible import HF_DIR -o RUN` (runtime/hf_interchange.h): a Hugging Face
+// GPT-2 directory into a run directory at step 0.
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "ckpt/checkpoint.h"
+#include "ckpt/hf_model.h"
+#include "core/file_io.h"
+#include "data/bpe_tokenizer.h"
+#include "optim/adamw.h"
+#include "runtime/config.h"
+#include "runtime/hf_interchange.h"
+
+namespace crucible::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+
+// GPT-2's byte-level BPE from vocab.json + merges.txt, else tokenizer.json.
+Result<data::BpeTokenizer> read_tokenizer(const std::string& dir, std::string* source) {
+  if (fs::exists(dir + "/vocab.json") && fs::exists(dir + "/merges.txt")) {
+    *source = dir + "/vocab.json";
+    return data::BpeTokenizer::load(dir + "/vocab.json", dir + "/merges.txt");
+  }
+  if (fs::exists(dir + "/tokenizer.json")) {
+    *source = dir + "/tokenizer.json";
+    return data::BpeTokenizer::load_tokenizer_json(dir + "/tokenizer.json");
+  }
+  if (fs::exists(dir + "/tokenizer.model"))
+    return Status::invalid("[import] " + dir + " holds a SentencePiece tokenizer.model: only GPT-2's byte-level BPE "
+                           "(vocab.json + merges.txt, or tokenizer.json) is imported");
+  return Status::invalid("[import] " + dir + ": no tokenizer (vocab.json + merges.txt, or tokenizer.json)");
+}
+
+// The run's resolved config: the default's training settings around the
+// imported model, its data.vocab_size the tokenizer's.
+Result<Config> run_config(const nn::GPTConfig& model, int tokenizer_vocab, const std::string& run_dir) {
+  auto cfg = load_config("");
+  if (!cfg) return cfg.status();
+  cfg->model = model;
+  cfg->data.vocab_size = tokenizer_vocab;
+  cfg->run.name = "import";
+  cfg->run.dir = run_dir;
+  cfg->run.sample_tokens = 0;
+  CRUCIBLE_RETURN_IF_ERROR(resolve_config(*cfg));
+  CRUCIBLE_RETURN_IF_ERROR(validate(*cfg));
+  return cfg;
+}
+
+}  // namespace
+
+Result<ImportSummary> import_hf_dir(const std::string& hf_dir, const std::string& run_dir) {
+  if (!fs::is_directory(hf_dir)) return Status::invalid("[import] " + hf_dir + ": not a directory");
+  CRUCIBLE_RETURN_IF_ERROR(check_new_dir(run_dir, "[import] -o"));
+  ImportSummary sum;
+  auto model = ckpt::read_hf_gpt2_config(hf_dir);
+  if (!model) return model.status();
+  sum.model = *model;
+  auto tok = read_tokenizer(hf_dir, &sum.tokenizer_source);
+  if (!tok) return tok.status();
+  sum.tokenizer_vocab = tok->vocab_size();
+  if (tok->vocab_size() > model->vocab_size)
+    return Status::invalid("[import] " + sum.tokenizer_source + ": " + std::to_string(tok->vocab_size()) +
+                           " tokens, more than config.json's vocab_size " + std::to_string(model->vocab_size));
+  auto cfg = run_config(*model, tok->vocab_size(), run_dir);
+  if (!cfg) return cfg.status();
+  nn::GPT gpt(*model);
+  CRUCIBLE_RETURN_IF_ERROR(ckpt::load_hf_weights(hf_dir, gpt.params()));
+  sum.params = gpt.params().numel();
+
+  std::string out = run_dir;
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  const std::string tmp = out + ".tmp." + std::to_string(::getpid());
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  if (!fs::create_directories(tmp, ec) && ec) return Status::io("[import] cannot create " + tmp + ": " + ec.message());
+  auto write_all = [&]() -> Status {
+    CRUCIBLE_RETURN_IF_ERROR(write_file_atomic(tmp + "/config.toml", to_toml(*cfg)));
+    CRUCIBLE_RETURN_IF_ERROR(tok->save(tmp));
+    // Step 0 in the normal format: the weights, zero AdamW moments, and no
+    // data pin (no dataset has been seen).
+    optim::AdamW opt(gpt.params(), optim::AdamWConfig{});
+    ckpt::CheckpointState st;
+    st.step = 0;
+    st.config = to_json(*cfg);
+    st.rng = {{"seed", cfg->train.seed}, {"init_streams", "fnv1a64(param name)"}};
+    st.world = {{"world_size", 1}, {"imported_from", fs::absolute(hf_dir).lexically_normal().string()}};
+    return ckpt::write_checkpoint(tmp + "/ckpt", ckpt::take_snapshot(st, gpt.params(), opt), 1);
+  };
+  Status s = write_all();
+  if (s) {
+    if (fs::is_directory(out, ec)) fs::remove(out, ec);  // empty (checked above)
+    fs::rename(tmp, out, ec);
+    if (ec) s = Status::io("[import] cannot rename " + tmp + " to " + out + ": " + ec.message());
+  }
+  if (s) s = fsync_dir(dir_of(out));
+  if (!s) {
+    fs::remove_all(tmp, ec);
+    return s;
+  }
+  return sum;
+}
+
+}  // namespace crucible::runtime
