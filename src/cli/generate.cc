@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "ckpt/checkpoint.h"
 #include "cli/commands.h"
@@ -24,6 +25,7 @@ struct GenerateOptions {
   int top_k = 40;
   uint64_t seed = 0;
   std::string precision;  // "" = the run's train.precision
+  bool print_ids = false;
 };
 
 void run_generate(const GenerateOptions& o) {
@@ -89,8 +91,12 @@ void run_generate(const GenerateOptions& o) {
   Rng rng(o.seed, 0x6e6e);
   // A padded embedding's extra rows (model.vocab_size above the tokenizer's)
   // are never sampled: no text stands for them.
-  nn::generate(gen, prompt, o.tokens, tok->eos_id(), {o.temperature, o.top_k, tok->vocab_size()}, rng, on_token);
+  const std::vector<int32_t> ids = nn::generate(gen, prompt, o.tokens, tok->eos_id(), {o.temperature, o.top_k, tok->vocab_size()}, rng, on_token);
   std::fputs("\n", stdout);
+  if (o.print_ids) {  // for comparisons with other implementations (tests/hf)
+    nlohmann::json j = {{"prompt", prompt}, {"new", ids}};
+    std::fprintf(stderr, "[generate] ids %s\n", j.dump().c_str());
+  }
 }
 
 }  // namespace
@@ -111,6 +117,8 @@ void add_generate_command(CLI::App& app) {
       ->check(non_negative());
   cmd->add_option("--seed", o->seed, "Sampling seed")->capture_default_str()->check(integer_in(0, INT64_MAX));
   cmd->add_option("--precision", o->precision, "fp32 | bf16 (default: the run's train.precision)");
+  cmd->add_flag("--print-ids", o->print_ids,
+                "Also print the prompt's and the generated token ids (one JSON line on stderr)");
   cmd->callback([o] { run_generate(*o); });
 }
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "ckpt/checkpoint.h"
 #include "ckpt/hf_model.h"
@@ -78,6 +79,9 @@ Result<ImportSummary> import_hf_dir(const std::string& hf_dir, const std::string
   auto write_all = [&]() -> Status {
     CRUCIBLE_RETURN_IF_ERROR(write_file_atomic(tmp + "/config.toml", to_toml(*cfg)));
     CRUCIBLE_RETURN_IF_ERROR(tok->save(tmp));
+    const nlohmann::json origin = {{"hf_dir", fs::absolute(hf_dir).lexically_normal().string()},
+                                   {"tokenizer", sum.tokenizer_source}};
+    CRUCIBLE_RETURN_IF_ERROR(write_file_atomic(tmp + "/imported.json", origin.dump(2) + "\n"));
     // Step 0 in the normal format: the weights, zero AdamW moments, and no
     // data pin (no dataset has been seen).
     optim::AdamW opt(gpt.params(), optim::AdamWConfig{});
@@ -85,7 +89,7 @@ Result<ImportSummary> import_hf_dir(const std::string& hf_dir, const std::string
     st.step = 0;
     st.config = to_json(*cfg);
     st.rng = {{"seed", cfg->train.seed}, {"init_streams", "fnv1a64(param name)"}};
-    st.world = {{"world_size", 1}, {"imported_from", fs::absolute(hf_dir).lexically_normal().string()}};
+    st.world = {{"world_size", 1}};
     return ckpt::write_checkpoint(tmp + "/ckpt", ckpt::take_snapshot(st, gpt.params(), opt), 1);
   };
   Status s = write_all();
