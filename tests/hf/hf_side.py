@@ -1,6 +1,7 @@
 """The Hugging Face side of tests/hf/hf_interchange_test.cc (run in the test
 venv: transformers, tokenizers, safetensors over Debian's torch).
 
+  make-tokenizer DIR N        that tokenizer alone, N tokens, in both forms
   make-model DIR [--tokenizer-json] [--vocab N] [--seed S]
       a byte-level BPE trained on fortunes text (vocab.json + merges.txt, or
       tokenizer.json only) and a random GPT2LMHeadModel (2 layers, 64 wide)
@@ -58,6 +59,17 @@ def make_model(args):
     m.save_pretrained(d, safe_serialization=True)
 
 
+def make_tokenizer(args):
+    from tokenizers import ByteLevelBPETokenizer
+    d, vocab = args[0], int(args[1])
+    os.makedirs(d, exist_ok=True)
+    tok = ByteLevelBPETokenizer()
+    tok.train_from_iterator(fortunes_text(400_000), vocab_size=vocab, min_frequency=2,
+                            special_tokens=["<|endoftext|>"], show_progress=False)
+    tok.save_model(d)
+    tok.save(os.path.join(d, "tokenizer.json"))
+
+
 def load_model(d):
     import torch
     from transformers import GPT2LMHeadModel
@@ -91,6 +103,7 @@ def greedy(args):
 def encode(args):
     from tokenizers import Tokenizer
     t = Tokenizer.from_file(args[0])
+    t.encode_special_tokens = True  # "<|endoftext|>" in a text is characters, as crucible encodes it
     texts = json.load(open(args[1], encoding="utf-8"))
     json.dump([e.ids for e in t.encode_batch(texts, add_special_tokens=False)], open(args[2], "w"))
 
@@ -106,5 +119,5 @@ def auto_encode(args):
 
 if __name__ == "__main__":
     cmd = sys.argv[1]
-    {"make-model": make_model, "logits": logits, "greedy": greedy, "encode": encode,
+    {"make-model": make_model, "make-tokenizer": make_tokenizer, "logits": logits, "greedy": greedy, "encode": encode,
      "auto-encode": auto_encode}[cmd](sys.argv[2:])
