@@ -119,8 +119,14 @@ nlohmann::json hf_gpt2_config(const nn::GPTConfig& cfg, int eos_id) {
           {"torch_dtype", "float32"}};
 }
 
-nlohmann::json hf_generation_config(int eos_id) {
-  return {{"bos_token_id", eos_id}, {"eos_token_id", eos_id}};
+nlohmann::json hf_generation_config(int eos_id, int tokenizer_vocab, int vocab_size) {
+  nlohmann::json j = {{"bos_token_id", eos_id}, {"eos_token_id", eos_id}};
+  if (tokenizer_vocab < vocab_size) {
+    std::vector<int> padded;
+    for (int id = tokenizer_vocab; id < vocab_size; ++id) padded.push_back(id);
+    j["suppress_tokens"] = padded;
+  }
+  return j;
 }
 
 Result<nn::GPTConfig> read_hf_gpt2_config(const std::string& dir) {

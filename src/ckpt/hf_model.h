@@ -21,8 +21,9 @@ namespace crucible::ckpt {
 // eos/bos: the tokenizer's end-of-document id (GPT-2 uses it for both).
 nlohmann::json hf_gpt2_config(const nn::GPTConfig& cfg, int eos_id);
 // generation_config.json: transformers' defaults with the eos and bos ids,
-// so generate() stops where crucible's documents end.
-nlohmann::json hf_generation_config(int eos_id);
+// and the padded ids (tokenizer_vocab .. vocab_size - 1, rows of a padded
+// embedding that no text stands for) suppressed, as crucible never samples them.
+nlohmann::json hf_generation_config(int eos_id, int tokenizer_vocab, int vocab_size);
 
 // dir/config.json as a GPTConfig; refuses what the GPT cannot compute.
 Result<nn::GPTConfig> read_hf_gpt2_config(const std::string& dir);

@@ -18,8 +18,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The run's tokenizer as HF files in `dir`; its end-of-document id in *eos.
-Status write_tokenizer(const std::string& run_dir, int model_max_length, const std::string& dir, int* eos) {
+// The run's tokenizer as HF files in `dir`; its end-of-document id in *eos,
+// its vocabulary size in *vocab.
+Status write_tokenizer(const std::string& run_dir, int model_max_length, const std::string& dir, int* eos,
+                       int* vocab) {
   if (fs::exists(run_dir + "/tokenizer.model")) {
     auto tok = data::Tokenizer::load(run_dir + "/tokenizer.model");
     if (!tok) return tok.status();
@@ -29,6 +31,7 @@ Status write_tokenizer(const std::string& run_dir, int model_max_length, const s
     CRUCIBLE_RETURN_IF_ERROR(write_file_atomic(dir + "/tokenizer_config.json", files->tokenizer_config_json));
     CRUCIBLE_RETURN_IF_ERROR(write_file_atomic(dir + "/special_tokens_map.json", files->special_tokens_map_json));
     *eos = tok->eos_id();
+    *vocab = tok->vocab_size();
     return Status::ok();
   }
   auto tok = data::BpeTokenizer::load(run_dir + "/vocab.json", run_dir + "/merges.txt");
@@ -50,6 +53,7 @@ Status write_tokenizer(const std::string& run_dir, int model_max_length, const s
   nlohmann::json special = {{"bos_token", eos_text}, {"eos_token", eos_text}, {"unk_token", eos_text}};
   CRUCIBLE_RETURN_IF_ERROR(write_file_atomic(dir + "/special_tokens_map.json", special.dump(2) + "\n"));
   *eos = tok->eos_id();
+  *vocab = tok->vocab_size();
   return Status::ok();
 }
 
@@ -73,11 +77,14 @@ Status export_hf_dir(const std::string& run_dir, const nn::GPTConfig& model, con
   fs::remove_all(tmp, ec);
   if (!fs::create_directories(tmp, ec) && ec) return Status::io("[export] cannot create " + tmp + ": " + ec.message());
   auto write_all = [&]() -> Status {
-    int eos = 0;
-    CRUCIBLE_RETURN_IF_ERROR(write_tokenizer(run_dir, model.seq_len, tmp, &eos));
+    int eos = 0, vocab = 0;
+    CRUCIBLE_RETURN_IF_ERROR(write_tokenizer(run_dir, model.seq_len, tmp, &eos, &vocab));
+    if (vocab > model.vocab_size)
+      return Status::invalid("[export] " + run_dir + ": the tokenizer has " + std::to_string(vocab) +
+                             " tokens, more than model.vocab_size = " + std::to_string(model.vocab_size));
     CRUCIBLE_RETURN_IF_ERROR(write_file_atomic(tmp + "/config.json", ckpt::hf_gpt2_config(model, eos).dump(2) + "\n"));
     CRUCIBLE_RETURN_IF_ERROR(
-        write_file_atomic(tmp + "/generation_config.json", ckpt::hf_generation_config(eos).dump(2) + "\n"));
+        write_file_atomic(tmp + "/generation_config.json", ckpt::hf_generation_config(eos, vocab, model.vocab_size).dump(2) + "\n"));
     // HF names and Conv1D layouts; the LM head is tied to wte and not stored.
     return ckpt::save_params(params, tmp + "/model.safetensors", false, {{"format", "pt"}});
   };

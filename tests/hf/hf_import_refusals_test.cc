@@ -92,6 +92,11 @@ TEST(HfImport, ImportsGeneratesAndExportsBack) {
   EXPECT_EQ(cfg["n_positions"], 16);
   EXPECT_EQ(cfg["vocab_size"], 300);
   EXPECT_EQ(cfg["activation_function"], "gelu_new");
+  // transformers never samples the padded ids 257..299 either.
+  auto gen = nlohmann::json::parse(testutil::read_file(tmp / "back/generation_config.json"));
+  ASSERT_EQ(gen["suppress_tokens"].size(), 43u);
+  EXPECT_EQ(gen["suppress_tokens"][0], 257);
+  EXPECT_EQ(gen["eos_token_id"], 256);
   // --hf into a directory that is not empty: refused, nothing touched.
   r = run_crucible({"export", tmp / "run", "--hf", tmp / "back"});
   EXPECT_EQ(r.code, 2) << r.output;

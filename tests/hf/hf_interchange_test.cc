@@ -5,7 +5,8 @@
 //    crucible's logits on a batch equal transformers' (max error <= 1e-4 of
 //    the largest logit), and `crucible generate --temperature 0` equals
 //    transformers' greedy decode token for token (prompt ids included);
-//  - a crucible run (8 steps of a tiny config) -> `crucible export --hf`:
+//  - a crucible run (8 steps of a tiny config, its embedding padded beyond
+//    the tokenizer's vocabulary) -> `crucible export --hf`:
 //    transformers loads it as is, its logits and greedy decode equal
 //    crucible's, and AutoTokenizer gives crucible's ids;
 //  - the imported run exported back: AutoTokenizer on it gives crucible's ids.
@@ -155,7 +156,10 @@ TEST(HfInterchange, TrainedRunExportsToTransformers) {
   testutil::SmallRun run = testutil::short_run();
   run.extra = "dir = \"" + tmp / "run" + "\"\n";
   const std::string cfg = testutil::write_small_config(tmp, run);
-  auto r = run_crucible({"train", cfg});
+  // A tokenizer of 480 pieces under the model's 512 rows: the 32 padded ids
+  // are never sampled by crucible, and suppressed in transformers by the
+  // exported generation_config.json.
+  auto r = run_crucible({"train", cfg, "--set", "data.vocab_size=480"});
   ASSERT_EQ(r.code, 0) << r.output;
   r = run_crucible({"export", tmp / "run", "--hf", tmp / "hf"});
   ASSERT_EQ(r.code, 0) << r.output;
