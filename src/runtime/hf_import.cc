@@ -35,14 +35,20 @@ Result<data::BpeTokenizer> read_tokenizer(const std::string& dir, std::string* s
 }
 
 // The run's resolved config: the default's training settings around the
-// imported model, its data.vocab_size the tokenizer's.
+// imported model; data.tokenizer is the run directory itself (its vocab.json
+// and merges.txt), so `crucible train RUN/config.toml --resume` fine-tunes
+// on data tokenized with the imported tokenizer. Paths are absolute: the
+// config is read from wherever the user starts.
 Result<Config> run_config(const nn::GPTConfig& model, int tokenizer_vocab, const std::string& run_dir) {
   auto cfg = load_config("");
   if (!cfg) return cfg.status();
   cfg->model = model;
   cfg->data.vocab_size = tokenizer_vocab;
   cfg->run.name = "import";
-  cfg->run.dir = run_dir;
+  std::string abs = fs::absolute(run_dir).lexically_normal().string();
+  while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
+  cfg->run.dir = abs;
+  cfg->data.tokenizer = abs;
   cfg->run.sample_tokens = 0;
   CRUCIBLE_RETURN_IF_ERROR(resolve_config(*cfg));
   CRUCIBLE_RETURN_IF_ERROR(validate(*cfg));

@@ -136,6 +136,41 @@ TEST(HfImport, ShardedSafetensorsGiveTheSameWeights) {
   for (const auto& [name, t] : whole->tensors) EXPECT_EQ(back->find(name)->bytes, t.bytes) << name;
 }
 
+// Fine-tuning: `crucible train RUN/config.toml --resume` on an imported run
+// tokenizes its data with the imported byte-level BPE (data.tokenizer) and
+// continues from step 0; generate and export read the result.
+TEST(HfImport, FineTunesAnImportedRun) {
+  TempDir tmp("hf_import_tune");
+  ASSERT_NO_FATAL_FAILURE(write_hf_dir(tmp / "hf"));
+  auto r = run_crucible({"import", tmp / "hf", "-o", tmp / "run"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = run_crucible({"train", tmp / "run/config.toml", "--resume", "--set", "data.source=[\"/usr/share/games/fortunes/computers\"]",
+                    "--set", "data.cache_dir=" + tmp / "data", "--set", "curate.enabled=false", "--set",
+                    "train.steps=6", "--set", "train.batch_size=2", "--set", "train.eval_every=0", "--set",
+                    "train.threads=1", "--set", "ckpt.every=6"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("tokenizing with the tokenizer of"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("resumed from"), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::exists(tmp / "run/ckpt/step_0000006/manifest.json")) << r.output;
+  EXPECT_FALSE(fs::exists(tmp / "run/tokenizer.model")) << "the run keeps its byte-level BPE";
+  // The dataset's shards hold the imported tokenizer's ids (the bytes, 0..255, and eos 256).
+  std::string ds;
+  for (const auto& e : fs::directory_iterator(tmp / "data"))
+    if (fs::exists(e.path() / "vocab.json")) ds = e.path().string();
+  ASSERT_FALSE(ds.empty());
+  EXPECT_EQ(testutil::read_file(ds + "/vocab.json"), testutil::read_file(tmp / "run/vocab.json"));
+  r = run_crucible({"generate", tmp / "run", "--prompt", "The ", "--tokens", "8"});
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("step_0000006"), std::string::npos) << r.output;
+  r = run_crucible({"export", tmp / "run", "--hf", tmp / "tuned"});
+  EXPECT_EQ(r.code, 0) << r.output;
+  auto tuned = ckpt::read_safetensors(tmp / "tuned/model.safetensors");
+  auto orig = ckpt::read_safetensors(tmp / "hf/model.safetensors");
+  ASSERT_TRUE(tuned.is_ok() && orig.is_ok());
+  EXPECT_NE(tuned->find("transformer.h.0.mlp.c_fc.weight")->bytes, orig->find("transformer.h.0.mlp.c_fc.weight")->bytes)
+      << "training changed the weights";
+}
+
 struct Refusal {
   const char* what;  // in the message
   std::function<void(const std::string& dir)> damage;
