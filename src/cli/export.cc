@@ -63,7 +63,10 @@ void run_export(const ExportOptions& o) {
       !o.output_given
           ? o.run_dir + "/" + std::filesystem::path(dir).filename().string() + ".safetensors"
           : o.output;
-  if (Status s = check_output_path(out, "[export] -o"); !hf && !s) fail(s);
+  if (!hf) {
+    Status s = check_output_path(out, "[export] -o");
+    if (!s) fail(s);
+  }
   nn::GPT model(cfg->model);
   auto state = ckpt::load_checkpoint(dir, model.params(), nullptr);  // verifies every byte first
   if (!state) fail(state.status());

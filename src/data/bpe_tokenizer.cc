@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <climits>
+#include <queue>
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
@@ -219,26 +220,47 @@ Status BpeTokenizer::save(const std::string& dir) const {
 }
 
 void BpeTokenizer::encode_piece(std::string_view piece, std::vector<int32_t>& out) const {
-  std::vector<int32_t> sym(piece.size());
-  for (size_t i = 0; i < piece.size(); ++i) sym[i] = byte_id_[uint8_t(piece[i])];
   // Merge the lowest-ranked adjacent pair (the leftmost of equals) until no
-  // ranked pair is left: O(n^2) in the piece's bytes, and pieces are words.
-  for (;;) {
-    int32_t best = INT32_MAX, merged = -1;
-    size_t at = 0;
-    for (size_t i = 0; i + 1 < sym.size(); ++i) {
-      auto it = ranks_.find(pair_key(sym[i], sym[i + 1]));
-      if (it != ranks_.end() && it->second.first < best) {
-        best = it->second.first;
-        merged = it->second.second;
-        at = i;
-      }
-    }
-    if (merged < 0) break;
-    sym[at] = merged;
-    sym.erase(sym.begin() + std::ptrdiff_t(at) + 1);
+  // ranked pair is left. Symbols form a linked list over the piece's bytes
+  // (a symbol keeps the position of its first byte); candidate pairs wait in
+  // a heap by (rank, position) and are dropped when stale: O(n log n), so a
+  // pre-token of a million repeated characters is no quadratic trap.
+  const int n = int(piece.size());
+  struct Sym {
+    int32_t id;
+    int prev, next;  // -1: none
+  };
+  std::vector<Sym> sym(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) sym[size_t(i)] = {byte_id_[uint8_t(piece[size_t(i)])], i - 1, i + 1 < n ? i + 1 : -1};
+  struct Candidate {
+    int32_t rank;
+    int pos;
+    int32_t left, right, merged;
+    bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+  };
+  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> heap;
+  auto offer = [&](int pos) {
+    if (pos < 0 || sym[size_t(pos)].next < 0) return;
+    const int32_t l = sym[size_t(pos)].id, r = sym[size_t(sym[size_t(pos)].next)].id;
+    auto it = ranks_.find(pair_key(l, r));
+    if (it != ranks_.end()) heap.push({it->second.first, pos, l, r, it->second.second});
+  };
+  for (int i = 0; i + 1 < n; ++i) offer(i);
+  while (!heap.empty()) {
+    const Candidate c = heap.top();
+    heap.pop();
+    Sym& s = sym[size_t(c.pos)];
+    // Stale: the left symbol was merged away or changed, or its right neighbour did.
+    if (s.id != c.left || s.next < 0 || sym[size_t(s.next)].id != c.right) continue;
+    const int gone = s.next;
+    s.id = c.merged;
+    s.next = sym[size_t(gone)].next;
+    if (s.next >= 0) sym[size_t(s.next)].prev = c.pos;
+    sym[size_t(gone)].id = -1;  // dead
+    offer(s.prev);
+    offer(c.pos);
   }
-  out.insert(out.end(), sym.begin(), sym.end());
+  for (int i = n > 0 ? 0 : -1; i >= 0; i = sym[size_t(i)].next) out.push_back(sym[size_t(i)].id);
 }
 
 std::vector<int32_t> BpeTokenizer::encode(std::string_view text) const {

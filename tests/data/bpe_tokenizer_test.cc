@@ -76,6 +76,21 @@ TEST(BpeTokenizer, MergesByRankAndDecodesLosslessly) {
   EXPECT_EQ(tok.decode(&eos, 1), "");
 }
 
+// A pre-token of a million equal characters: merges by rank in O(n log n)
+// (a quadratic merge loop would take minutes), leftmost pairs first.
+TEST(BpeTokenizer, LongPreTokenMergesLeftmostFirst) {
+  std::vector<std::pair<std::string, int32_t>> vocab;
+  for (int b = 0; b < 256; ++b) vocab.emplace_back(gpt2_byte_char(uint8_t(b)), b);
+  for (const char* t : {"aa", "aaaa", "<|endoftext|>"}) vocab.emplace_back(t, int32_t(vocab.size()));
+  auto tok = BpeTokenizer::from_parts(vocab, {{"a", "a"}, {"aa", "aa"}}, "long");
+  ASSERT_TRUE(tok.is_ok());
+  EXPECT_EQ(tok->encode("aaaaaaa"), (std::vector<int32_t>{257, 256, 'a'}));  // aaaa aa a
+  const std::vector<int32_t> ids = tok->encode(std::string(1'000'001, 'a'));
+  ASSERT_EQ(ids.size(), 250'001u);
+  EXPECT_EQ(ids.front(), 257);
+  EXPECT_EQ(ids.back(), 'a');
+}
+
 TEST(BpeTokenizer, SavesAndLoadsBack) {
   testutil::TempDir dir("bpe_save");
   BpeTokenizer tok = small_tokenizer();
