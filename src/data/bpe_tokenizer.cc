@@ -77,7 +77,7 @@ BpeTokenizer::~BpeTokenizer() = default;
 Result<BpeTokenizer> BpeTokenizer::from_parts(std::vector<std::pair<std::string, int32_t>> vocab,
                                               std::vector<std::pair<std::string, std::string>> merges,
                                               const std::string& origin) {
-  auto bad = [&](const std::string& why) { return Status::invalid("[import] " + origin + ": " + why); };
+  auto bad = [&](const std::string& why) { return Status::invalid("[data] " + origin + ": " + why); };
   BpeTokenizer t;
   if (vocab.empty()) return bad("the vocabulary is empty");
   t.tokens_.resize(vocab.size());
@@ -121,15 +121,15 @@ Result<BpeTokenizer> BpeTokenizer::from_parts(std::vector<std::pair<std::string,
 
 Result<BpeTokenizer> BpeTokenizer::load(const std::string& vocab_json, const std::string& merges_txt) {
   auto vj = read_json(vocab_json);
-  if (!vj) return Status::invalid("[import] " + vj.status().message());
-  if (!vj->is_object()) return Status::invalid("[import] " + vocab_json + ": not a JSON object of token -> id");
+  if (!vj) return Status::invalid("[data] " + vj.status().message());
+  if (!vj->is_object()) return Status::invalid("[data] " + vocab_json + ": not a JSON object of token -> id");
   std::vector<std::pair<std::string, int32_t>> vocab;
   for (const auto& [k, v] : vj->items()) {
-    if (!v.is_number_integer()) return Status::invalid("[import] " + vocab_json + ": the id of '" + k + "' is not an integer");
+    if (!v.is_number_integer()) return Status::invalid("[data] " + vocab_json + ": the id of '" + k + "' is not an integer");
     vocab.emplace_back(k, v.get<int32_t>());
   }
   auto text = read_file(merges_txt);
-  if (!text) return Status::invalid("[import] " + text.status().message());
+  if (!text) return Status::invalid("[data] " + text.status().message());
   std::vector<std::pair<std::string, std::string>> merges;
   size_t line_no = 0;
   for (size_t pos = 0; pos < text->size();) {
@@ -142,7 +142,7 @@ Result<BpeTokenizer> BpeTokenizer::load(const std::string& vocab_json, const std
     if (line.empty() || (line_no == 1 && line.rfind("#version", 0) == 0)) continue;
     const size_t sp = line.find(' ');
     if (sp == std::string::npos || sp == 0 || sp + 1 == line.size() || line.find(' ', sp + 1) != std::string::npos)
-      return Status::invalid("[import] " + merges_txt + ":" + std::to_string(line_no) + ": not a merge 'A B'");
+      return Status::invalid("[data] " + merges_txt + ":" + std::to_string(line_no) + ": not a merge 'A B'");
     merges.emplace_back(line.substr(0, sp), line.substr(sp + 1));
   }
   return from_parts(std::move(vocab), std::move(merges), vocab_json);
@@ -150,9 +150,9 @@ Result<BpeTokenizer> BpeTokenizer::load(const std::string& vocab_json, const std
 
 Result<BpeTokenizer> BpeTokenizer::load_tokenizer_json(const std::string& path) {
   auto j = read_json(path);
-  if (!j) return Status::invalid("[import] " + j.status().message());
+  if (!j) return Status::invalid("[data] " + j.status().message());
   auto bad = [&](const std::string& why) {
-    return Status::invalid("[import] " + path + ": " + why + " (only GPT-2's byte-level BPE is read)");
+    return Status::invalid("[data] " + path + ": " + why + " (only GPT-2's byte-level BPE is read)");
   };
   const nlohmann::json& model = json_object_or_null(*j, "model");
   if (json_string_or(model, "type", "") != "BPE") return bad("model.type is not \"BPE\"");

@@ -31,7 +31,7 @@ namespace crucible::data {
 class BpeTokenizer {
  public:
   // vocab: token text (bytes-to-unicode characters) -> id; merges: pairs of
-  // token texts, by rank. `origin` names the source in errors: "[import]
+  // token texts, by rank. `origin` names the source in errors: "[data]
   // ORIGIN: ..." for a merge naming an unknown token, a byte missing from the
   // vocabulary, ids not 0..V-1 without gaps, or no <|endoftext|>.
   static Result<BpeTokenizer> from_parts(std::vector<std::pair<std::string, int32_t>> vocab,

@@ -18,15 +18,26 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The data layer's "[data] ..." error as import's.
+Status as_import(const Status& s) {
+  std::string m = s.message();
+  if (m.rfind("[data] ", 0) == 0) m.erase(0, 7);
+  return Status::error(s.code(), "[import] " + m);
+}
+
 // GPT-2's byte-level BPE from vocab.json + merges.txt, else tokenizer.json.
 Result<data::BpeTokenizer> read_tokenizer(const std::string& dir, std::string* source) {
   if (fs::exists(dir + "/vocab.json") && fs::exists(dir + "/merges.txt")) {
     *source = dir + "/vocab.json";
-    return data::BpeTokenizer::load(dir + "/vocab.json", dir + "/merges.txt");
+    auto t = data::BpeTokenizer::load(dir + "/vocab.json", dir + "/merges.txt");
+    if (!t) return as_import(t.status());
+    return t;
   }
   if (fs::exists(dir + "/tokenizer.json")) {
     *source = dir + "/tokenizer.json";
-    return data::BpeTokenizer::load_tokenizer_json(dir + "/tokenizer.json");
+    auto t = data::BpeTokenizer::load_tokenizer_json(dir + "/tokenizer.json");
+    if (!t) return as_import(t.status());
+    return t;
   }
   if (fs::exists(dir + "/tokenizer.model"))
     return Status::invalid("[import] " + dir + " holds a SentencePiece tokenizer.model: only GPT-2's byte-level BPE "
