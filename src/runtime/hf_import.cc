@@ -83,9 +83,27 @@ Result<ImportSummary> import_hf_dir(const std::string& hf_dir, const std::string
                            " tokens, more than config.json's vocab_size " + std::to_string(model->vocab_size));
   auto cfg = run_config(*model, tok->vocab_size(), run_dir);
   if (!cfg) return cfg.status();
-  nn::GPT gpt(*model);
-  CRUCIBLE_RETURN_IF_ERROR(ckpt::load_hf_weights(hf_dir, gpt.params()));
-  sum.params = gpt.params().numel();
+  // Step 0 in the normal checkpoint format: the weights, zero AdamW moments
+  // (no optimizer is built: its moments would be a second copy of zeros),
+  // no data pin and no loader position (no dataset has been seen). The model
+  // is gone before the moments are made: the peak is about three copies of
+  // the weights, not seven.
+  ckpt::Snapshot snap;
+  {
+    nn::GPT gpt(*model);
+    CRUCIBLE_RETURN_IF_ERROR(ckpt::load_hf_weights(hf_dir, gpt.params()));
+    const nn::ParamRegistry& P = gpt.params();
+    snap.specs = P.specs();
+    snap.params.assign(P.values(), P.values() + P.numel());
+  }
+  sum.params = snap.params.size();
+  snap.moment_ranges = {optim::Range{0, snap.params.size()}};
+  snap.exp_avg.assign(snap.params.size(), 0.0f);
+  snap.exp_avg_sq.assign(snap.params.size(), 0.0f);
+  snap.state.step = 0;
+  snap.state.config = to_json(*cfg);
+  snap.state.rng = {{"seed", cfg->train.seed}, {"init_streams", "fnv1a64(param name)"}};
+  snap.state.world = {{"world_size", 1}};
 
   std::string out = run_dir;
   while (out.size() > 1 && out.back() == '/') out.pop_back();
@@ -99,15 +117,7 @@ Result<ImportSummary> import_hf_dir(const std::string& hf_dir, const std::string
     const nlohmann::json origin = {{"hf_dir", fs::absolute(hf_dir).lexically_normal().string()},
                                    {"tokenizer", sum.tokenizer_source}};
     CRUCIBLE_RETURN_IF_ERROR(write_file_atomic(tmp + "/imported.json", origin.dump(2) + "\n"));
-    // Step 0 in the normal format: the weights, zero AdamW moments, and no
-    // data pin (no dataset has been seen).
-    optim::AdamW opt(gpt.params(), optim::AdamWConfig{});
-    ckpt::CheckpointState st;
-    st.step = 0;
-    st.config = to_json(*cfg);
-    st.rng = {{"seed", cfg->train.seed}, {"init_streams", "fnv1a64(param name)"}};
-    st.world = {{"world_size", 1}};
-    return ckpt::write_checkpoint(tmp + "/ckpt", ckpt::take_snapshot(st, gpt.params(), opt), 1);
+    return ckpt::write_checkpoint(tmp + "/ckpt", snap, 1);
   };
   Status s = write_all();
   if (s) {
