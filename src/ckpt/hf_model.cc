@@ -30,7 +30,8 @@ float f16_to_f32(uint16_t h) {
     std::memcpy(&f, &u, 4);
     return f;
   }
-  const float mag = exp == 0 ? std::ldexp(float(man), -24) : std::ldexp(float(man | 0x400), int(exp) - 25);
+  const float mag =
+      exp == 0 ? std::ldexp(float(man), -24) : std::ldexp(float(man | 0x400), int(exp) - 25);
   return sign ? -mag : mag;
 }
 
@@ -66,7 +67,8 @@ bool is_mask_buffer(const std::string& name) {
 
 // The safetensors files holding the weights, or why there are none.
 Result<std::vector<std::string>> weight_files(const std::string& dir) {
-  if (fs::is_regular_file(dir + "/model.safetensors")) return std::vector<std::string>{dir + "/model.safetensors"};
+  if (fs::is_regular_file(dir + "/model.safetensors"))
+    return std::vector<std::string>{dir + "/model.safetensors"};
   const std::string index = dir + "/model.safetensors.index.json";
   if (fs::is_regular_file(index)) {
     auto j = read_json(index);
@@ -77,17 +79,21 @@ Result<std::vector<std::string>> weight_files(const std::string& dir) {
     std::set<std::string> files;
     for (const auto& [name, file] : map.items()) {
       if (!file.is_string() || file.get<std::string>().find('/') != std::string::npos)
-        return Status::invalid("[import] " + index + ": weight_map[\"" + name + "\"] is not a file name");
+        return Status::invalid("[import] " + index + ": weight_map[\"" + name +
+                               "\"] is not a file name");
       files.insert(dir + "/" + file.get<std::string>());
     }
     return std::vector<std::string>(files.begin(), files.end());
   }
-  for (const char* pickle : {"pytorch_model.bin", "pytorch_model.bin.index.json", "model.ckpt", "tf_model.h5"})
+  for (const char* pickle :
+       {"pytorch_model.bin", "pytorch_model.bin.index.json", "model.ckpt", "tf_model.h5"})
     if (fs::exists(dir + "/" + pickle))
-      return Status::invalid("[import] " + dir + " holds " + pickle +
-                             " but no model.safetensors: pickle and TensorFlow checkpoints are not read "
-                             "(save the model with safe_serialization=True)");
-  return Status::invalid("[import] " + dir + ": no model.safetensors or model.safetensors.index.json");
+      return Status::invalid(
+          "[import] " + dir + " holds " + pickle +
+          " but no model.safetensors: pickle and TensorFlow checkpoints are not read "
+          "(save the model with safe_serialization=True)");
+  return Status::invalid("[import] " + dir +
+                         ": no model.safetensors or model.safetensors.index.json");
 }
 
 }  // namespace
@@ -142,7 +148,8 @@ Result<nn::GPTConfig> read_hf_gpt2_config(const std::string& dir) {
   if (j->contains("architectures")) {
     const auto& a = (*j)["architectures"];
     bool lm = a.is_array() && a.size() == 1 && a[0] == "GPT2LMHeadModel";
-    if (!lm) return bad("architectures", a.dump() + " is not supported (only [\"GPT2LMHeadModel\"])");
+    if (!lm)
+      return bad("architectures", a.dump() + " is not supported (only [\"GPT2LMHeadModel\"])");
   }
   // The keys that change what the model computes, with GPT2Config's defaults.
   auto str = [&](const char* k, const char* def) { return json_string_or(*j, k, def); };
@@ -151,20 +158,27 @@ Result<nn::GPTConfig> read_hf_gpt2_config(const std::string& dir) {
   };
   const std::string act = str("activation_function", "gelu_new");
   if (act != "gelu_new" && act != "gelu_pytorch_tanh")
-    return bad("activation_function", "'" + act + "' is not supported (crucible's GELU is the tanh form: gelu_new)");
+    return bad("activation_function",
+               "'" + act + "' is not supported (crucible's GELU is the tanh form: gelu_new)");
   if (j->contains("layer_norm_epsilon")) {
     const auto& e = (*j)["layer_norm_epsilon"];
     if (!e.is_number() || std::fabs(e.get<double>() - 1e-5) > 1e-12)
-      return bad("layer_norm_epsilon", e.dump() + " is not supported (crucible's LayerNorm uses 1e-5)");
+      return bad("layer_norm_epsilon",
+                 e.dump() + " is not supported (crucible's LayerNorm uses 1e-5)");
   }
-  if (!flag("tie_word_embeddings", true)) return bad("tie_word_embeddings", "false is not supported (the LM head is wte)");
+  if (!flag("tie_word_embeddings", true))
+    return bad("tie_word_embeddings", "false is not supported (the LM head is wte)");
   if (!flag("scale_attn_weights", true)) return bad("scale_attn_weights", "false is not supported");
   if (flag("scale_attn_by_inverse_layer_idx", false))
     return bad("scale_attn_by_inverse_layer_idx", "true is not supported");
-  if (flag("add_cross_attention", false)) return bad("add_cross_attention", "true is not supported");
+  if (flag("add_cross_attention", false))
+    return bad("add_cross_attention", "true is not supported");
   nn::GPTConfig cfg;
-  for (auto [key, field] : {std::pair{"n_layer", &cfg.n_layer}, {"n_head", &cfg.n_head}, {"n_embd", &cfg.n_embd},
-                            {"vocab_size", &cfg.vocab_size}, {"n_positions", &cfg.seq_len}}) {
+  for (auto [key, field] : {std::pair{"n_layer", &cfg.n_layer},
+                            {"n_head", &cfg.n_head},
+                            {"n_embd", &cfg.n_embd},
+                            {"vocab_size", &cfg.vocab_size},
+                            {"n_positions", &cfg.seq_len}}) {
     if (!j->contains(key) || !(*j)[key].is_number_integer() || (*j)[key].get<int64_t>() < 1 ||
         (*j)[key].get<int64_t>() > (int64_t(1) << 30))
       return bad(key, "is missing or not a positive integer");
@@ -173,7 +187,8 @@ Result<nn::GPTConfig> read_hf_gpt2_config(const std::string& dir) {
   if (j->contains("n_inner") && !(*j)["n_inner"].is_null() && (*j)["n_inner"] != 4 * cfg.n_embd)
     return bad("n_inner", (*j)["n_inner"].dump() + " is not supported (the MLP is 4 x n_embd = " +
                               std::to_string(4 * cfg.n_embd) + " wide)");
-  if (Status s = cfg.validate(); !s) return Status::invalid("[import] " + path + ": " + s.message());
+  if (Status s = cfg.validate(); !s)
+    return Status::invalid("[import] " + path + ": " + s.message());
   return cfg;
 }
 
@@ -189,13 +204,15 @@ Status load_hf_weights(const std::string& dir, nn::ParamRegistry& params) {
     auto file = read_safetensors(path);
     if (!file) return Status::invalid("[import] " + file.status().message());
     for (const auto& [raw, t] : file->tensors) {
-      const std::string name = raw.rfind("transformer.", 0) == 0 || raw == "lm_head.weight" ? raw : "transformer." + raw;
+      const std::string name =
+          raw.rfind("transformer.", 0) == 0 || raw == "lm_head.weight" ? raw : "transformer." + raw;
       if (is_mask_buffer(name)) continue;  // causal-mask buffers of older transformers
       std::string why;
       std::vector<float> v = as_f32(t, &why);
       if (v.empty() && t.numel() > 0)
         return Status::invalid("[import] " + path + ": tensor " + raw + " has unsupported " + why);
-      if (Status s = check_finite(path, raw, v.data(), v.size()); !s) return Status::invalid("[import] " + s.message());
+      if (Status s = check_finite(path, raw, v.data(), v.size()); !s)
+        return Status::invalid("[import] " + s.message());
       if (name == "lm_head.weight") {
         lm_head = std::move(v);
         lm_head_file = path;
@@ -203,12 +220,14 @@ Status load_hf_weights(const std::string& dir, nn::ParamRegistry& params) {
       }
       auto it = by_name.find(name);
       if (it == by_name.end())
-        return Status::invalid("[import] " + path + ": tensor " + raw + " is not part of a GPT-2 LM");
+        return Status::invalid("[import] " + path + ": tensor " + raw +
+                               " is not part of a GPT-2 LM");
       const nn::ParamSpec& s = *it->second;
-      std::vector<int64_t> want(s.whole_shape.d.begin(), s.whole_shape.d.begin() + s.whole_shape.ndim);
+      std::vector<int64_t> want(s.whole_shape.d.begin(),
+                                s.whole_shape.d.begin() + s.whole_shape.ndim);
       if (t.shape != want)
-        return Status::invalid("[import] " + path + ": tensor " + raw + " is " + shape_str(t.shape) +
-                               ", config.json makes it " + shape_str(want));
+        return Status::invalid("[import] " + path + ": tensor " + raw + " is " +
+                               shape_str(t.shape) + ", config.json makes it " + shape_str(want));
       if (!loaded.insert(name).second)
         return Status::invalid("[import] " + path + ": tensor " + raw + " is stored twice");
       nn::copy_from_whole(s, v.data(), params.values() + s.offset);
@@ -221,8 +240,9 @@ Status load_hf_weights(const std::string& dir, nn::ParamRegistry& params) {
     const nn::ParamSpec& wte = *by_name.at("transformer.wte.weight");
     if (lm_head.size() != wte.numel ||
         std::memcmp(lm_head.data(), params.values() + wte.offset, wte.numel * sizeof(float)) != 0)
-      return Status::invalid("[import] " + lm_head_file +
-                             ": lm_head.weight differs from transformer.wte.weight (an untied head is not supported)");
+      return Status::invalid(
+          "[import] " + lm_head_file +
+          ": lm_head.weight differs from transformer.wte.weight (an untied head is not supported)");
   }
   params.refresh_bf16();
   return Status::ok();

@@ -35,8 +35,10 @@ void run_export(const ExportOptions& o) {
   // -o first: a path that cannot be written wastes no loading (the default,
   // RUN/step_NNNNNNN.safetensors, once the checkpoint is known).
   const bool hf = !o.hf_dir.empty();
-  if (hf && o.output_given) fail(Status::invalid("[export] -o and --hf are exclusive (--hf DIR names the output)"));
-  if (hf && o.dtype != "f32") fail(Status::invalid("[export] --hf writes f32 weights (--dtype " + o.dtype + ")"));
+  if (hf && o.output_given)
+    fail(Status::invalid("[export] -o and --hf are exclusive (--hf DIR names the output)"));
+  if (hf && o.dtype != "f32")
+    fail(Status::invalid("[export] --hf writes f32 weights (--dtype " + o.dtype + ")"));
   if (hf) {
     Status s = runtime::check_new_dir(o.hf_dir, "[export] --hf");
     if (!s) fail(s);
@@ -71,9 +73,10 @@ void run_export(const ExportOptions& o) {
   auto state = ckpt::load_checkpoint(dir, model.params(), nullptr);  // verifies every byte first
   if (!state) fail(state.status());
   if (hf) {
-    if (Status s = runtime::export_hf_dir(o.run_dir, cfg->model, model.params(), o.hf_dir); !s) fail(s);
-    std::fprintf(stderr, "[export] %s (step %lld) -> %s (Hugging Face GPT-2 directory)\n", dir.c_str(),
-                 (long long)state->step, o.hf_dir.c_str());
+    if (Status s = runtime::export_hf_dir(o.run_dir, cfg->model, model.params(), o.hf_dir); !s)
+      fail(s);
+    std::fprintf(stderr, "[export] %s (step %lld) -> %s (Hugging Face GPT-2 directory)\n",
+                 dir.c_str(), (long long)state->step, o.hf_dir.c_str());
     return;
   }
   // Checkpoints hold f32 master weights whatever train.precision was; bf16
@@ -99,8 +102,9 @@ void add_export_command(CLI::App& app) {
                               "Output file (default: RUN/step_NNNNNNN.safetensors)");
   cmd->add_option("--step", o->step, "The checkpoint of this step (default: the newest valid one)")
       ->check(integer_in(0, INT64_MAX));
-  cmd->add_option("--hf", o->hf_dir,
-                  "Write a Hugging Face GPT-2 directory instead (config.json, model.safetensors, tokenizer)");
+  cmd->add_option(
+      "--hf", o->hf_dir,
+      "Write a Hugging Face GPT-2 directory instead (config.json, model.safetensors, tokenizer)");
   cmd->add_option("--dtype", o->dtype, "f32 | bf16 (rounded from the f32 master weights)")->capture_default_str();
   cmd->callback([o, out] {
     o->output_given = out->count() > 0;  // -o "" is a bad name, not the default

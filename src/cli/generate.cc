@@ -40,8 +40,9 @@ void run_generate(const GenerateOptions& o) {
   if (!loaded) fail(loaded.status());
   const data::TextTokenizer* tok = loaded->get();
   if (tok->vocab_size() > cfg->model.vocab_size)
-    fail(Status::invalid("[generate] " + tok->path() + " has " + std::to_string(tok->vocab_size()) +
-                         " tokens, more than model.vocab_size = " + std::to_string(cfg->model.vocab_size)));
+    fail(Status::invalid(
+        "[generate] " + tok->path() + " has " + std::to_string(tok->vocab_size()) +
+        " tokens, more than model.vocab_size = " + std::to_string(cfg->model.vocab_size)));
   auto found = ckpt::find_latest_valid(o.run_dir + "/ckpt");
   if (!found) fail(found.status());
   for (const auto& w : found->warnings) std::fprintf(stderr, "%s\n", w.c_str());
@@ -91,7 +92,9 @@ void run_generate(const GenerateOptions& o) {
   Rng rng(o.seed, 0x6e6e);
   // A padded embedding's extra rows (model.vocab_size above the tokenizer's)
   // are never sampled: no text stands for them.
-  const std::vector<int32_t> ids = nn::generate(gen, prompt, o.tokens, tok->eos_id(), {o.temperature, o.top_k, tok->vocab_size()}, rng, on_token);
+  const std::vector<int32_t> ids =
+      nn::generate(gen, prompt, o.tokens, tok->eos_id(),
+                   {o.temperature, o.top_k, tok->vocab_size()}, rng, on_token);
   std::fputs("\n", stdout);
   if (o.print_ids) {  // for comparisons with other implementations (tests/hf)
     nlohmann::json j = {{"prompt", prompt}, {"new", ids}};

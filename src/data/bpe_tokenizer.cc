@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <climits>
-#include <queue>
 #include <nlohmann/json.hpp>
+#include <queue>
 
 #include "core/check.h"
 #include "core/file_io.h"
@@ -41,7 +41,8 @@ const std::array<std::string, 256>& byte_chars() {
     std::array<std::string, 256> t;
     uint32_t next = 256;
     for (uint32_t b = 0; b < 256; ++b) {
-      const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+      const bool printable =
+          (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
       t[b] = utf8(printable ? b : next++);
     }
     return t;
@@ -55,7 +56,8 @@ int byte_of(uint32_t c) {
     std::vector<int> v(512, -1);
     for (int b = 0; b < 256; ++b) {
       const std::string& s = byte_chars()[size_t(b)];
-      uint32_t cp = s.size() == 1 ? uint8_t(s[0]) : ((uint8_t(s[0]) & 0x1F) << 6) | (uint8_t(s[1]) & 0x3F);
+      uint32_t cp =
+          s.size() == 1 ? uint8_t(s[0]) : ((uint8_t(s[0]) & 0x1F) << 6) | (uint8_t(s[1]) & 0x3F);
       v[cp] = b;
     }
     return v;
@@ -74,10 +76,12 @@ BpeTokenizer::BpeTokenizer(BpeTokenizer&&) noexcept = default;
 BpeTokenizer& BpeTokenizer::operator=(BpeTokenizer&&) noexcept = default;
 BpeTokenizer::~BpeTokenizer() = default;
 
-Result<BpeTokenizer> BpeTokenizer::from_parts(std::vector<std::pair<std::string, int32_t>> vocab,
-                                              std::vector<std::pair<std::string, std::string>> merges,
-                                              const std::string& origin) {
-  auto bad = [&](const std::string& why) { return Status::invalid("[data] " + origin + ": " + why); };
+Result<BpeTokenizer> BpeTokenizer::from_parts(
+    std::vector<std::pair<std::string, int32_t>> vocab,
+    std::vector<std::pair<std::string, std::string>> merges, const std::string& origin) {
+  auto bad = [&](const std::string& why) {
+    return Status::invalid("[data] " + origin + ": " + why);
+  };
   BpeTokenizer t;
   if (vocab.empty()) return bad("the vocabulary is empty");
   t.tokens_.resize(vocab.size());
@@ -101,11 +105,14 @@ Result<BpeTokenizer> BpeTokenizer::from_parts(std::vector<std::pair<std::string,
     const auto& [l, r] = merges[rank];
     auto li = t.ids_.find(l), ri = t.ids_.find(r), mi = t.ids_.find(l + r);
     if (li == t.ids_.end() || ri == t.ids_.end() || mi == t.ids_.end())
-      return bad("merge " + std::to_string(rank + 1) + " ('" + l + "' '" + r + "') names a token not in the vocabulary");
-    t.ranks_.emplace(pair_key(li->second, ri->second), std::pair{int32_t(rank), mi->second});  // first rank wins
+      return bad("merge " + std::to_string(rank + 1) + " ('" + l + "' '" + r +
+                 "') names a token not in the vocabulary");
+    t.ranks_.emplace(pair_key(li->second, ri->second),
+                     std::pair{int32_t(rank), mi->second});  // first rank wins
   }
   auto eos = t.ids_.find(kEndOfText);
-  if (eos == t.ids_.end()) return bad(std::string("no ") + kEndOfText + " token (GPT-2's end of document)");
+  if (eos == t.ids_.end())
+    return bad(std::string("no ") + kEndOfText + " token (GPT-2's end of document)");
   t.eos_id_ = eos->second;
   t.special_.assign(t.tokens_.size(), false);
   t.special_[size_t(t.eos_id_)] = true;
@@ -119,13 +126,16 @@ Result<BpeTokenizer> BpeTokenizer::from_parts(std::vector<std::pair<std::string,
   return t;
 }
 
-Result<BpeTokenizer> BpeTokenizer::load(const std::string& vocab_json, const std::string& merges_txt) {
+Result<BpeTokenizer> BpeTokenizer::load(const std::string& vocab_json,
+                                        const std::string& merges_txt) {
   auto vj = read_json(vocab_json);
   if (!vj) return Status::invalid("[data] " + vj.status().message());
-  if (!vj->is_object()) return Status::invalid("[data] " + vocab_json + ": not a JSON object of token -> id");
+  if (!vj->is_object())
+    return Status::invalid("[data] " + vocab_json + ": not a JSON object of token -> id");
   std::vector<std::pair<std::string, int32_t>> vocab;
   for (const auto& [k, v] : vj->items()) {
-    if (!v.is_number_integer()) return Status::invalid("[data] " + vocab_json + ": the id of '" + k + "' is not an integer");
+    if (!v.is_number_integer())
+      return Status::invalid("[data] " + vocab_json + ": the id of '" + k + "' is not an integer");
     vocab.emplace_back(k, v.get<int32_t>());
   }
   auto text = read_file(merges_txt);
@@ -141,8 +151,10 @@ Result<BpeTokenizer> BpeTokenizer::load(const std::string& vocab_json, const std
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty() || (line_no == 1 && line.rfind("#version", 0) == 0)) continue;
     const size_t sp = line.find(' ');
-    if (sp == std::string::npos || sp == 0 || sp + 1 == line.size() || line.find(' ', sp + 1) != std::string::npos)
-      return Status::invalid("[data] " + merges_txt + ":" + std::to_string(line_no) + ": not a merge 'A B'");
+    if (sp == std::string::npos || sp == 0 || sp + 1 == line.size() ||
+        line.find(' ', sp + 1) != std::string::npos)
+      return Status::invalid("[data] " + merges_txt + ":" + std::to_string(line_no) +
+                             ": not a merge 'A B'");
     merges.emplace_back(line.substr(0, sp), line.substr(sp + 1));
   }
   return from_parts(std::move(vocab), std::move(merges), vocab_json);
@@ -152,7 +164,8 @@ Result<BpeTokenizer> BpeTokenizer::load_tokenizer_json(const std::string& path) 
   auto j = read_json(path);
   if (!j) return Status::invalid("[data] " + j.status().message());
   auto bad = [&](const std::string& why) {
-    return Status::invalid("[data] " + path + ": " + why + " (only GPT-2's byte-level BPE is read)");
+    return Status::invalid("[data] " + path + ": " + why +
+                           " (only GPT-2's byte-level BPE is read)");
   };
   const nlohmann::json& model = json_object_or_null(*j, "model");
   if (json_string_or(model, "type", "") != "BPE") return bad("model.type is not \"BPE\"");
@@ -162,7 +175,8 @@ Result<BpeTokenizer> BpeTokenizer::load_tokenizer_json(const std::string& path) 
       !pre.value("use_regex", true))
     return bad("pre_tokenizer is not ByteLevel without a prefix space");
   for (const char* k : {"continuing_subword_prefix", "end_of_word_suffix"})
-    if (model.contains(k) && !model[k].is_null() && model[k] != "") return bad(std::string("model.") + k + " is set");
+    if (model.contains(k) && !model[k].is_null() && model[k] != "")
+      return bad(std::string("model.") + k + " is set");
   const nlohmann::json& vj = json_object_or_null(model, "vocab");
   if (!vj.is_object()) return bad("model.vocab is not an object");
   std::vector<std::pair<std::string, int32_t>> vocab;
@@ -196,7 +210,8 @@ Result<BpeTokenizer> BpeTokenizer::load_tokenizer_json(const std::string& path) 
     if (m.is_string()) {
       const std::string s = m.get<std::string>();
       const size_t sp = s.find(' ');
-      if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos) return bad("merge '" + s + "' is not 'A B'");
+      if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
+        return bad("merge '" + s + "' is not 'A B'");
       merges.emplace_back(s.substr(0, sp), s.substr(sp + 1));
     } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
       merges.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
@@ -231,12 +246,15 @@ void BpeTokenizer::encode_piece(std::string_view piece, std::vector<int32_t>& ou
     int prev, next;  // -1: none
   };
   std::vector<Sym> sym(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) sym[size_t(i)] = {byte_id_[uint8_t(piece[size_t(i)])], i - 1, i + 1 < n ? i + 1 : -1};
+  for (int i = 0; i < n; ++i)
+    sym[size_t(i)] = {byte_id_[uint8_t(piece[size_t(i)])], i - 1, i + 1 < n ? i + 1 : -1};
   struct Candidate {
     int32_t rank;
     int pos;
     int32_t left, right, merged;
-    bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+    bool operator>(const Candidate& o) const {
+      return rank != o.rank ? rank > o.rank : pos > o.pos;
+    }
   };
   std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> heap;
   auto offer = [&](int pos) {
@@ -278,7 +296,8 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text) const {
     encode_piece(piece, out);
     std::lock_guard<std::mutex> lock(*cache_mu_);
     if (cache_.size() >= kMaxCacheEntries) cache_.clear();
-    cache_.emplace(std::string(piece), std::vector<int32_t>(out.begin() + std::ptrdiff_t(first), out.end()));
+    cache_.emplace(std::string(piece),
+                   std::vector<int32_t>(out.begin() + std::ptrdiff_t(first), out.end()));
   }
   return out;
 }
@@ -286,17 +305,22 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text) const {
 std::string BpeTokenizer::decode(const int32_t* ids, size_t n) const {
   std::string out;
   for (size_t k = 0; k < n; ++k) {
-    CRUCIBLE_CHECK(ids[k] >= 0 && size_t(ids[k]) < tokens_.size(), "token id within the vocabulary");
+    CRUCIBLE_CHECK(ids[k] >= 0 && size_t(ids[k]) < tokens_.size(),
+                   "token id within the vocabulary");
     if (special_[size_t(ids[k])]) continue;
     const std::string& t = tokens_[size_t(ids[k])];
     for (size_t i = 0; i < t.size();) {
       // One UTF-8 character of the token: its byte stand-in, or itself.
       const uint8_t c0 = uint8_t(t[i]);
       const size_t len = c0 < 0x80 ? 1 : c0 < 0xE0 ? 2 : c0 < 0xF0 ? 3 : 4;
-      uint32_t cp = len == 1 ? c0 : len == 2 && i + 1 < t.size() ? ((c0 & 0x1F) << 6) | (uint8_t(t[i + 1]) & 0x3F) : 0x10000;
+      uint32_t cp = len == 1                       ? c0
+                    : len == 2 && i + 1 < t.size() ? ((c0 & 0x1F) << 6) | (uint8_t(t[i + 1]) & 0x3F)
+                                                   : 0x10000;
       const int b = byte_of(cp);
-      if (b >= 0) out += char(b);
-      else out.append(t, i, len);
+      if (b >= 0)
+        out += char(b);
+      else
+        out.append(t, i, len);
       i += len;
     }
   }

@@ -47,7 +47,9 @@ class BpeTokenizer {
 
   std::vector<int32_t> encode(std::string_view text) const;
   std::string decode(const int32_t* ids, size_t n) const;  // ids must be < vocab_size()
-  std::string decode(const std::vector<int32_t>& ids) const { return decode(ids.data(), ids.size()); }
+  std::string decode(const std::vector<int32_t>& ids) const {
+    return decode(ids.data(), ids.size());
+  }
   int vocab_size() const { return int(tokens_.size()); }
   int eos_id() const { return eos_id_; }
   uint64_t fingerprint() const { return fingerprint_; }

@@ -44,7 +44,6 @@ std::vector<int32_t> tokenize_documents(const TextTokenizer& tok,
   return stream;
 }
 
-
 }  // namespace
 
 Result<Dataset> build_dataset(const DatasetSpec& spec, const std::string& out_dir,
@@ -83,7 +82,8 @@ Result<Dataset> build_dataset(const DatasetSpec& spec, const std::string& out_di
     const Dataset given{spec.tokenizer, {}};
     for (const std::string& f : given.tokenizer_files()) {
       auto bytes = read_file(f);
-      st = bytes ? write_file_atomic(tmp + "/" + fs::path(f).filename().string(), *bytes) : bytes.status();
+      st = bytes ? write_file_atomic(tmp + "/" + fs::path(f).filename().string(), *bytes)
+                 : bytes.status();
       if (!st.is_ok()) break;
     }
     log("[data] tokenizing with the tokenizer of " + spec.tokenizer);

@@ -13,7 +13,7 @@ enum class Kind : uint8_t { kLetter, kNumber, kSpace /* U+0020 */, kWhite /* oth
 struct Char {
   uint32_t begin;  // byte offset in the text
   Kind kind;
-  char ascii;      // the character when it is ASCII, else 0 (for contractions)
+  char ascii;  // the character when it is ASCII, else 0 (for contractions)
 };
 
 Kind kind_of(UChar32 c) {
@@ -54,8 +54,10 @@ std::vector<std::string_view> gpt2_pretokenize(std::string_view text) {
     // 's 't 're 've 'm 'll 'd (lowercase, as the regex has them)
     if (cs[i].ascii == '\'' && i + 1 < n) {
       const char a = cs[i + 1].ascii, b = i + 2 < n ? cs[i + 2].ascii : '\0';
-      if (a == 's' || a == 't' || a == 'm' || a == 'd') end = i + 2;
-      else if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) end = i + 3;
+      if (a == 's' || a == 't' || a == 'm' || a == 'd')
+        end = i + 2;
+      else if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l'))
+        end = i + 3;
     }
     if (end == i) {
       // ` ?X+` for X in L, N, [^\s L N]: an optional space before the run.

@@ -18,8 +18,8 @@ std::string unmark_spaces(std::string piece) {
 }
 
 nlohmann::json added_token(int id, const std::string& text) {
-  return {{"id", id},          {"content", text},     {"single_word", false}, {"lstrip", false},
-          {"rstrip", false},   {"normalized", false}, {"special", true}};
+  return {{"id", id},        {"content", text},     {"single_word", false}, {"lstrip", false},
+          {"rstrip", false}, {"normalized", false}, {"special", true}};
 }
 
 }  // namespace
@@ -44,8 +44,9 @@ Result<HfTokenizerFiles> sentencepiece_to_hf(const Tokenizer& tok, int model_max
       normal.emplace(piece, id);
     }
     if (vocab.contains(piece))
-      return Status::invalid("[export] tokenizer pieces " + std::to_string(vocab[piece].get<int>()) +
-                             " and " + std::to_string(id) + " have the same text '" + piece + "'");
+      return Status::invalid("[export] tokenizer pieces " +
+                             std::to_string(vocab[piece].get<int>()) + " and " +
+                             std::to_string(id) + " have the same text '" + piece + "'");
     vocab[piece] = id;
   }
   // Every split of a learned piece into two learned pieces, at character
@@ -62,7 +63,8 @@ Result<HfTokenizerFiles> sentencepiece_to_hf(const Tokenizer& tok, int model_max
   nlohmann::json merge_list = nlohmann::json::array();
   std::vector<std::string> text_of(static_cast<size_t>(V));
   for (const auto& [text, id] : normal) text_of[size_t(id)] = text;
-  for (const auto& [id, l, r] : merges) merge_list.push_back(nlohmann::json::array({text_of[size_t(l)], text_of[size_t(r)]}));
+  for (const auto& [id, l, r] : merges)
+    merge_list.push_back(nlohmann::json::array({text_of[size_t(l)], text_of[size_t(r)]}));
 
   const std::string eos = tok.piece(tok.eos_id());
   nlohmann::json tj = {
@@ -73,8 +75,8 @@ Result<HfTokenizerFiles> sentencepiece_to_hf(const Tokenizer& tok, int model_max
       {"normalizer", nullptr},
       {"pre_tokenizer", nullptr},
       {"post_processor", nullptr},
-      {"decoder", {{"type", "Sequence"},
-                   {"decoders", {{{"type", "ByteFallback"}}, {{"type", "Fuse"}}}}}},
+      {"decoder",
+       {{"type", "Sequence"}, {"decoders", {{{"type", "ByteFallback"}}, {{"type", "Fuse"}}}}}},
       {"model",
        {{"type", "BPE"},
         {"dropout", nullptr},

@@ -22,8 +22,8 @@
 namespace crucible::data {
 
 struct HfTokenizerFiles {
-  std::string tokenizer_json;         // tokenizer.json
-  std::string tokenizer_config_json;  // tokenizer_config.json
+  std::string tokenizer_json;           // tokenizer.json
+  std::string tokenizer_config_json;    // tokenizer_config.json
   std::string special_tokens_map_json;  // special_tokens_map.json
 };
 

@@ -10,7 +10,8 @@ namespace {
 
 class SentencePieceText final : public TextTokenizer {
  public:
-  SentencePieceText(Tokenizer tok, std::string path) : tok_(std::move(tok)), path_(std::move(path)) {}
+  SentencePieceText(Tokenizer tok, std::string path)
+      : tok_(std::move(tok)), path_(std::move(path)) {}
   Kind kind() const override { return Kind::kSentencePiece; }
   std::vector<int32_t> encode(std::string_view text) const override { return tok_.encode(text); }
   std::string decode(const int32_t* ids, size_t n) const override { return tok_.decode(ids, n); }
@@ -26,7 +27,8 @@ class SentencePieceText final : public TextTokenizer {
 
 class ByteLevelText final : public TextTokenizer {
  public:
-  ByteLevelText(BpeTokenizer tok, std::string path) : tok_(std::move(tok)), path_(std::move(path)) {}
+  ByteLevelText(BpeTokenizer tok, std::string path)
+      : tok_(std::move(tok)), path_(std::move(path)) {}
   Kind kind() const override { return Kind::kByteLevelBpe; }
   std::vector<int32_t> encode(std::string_view text) const override { return tok_.encode(text); }
   std::string decode(const int32_t* ids, size_t n) const override { return tok_.decode(ids, n); }
@@ -47,7 +49,8 @@ Result<std::unique_ptr<TextTokenizer>> load_run_tokenizer(const std::string& run
   if (std::filesystem::exists(spm)) {
     auto tok = Tokenizer::load(spm);
     if (!tok) return tok.status();
-    return std::unique_ptr<TextTokenizer>(std::make_unique<SentencePieceText>(std::move(*tok), spm));
+    return std::unique_ptr<TextTokenizer>(
+        std::make_unique<SentencePieceText>(std::move(*tok), spm));
   }
   const std::string vocab = run_dir + "/vocab.json", merges = run_dir + "/merges.txt";
   if (std::filesystem::exists(vocab)) {
@@ -55,7 +58,8 @@ Result<std::unique_ptr<TextTokenizer>> load_run_tokenizer(const std::string& run
     if (!tok) return tok.status();
     return std::unique_ptr<TextTokenizer>(std::make_unique<ByteLevelText>(std::move(*tok), vocab));
   }
-  return Status::not_found("[data] " + run_dir + " has no tokenizer (tokenizer.model, or vocab.json with merges.txt)");
+  return Status::not_found("[data] " + run_dir +
+                           " has no tokenizer (tokenizer.model, or vocab.json with merges.txt)");
 }
 
 }  // namespace crucible::data

@@ -23,7 +23,9 @@ class TextTokenizer {
   virtual Kind kind() const = 0;
   virtual std::vector<int32_t> encode(std::string_view text) const = 0;
   virtual std::string decode(const int32_t* ids, size_t n) const = 0;  // ids < vocab_size()
-  std::string decode(const std::vector<int32_t>& ids) const { return decode(ids.data(), ids.size()); }
+  std::string decode(const std::vector<int32_t>& ids) const {
+    return decode(ids.data(), ids.size());
+  }
   virtual int vocab_size() const = 0;
   virtual int eos_id() const = 0;
   // Identifies the tokenizer in manifests (data/tokenizer.h, data/bpe_tokenizer.h).

@@ -40,9 +40,11 @@ Result<data::BpeTokenizer> read_tokenizer(const std::string& dir, std::string* s
     return t;
   }
   if (fs::exists(dir + "/tokenizer.model"))
-    return Status::invalid("[import] " + dir + " holds a SentencePiece tokenizer.model: only GPT-2's byte-level BPE "
+    return Status::invalid("[import] " + dir +
+                           " holds a SentencePiece tokenizer.model: only GPT-2's byte-level BPE "
                            "(vocab.json + merges.txt, or tokenizer.json) is imported");
-  return Status::invalid("[import] " + dir + ": no tokenizer (vocab.json + merges.txt, or tokenizer.json)");
+  return Status::invalid("[import] " + dir +
+                         ": no tokenizer (vocab.json + merges.txt, or tokenizer.json)");
 }
 
 // The run's resolved config: the default's training settings around the
@@ -50,7 +52,8 @@ Result<data::BpeTokenizer> read_tokenizer(const std::string& dir, std::string* s
 // and merges.txt), so `crucible train RUN/config.toml --resume` fine-tunes
 // on data tokenized with the imported tokenizer. Paths are absolute: the
 // config is read from wherever the user starts.
-Result<Config> run_config(const nn::GPTConfig& model, int tokenizer_vocab, const std::string& run_dir) {
+Result<Config> run_config(const nn::GPTConfig& model, int tokenizer_vocab,
+                          const std::string& run_dir) {
   auto cfg = load_config("");
   if (!cfg) return cfg.status();
   cfg->model = model;
@@ -79,8 +82,9 @@ Result<ImportSummary> import_hf_dir(const std::string& hf_dir, const std::string
   if (!tok) return tok.status();
   sum.tokenizer_vocab = tok->vocab_size();
   if (tok->vocab_size() > model->vocab_size)
-    return Status::invalid("[import] " + sum.tokenizer_source + ": " + std::to_string(tok->vocab_size()) +
-                           " tokens, more than config.json's vocab_size " + std::to_string(model->vocab_size));
+    return Status::invalid(
+        "[import] " + sum.tokenizer_source + ": " + std::to_string(tok->vocab_size()) +
+        " tokens, more than config.json's vocab_size " + std::to_string(model->vocab_size));
   auto cfg = run_config(*model, tok->vocab_size(), run_dir);
   if (!cfg) return cfg.status();
   // Step 0 in the normal checkpoint format: the weights, zero AdamW moments
@@ -110,7 +114,8 @@ Result<ImportSummary> import_hf_dir(const std::string& hf_dir, const std::string
   const std::string tmp = out + ".tmp." + std::to_string(::getpid());
   std::error_code ec;
   fs::remove_all(tmp, ec);
-  if (!fs::create_directories(tmp, ec) && ec) return Status::io("[import] cannot create " + tmp + ": " + ec.message());
+  if (!fs::create_directories(tmp, ec) && ec)
+    return Status::io("[import] cannot create " + tmp + ": " + ec.message());
   auto write_all = [&]() -> Status {
     CRUCIBLE_RETURN_IF_ERROR(write_file_atomic(tmp + "/config.toml", to_toml(*cfg)));
     CRUCIBLE_RETURN_IF_ERROR(tok->save(tmp));

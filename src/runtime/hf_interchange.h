@@ -24,8 +24,8 @@ namespace crucible::runtime {
 
 // Writes `params` (the whole model `model`, loaded from a checkpoint of
 // run_dir) and run_dir's tokenizer as the Hugging Face directory out_dir.
-Status export_hf_dir(const std::string& run_dir, const nn::GPTConfig& model, const nn::ParamRegistry& params,
-                     const std::string& out_dir);
+Status export_hf_dir(const std::string& run_dir, const nn::GPTConfig& model,
+                     const nn::ParamRegistry& params, const std::string& out_dir);
 
 struct ImportSummary {
   nn::GPTConfig model;

@@ -63,7 +63,8 @@ Status curate_sources(const Config& cfg, const data::LogFn& log, data::DatasetSp
 // other ranks then open it, so the tokenizer is trained once per job.
 Status prepare_data(const Config& cfg, comm::Comm& comm, const data::LogFn& log, Setup& out) {
   const int vocab = cfg.data.vocab_size > 0 ? cfg.data.vocab_size : cfg.model.vocab_size;
-  data::DatasetSpec spec{cfg.data.source, cfg.data.format, vocab, cfg.data.val_fraction, cfg.data.tokenizer};
+  data::DatasetSpec spec{cfg.data.source, cfg.data.format, vocab, cfg.data.val_fraction,
+                         cfg.data.tokenizer};
   auto open = [&]() -> Status {
     if (cfg.data.dataset.empty() && cfg.curate.enabled)
       CRUCIBLE_RETURN_IF_ERROR(curate_sources(cfg, log, &spec, &out.curation_report));
@@ -82,8 +83,8 @@ Status prepare_data(const Config& cfg, comm::Comm& comm, const data::LogFn& log,
   if (!tok) return tok.status();
   if ((*tok)->vocab_size() > cfg.model.vocab_size)
     return Status::invalid("[config] model.vocab_size: " + std::to_string(cfg.model.vocab_size) +
-                           " is smaller than the tokenizer's " + std::to_string((*tok)->vocab_size()) +
-                           " tokens");
+                           " is smaller than the tokenizer's " +
+                           std::to_string((*tok)->vocab_size()) + " tokens");
   out.tok = std::move(*tok);
   auto train_shard = open_shard(out.ds->train_path());
   if (!train_shard) return train_shard.status();
@@ -113,8 +114,8 @@ Status prepare_run(const RunPlan& plan, const Setup& setup) {
   for (const std::string& f : setup.ds->tokenizer_files()) {
     auto bytes = read_file(f);
     if (!bytes) return bytes.status();
-    CRUCIBLE_RETURN_IF_ERROR(
-        write_file_atomic(plan.run_dir + "/" + std::filesystem::path(f).filename().string(), *bytes));
+    CRUCIBLE_RETURN_IF_ERROR(write_file_atomic(
+        plan.run_dir + "/" + std::filesystem::path(f).filename().string(), *bytes));
   }
   if (setup.curation_report.empty()) return Status::ok();
   std::ifstream rep(setup.curation_report, std::ios::binary);

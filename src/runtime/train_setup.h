@@ -6,11 +6,11 @@
 #include <optional>
 #include <string>
 
+#include "comm/comm.h"
 #include "core/status.h"
 #include "data/dataset.h"
 #include "data/shard.h"
 #include "data/text_tokenizer.h"
-#include "comm/comm.h"
 #include "runtime/config.h"
 #include "runtime/run_dir.h"
 

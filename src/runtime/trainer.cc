@@ -581,8 +581,9 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
         log("[train] signal received: samples skipped");
         break;
       }
-      auto ids = nn::generate(gen, {}, cfg.run.sample_tokens, tok.eos_id(), {0.8f, 40, tok.vocab_size()}, rng, {},
-                              [&] { return signals.pending() != 0; });
+      auto ids =
+          nn::generate(gen, {}, cfg.run.sample_tokens, tok.eos_id(), {0.8f, 40, tok.vocab_size()},
+                       rng, {}, [&] { return signals.pending() != 0; });
       auto eos = std::find(ids.begin(), ids.end(), tok.eos_id());  // one document
       ids.erase(eos, ids.end());
       log("[sample " + std::to_string(i + 1) + "] " + tok.decode(ids));

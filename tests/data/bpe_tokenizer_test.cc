@@ -2,13 +2,14 @@
 // values from HF tokenizers' ByteLevel pre-tokenizer), the bytes-to-unicode
 // table, merges by rank, losslessness, and the refusals of malformed files.
 // Parity with HF `tokenizers` on a large text sample: tests/hf/hf_tokenizer_test.cc.
+#include "data/bpe_tokenizer.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
 #include <string>
 #include <vector>
 
-#include "data/bpe_tokenizer.h"
 #include "data/gpt2_pretokenize.h"
 #include "support/files.h"
 
@@ -66,8 +67,9 @@ TEST(BpeTokenizer, MergesByRankAndDecodesLosslessly) {
   EXPECT_EQ(tok.encode(" the"), (std::vector<int32_t>{258}));
   EXPECT_EQ(tok.encode("he the"), (std::vector<int32_t>{257, 258}));
   EXPECT_EQ(tok.encode(" th"), (std::vector<int32_t>{256, 'h'}));
-  for (std::string s : {"", "plain", "tabs\t\tand  runs   of spaces\n\n", "emoji 😀👍🏽, CJK 中文, ▁ U+2581",
-                        "<|endoftext|> is text", "\x01\x7f control"}) {
+  for (std::string s : {"", "plain", "tabs\t\tand  runs   of spaces\n\n",
+                        "emoji 😀👍🏽, CJK 中文, ▁ U+2581", "<|endoftext|> is text",
+                        "\x01\x7f control"}) {
     auto ids = tok.encode(s);
     EXPECT_EQ(tok.decode(ids), s);
     for (int32_t id : ids) EXPECT_NE(id, tok.eos_id()) << "eos from text: " << s;
@@ -81,7 +83,8 @@ TEST(BpeTokenizer, MergesByRankAndDecodesLosslessly) {
 TEST(BpeTokenizer, LongPreTokenMergesLeftmostFirst) {
   std::vector<std::pair<std::string, int32_t>> vocab;
   for (int b = 0; b < 256; ++b) vocab.emplace_back(gpt2_byte_char(uint8_t(b)), b);
-  for (const char* t : {"aa", "aaaa", "<|endoftext|>"}) vocab.emplace_back(t, int32_t(vocab.size()));
+  for (const char* t : {"aa", "aaaa", "<|endoftext|>"})
+    vocab.emplace_back(t, int32_t(vocab.size()));
   auto tok = BpeTokenizer::from_parts(vocab, {{"a", "a"}, {"aa", "aa"}}, "long");
   ASSERT_TRUE(tok.is_ok());
   EXPECT_EQ(tok->encode("aaaaaaa"), (std::vector<int32_t>{257, 256, 'a'}));  // aaaa aa a
@@ -104,7 +107,8 @@ TEST(BpeTokenizer, SavesAndLoadsBack) {
 TEST(BpeTokenizer, RefusesMalformedFiles) {
   testutil::TempDir dir("bpe_bad");
   const std::string G = gpt2_byte_char(' ');
-  auto expect_refused = [&](const std::string& vocab, const std::string& merges, const std::string& needle) {
+  auto expect_refused = [&](const std::string& vocab, const std::string& merges,
+                            const std::string& needle) {
     testutil::write_file(dir / "vocab.json", vocab);
     testutil::write_file(dir / "merges.txt", merges);
     auto t = BpeTokenizer::load(dir / "vocab.json", dir / "merges.txt");
@@ -115,7 +119,11 @@ TEST(BpeTokenizer, RefusesMalformedFiles) {
   std::string bytes;
   for (int b = 0; b < 256; ++b) {
     std::string c = gpt2_byte_char(uint8_t(b));
-    bytes += (b ? "," : "") + std::string("\"") + (c == "\"" ? "\\\"" : c == "\\" ? "\\\\" : c) + "\":" + std::to_string(b);
+    bytes += (b ? "," : "") + std::string("\"") +
+             (c == "\""   ? "\\\""
+              : c == "\\" ? "\\\\"
+                          : c) +
+             "\":" + std::to_string(b);
   }
   expect_refused("{" + bytes + "}", "", "no <|endoftext|>");
   expect_refused("{\"a\":0,\"<|endoftext|>\":1}", "", "is not in the vocabulary");

@@ -31,7 +31,8 @@ void write_hf_dir(const std::string& dir) {
   fs::create_directories(dir);
   nn::GPT gpt(kModel);
   gpt.init_weights(11);
-  ASSERT_TRUE(ckpt::save_params(gpt.params(), dir + "/model.safetensors", false, {{"format", "pt"}}).is_ok());
+  ASSERT_TRUE(ckpt::save_params(gpt.params(), dir + "/model.safetensors", false, {{"format", "pt"}})
+                  .is_ok());
   testutil::write_file(dir + "/config.json", ckpt::hf_gpt2_config(kModel, 256).dump(2));
   std::vector<std::pair<std::string, int32_t>> vocab;
   for (int b = 0; b < 256; ++b) vocab.emplace_back(data::gpt2_byte_char(uint8_t(b)), b);
@@ -62,11 +63,12 @@ TEST(HfImport, ImportsGeneratesAndExportsBack) {
   ASSERT_NO_FATAL_FAILURE(write_hf_dir(tmp / "hf"));
   auto r = run_crucible({"import", tmp / "hf", "-o", tmp / "run"});
   ASSERT_EQ(r.code, 0) << r.output;
-  for (const char* f : {"config.toml", "vocab.json", "merges.txt", "ckpt/step_0000000/manifest.json"})
+  for (const char* f :
+       {"config.toml", "vocab.json", "merges.txt", "ckpt/step_0000000/manifest.json"})
     EXPECT_TRUE(fs::exists(tmp / "run/" + f)) << f;
   // Sampling never reaches the padded ids 257..299: no text stands for them.
-  r = run_crucible({"generate", tmp / "run", "--prompt", "hello", "--tokens", "60", "--temperature", "2", "--top-k",
-                    "0", "--print-ids"});
+  r = run_crucible({"generate", tmp / "run", "--prompt", "hello", "--tokens", "60", "--temperature",
+                    "2", "--top-k", "0", "--print-ids"});
   ASSERT_EQ(r.code, 0) << r.output;
   const size_t at = r.output.find("[generate] ids ");
   ASSERT_NE(at, std::string::npos) << r.output;
@@ -86,8 +88,10 @@ TEST(HfImport, ImportsGeneratesAndExportsBack) {
     EXPECT_EQ(u->shape, t.shape) << name;
     EXPECT_EQ(u->bytes, t.bytes) << name;
   }
-  EXPECT_EQ(testutil::read_file(tmp / "back/vocab.json"), testutil::read_file(tmp / "run/vocab.json"));
-  EXPECT_EQ(testutil::read_file(tmp / "back/merges.txt"), testutil::read_file(tmp / "run/merges.txt"));
+  EXPECT_EQ(testutil::read_file(tmp / "back/vocab.json"),
+            testutil::read_file(tmp / "run/vocab.json"));
+  EXPECT_EQ(testutil::read_file(tmp / "back/merges.txt"),
+            testutil::read_file(tmp / "run/merges.txt"));
   auto cfg = nlohmann::json::parse(testutil::read_file(tmp / "back/config.json"));
   EXPECT_EQ(cfg["n_positions"], 16);
   EXPECT_EQ(cfg["vocab_size"], 300);
@@ -125,7 +129,8 @@ TEST(HfImport, ShardedSafetensorsGiveTheSameWeights) {
   ASSERT_TRUE(ckpt::write_safetensors(tmp / "hf/model-00001-of-00002.safetensors", s1).is_ok());
   ASSERT_TRUE(ckpt::write_safetensors(tmp / "hf/model-00002-of-00002.safetensors", s2).is_ok());
   map["lm_head.weight"] = map["h.1.attn.bias"] = "model-00002-of-00002.safetensors";
-  testutil::write_file(tmp / "hf/model.safetensors.index.json", nlohmann::json{{"weight_map", map}}.dump());
+  testutil::write_file(tmp / "hf/model.safetensors.index.json",
+                       nlohmann::json{{"weight_map", map}}.dump());
   fs::remove(tmp / "hf/model.safetensors");
   auto r = run_crucible({"import", tmp / "hf", "-o", tmp / "run"});
   ASSERT_EQ(r.code, 0) << r.output;
@@ -144,10 +149,11 @@ TEST(HfImport, FineTunesAnImportedRun) {
   ASSERT_NO_FATAL_FAILURE(write_hf_dir(tmp / "hf"));
   auto r = run_crucible({"import", tmp / "hf", "-o", tmp / "run"});
   ASSERT_EQ(r.code, 0) << r.output;
-  r = run_crucible({"train", tmp / "run/config.toml", "--resume", "--set", "data.source=[\"/usr/share/games/fortunes/computers\"]",
-                    "--set", "data.cache_dir=" + tmp / "data", "--set", "curate.enabled=false", "--set",
-                    "train.steps=6", "--set", "train.batch_size=2", "--set", "train.eval_every=0", "--set",
-                    "train.threads=1", "--set", "ckpt.every=6"});
+  r = run_crucible({"train", tmp / "run/config.toml", "--resume", "--set",
+                    "data.source=[\"/usr/share/games/fortunes/computers\"]", "--set",
+                    "data.cache_dir=" + tmp / "data", "--set", "curate.enabled=false", "--set",
+                    "train.steps=6", "--set", "train.batch_size=2", "--set", "train.eval_every=0",
+                    "--set", "train.threads=1", "--set", "ckpt.every=6"});
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("tokenizing with the tokenizer of"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("resumed from"), std::string::npos) << r.output;
@@ -167,7 +173,8 @@ TEST(HfImport, FineTunesAnImportedRun) {
   auto tuned = ckpt::read_safetensors(tmp / "tuned/model.safetensors");
   auto orig = ckpt::read_safetensors(tmp / "hf/model.safetensors");
   ASSERT_TRUE(tuned.is_ok() && orig.is_ok());
-  EXPECT_NE(tuned->find("transformer.h.0.mlp.c_fc.weight")->bytes, orig->find("transformer.h.0.mlp.c_fc.weight")->bytes)
+  EXPECT_NE(tuned->find("transformer.h.0.mlp.c_fc.weight")->bytes,
+            orig->find("transformer.h.0.mlp.c_fc.weight")->bytes)
       << "training changed the weights";
 }
 
@@ -182,7 +189,8 @@ TEST(HfImport, RefusesWhatItCannotRunWithOneLine) {
   };
   const std::vector<Refusal> cases = {
       {"model_type", config([](nlohmann::json& j) { j["model_type"] = "llama"; })},
-      {"architectures", config([](nlohmann::json& j) { j["architectures"] = {"GPT2ForSequenceClassification"}; })},
+      {"architectures",
+       config([](nlohmann::json& j) { j["architectures"] = {"GPT2ForSequenceClassification"}; })},
       {"activation_function", config([](nlohmann::json& j) { j["activation_function"] = "relu"; })},
       {"layer_norm_epsilon", config([](nlohmann::json& j) { j["layer_norm_epsilon"] = 1e-6; })},
       {"n_inner", config([](nlohmann::json& j) { j["n_inner"] = 100; })},
@@ -191,13 +199,16 @@ TEST(HfImport, RefusesWhatItCannotRunWithOneLine) {
       {"wpe.weight is [16,32], config.json makes it [20,32]",
        config([](nlohmann::json& j) { j["n_positions"] = 20; })},
       {"transformer.ln_f.bias is missing",
-       [](const std::string& d) { filter_weights(d, [](const std::string& n) { return n != "transformer.ln_f.bias"; }); }},
+       [](const std::string& d) {
+         filter_weights(d, [](const std::string& n) { return n != "transformer.ln_f.bias"; });
+       }},
       {"pickle",
        [](const std::string& d) {
          fs::remove(d + "/model.safetensors");
          testutil::write_file(d + "/pytorch_model.bin", "PK\x03\x04");
        }},
-      {"merges.txt", [](const std::string& d) { testutil::write_file(d + "/merges.txt", "a b c\n"); }},
+      {"merges.txt",
+       [](const std::string& d) { testutil::write_file(d + "/merges.txt", "a b c\n"); }},
       {"no tokenizer",
        [](const std::string& d) {
          fs::remove(d + "/vocab.json");
@@ -208,11 +219,13 @@ TEST(HfImport, RefusesWhatItCannotRunWithOneLine) {
          fs::remove(d + "/vocab.json");
          testutil::write_file(d + "/tokenizer.model", "x");
        }},
-      {"model.safetensors", [](const std::string& d) { testutil::write_file(d + "/model.safetensors", "garbage"); }},
+      {"model.safetensors",
+       [](const std::string& d) { testutil::write_file(d + "/model.safetensors", "garbage"); }},
   };
   TempDir tmp("hf_import_refusals");
   for (size_t i = 0; i < cases.size(); ++i) {
-    const std::string hf = tmp / ("hf" + std::to_string(i)), run = tmp / ("run" + std::to_string(i));
+    const std::string hf = tmp / ("hf" + std::to_string(i)),
+                      run = tmp / ("run" + std::to_string(i));
     ASSERT_NO_FATAL_FAILURE(write_hf_dir(hf));
     cases[i].damage(hf);
     auto r = run_crucible({"import", hf, "-o", run});

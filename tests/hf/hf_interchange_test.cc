@@ -15,8 +15,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "ckpt/checkpoint.h"
 #include "core/allocator.h"
@@ -36,22 +36,23 @@ namespace fs = std::filesystem;
 using e2e::run_crucible;
 using testutil::TempDir;
 
-#define HF_PYTHON_OR_SKIP(py)                     \
-  std::string why_##py;                           \
+#define HF_PYTHON_OR_SKIP(py)                            \
+  std::string why_##py;                                  \
   const std::string py = testutil::hf_python(&why_##py); \
   if (py.empty()) GTEST_SKIP() << why_##py
 
 // `crucible generate RUN --temperature 0 --print-ids`'s ids.
 nlohmann::json crucible_greedy(const std::string& run, const std::string& prompt, int n) {
-  auto r = run_crucible({"generate", run, "--prompt", prompt, "--temperature", "0", "--tokens", std::to_string(n),
-                         "--print-ids"});
+  auto r = run_crucible({"generate", run, "--prompt", prompt, "--temperature", "0", "--tokens",
+                         std::to_string(n), "--print-ids"});
   EXPECT_EQ(r.code, 0) << r.output;
   const size_t at = r.output.find("[generate] ids ");
   if (at == std::string::npos) return {};
   return nlohmann::json::parse(r.output.substr(at + 15, r.output.find('\n', at) - at - 15));
 }
 
-nlohmann::json hf_greedy(const std::string& py, const std::string& dir, const std::string& prompt, int n) {
+nlohmann::json hf_greedy(const std::string& py, const std::string& dir, const std::string& prompt,
+                         int n) {
   std::string out;
   EXPECT_EQ(testutil::run_hf_side(py, {"greedy", dir, prompt, std::to_string(n)}, &out), 0) << out;
   const size_t at = out.rfind("{\"prompt\"");
@@ -61,7 +62,8 @@ nlohmann::json hf_greedy(const std::string& py, const std::string& dir, const st
 
 // varied: the decode is not one token repeated (a random model's is not; a
 // model trained for seconds often is, which still compares every step).
-void expect_same_greedy(const nlohmann::json& c, const nlohmann::json& h, int n, bool varied = true) {
+void expect_same_greedy(const nlohmann::json& c, const nlohmann::json& h, int n,
+                        bool varied = true) {
   ASSERT_TRUE(c.is_object() && h.is_object()) << c << " / " << h;
   EXPECT_EQ(c["prompt"], h["prompt"]) << "the prompt's ids";
   EXPECT_EQ(c["new"].size(), size_t(n));
@@ -72,22 +74,27 @@ void expect_same_greedy(const nlohmann::json& c, const nlohmann::json& h, int n,
 }
 
 // AutoTokenizer(dir)'s ids of a varied sample equal the run's tokenizer's.
-void expect_auto_tokenizer_ids(const std::string& py, const std::string& dir, const std::string& run,
-                               const TempDir& tmp) {
+void expect_auto_tokenizer_ids(const std::string& py, const std::string& dir,
+                               const std::string& run, const TempDir& tmp) {
   auto tok = data::load_run_tokenizer(run);
   ASSERT_TRUE(tok.is_ok()) << tok.status().message();
   std::vector<std::string> texts = testutil::fortunes_documents(100'000);
   for (auto& s : testutil::unicode_samples(200)) texts.push_back(std::move(s));
   testutil::write_texts_json(tmp / "texts.json", texts);
   std::string out;
-  ASSERT_EQ(testutil::run_hf_side(py, {"auto-encode", dir, tmp / "texts.json", tmp / "auto.json"}, &out), 0) << out;
+  ASSERT_EQ(
+      testutil::run_hf_side(py, {"auto-encode", dir, tmp / "texts.json", tmp / "auto.json"}, &out),
+      0)
+      << out;
   const nlohmann::json got = nlohmann::json::parse(testutil::read_file(tmp / "auto.json"));
   size_t differ = 0;
   for (size_t i = 0; i < texts.size(); ++i) {
     if (got["ids"][i].get<std::vector<int32_t>>() != (*tok)->encode(texts[i]) && differ++ == 0)
-      ADD_FAILURE() << "AutoTokenizer(" << dir << ") ids differ on '" << texts[i].substr(0, 60) << "'";
+      ADD_FAILURE() << "AutoTokenizer(" << dir << ") ids differ on '" << texts[i].substr(0, 60)
+                    << "'";
     if (got["decoded"][i].get<std::string>() != texts[i] && differ++ == 0)
-      ADD_FAILURE() << "AutoTokenizer(" << dir << ") decodes '" << texts[i].substr(0, 60) << "' otherwise";
+      ADD_FAILURE() << "AutoTokenizer(" << dir << ") decodes '" << texts[i].substr(0, 60)
+                    << "' otherwise";
   }
   EXPECT_EQ(differ, 0u) << "of " << texts.size() << " texts";
 }
@@ -113,7 +120,10 @@ void expect_same_logits(const std::string& py, const std::string& hf_dir, const 
     f << nlohmann::json{{"B", B}, {"T", T}}.dump() << "\n";
     f.write(reinterpret_cast<const char*>(tokens.data()), std::streamsize(tokens.size() * 4));
   }
-  ASSERT_EQ(testutil::run_hf_side(py, {"logits", hf_dir, tmp / "tokens.bin", tmp / "logits.f32"}, &out), 0) << out;
+  ASSERT_EQ(
+      testutil::run_hf_side(py, {"logits", hf_dir, tmp / "tokens.bin", tmp / "logits.f32"}, &out),
+      0)
+      << out;
   const std::string ref_bytes = testutil::read_file(tmp / "logits.f32");
   ASSERT_EQ(ref_bytes.size(), size_t(B) * T * V * 4);
   const float* ref = reinterpret_cast<const float*>(ref_bytes.data());
@@ -139,15 +149,15 @@ TEST(HfInterchange, ImportedModelMatchesTransformers) {
   ASSERT_NO_FATAL_FAILURE(expect_same_logits(py, tmp / "hf", tmp / "run", tmp, 1000));
 
   const int n = 40;
-  expect_same_greedy(crucible_greedy(tmp / "run", "The cat sat on", n), hf_greedy(py, tmp / "hf", "The cat sat on", n),
-                     n);
+  expect_same_greedy(crucible_greedy(tmp / "run", "The cat sat on", n),
+                     hf_greedy(py, tmp / "hf", "The cat sat on", n), n);
 
   // Exported back: AutoTokenizer of the byte-level files gives crucible's ids.
   r = run_crucible({"export", tmp / "run", "--hf", tmp / "back"});
   ASSERT_EQ(r.code, 0) << r.output;
   expect_auto_tokenizer_ids(py, tmp / "back", tmp / "run", tmp);
-  expect_same_greedy(crucible_greedy(tmp / "run", "Hello,\n\tworld", n), hf_greedy(py, tmp / "back", "Hello,\n\tworld", n),
-                     n);
+  expect_same_greedy(crucible_greedy(tmp / "run", "Hello,\n\tworld", n),
+                     hf_greedy(py, tmp / "back", "Hello,\n\tworld", n), n);
 }
 
 TEST(HfInterchange, TrainedRunExportsToTransformers) {
@@ -163,14 +173,15 @@ TEST(HfInterchange, TrainedRunExportsToTransformers) {
   ASSERT_EQ(r.code, 0) << r.output;
   r = run_crucible({"export", tmp / "run", "--hf", tmp / "hf"});
   ASSERT_EQ(r.code, 0) << r.output;
-  for (const char* f : {"config.json", "model.safetensors", "generation_config.json", "tokenizer.json",
-                        "tokenizer_config.json", "special_tokens_map.json"})
+  for (const char* f : {"config.json", "model.safetensors", "generation_config.json",
+                        "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"})
     EXPECT_TRUE(fs::exists(tmp / "hf/" + f)) << f;
   // The context is 32: prompt and new tokens stay within it (transformers
   // cannot go past n_positions; crucible would slide its window).
   const int n = 24;
   for (const std::string prompt : {"A computer", "Real programmers  \t"})
-    expect_same_greedy(crucible_greedy(tmp / "run", prompt, n), hf_greedy(py, tmp / "hf", prompt, n), n, false);
+    expect_same_greedy(crucible_greedy(tmp / "run", prompt, n),
+                       hf_greedy(py, tmp / "hf", prompt, n), n, false);
   ASSERT_NO_FATAL_FAILURE(expect_same_logits(py, tmp / "hf", tmp / "run", tmp, 512));
   expect_auto_tokenizer_ids(py, tmp / "hf", tmp / "run", tmp);
 }

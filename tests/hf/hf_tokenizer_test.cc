@@ -7,12 +7,13 @@
 //    (data/hf_tokenizer.h) against AutoTokenizer.from_pretrained: ids and
 //    the decoded text.
 // Samples: every valid-UTF-8 fortunes document and 600 synthetic strings.
+#include "data/hf_tokenizer.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "data/bpe_tokenizer.h"
-#include "data/hf_tokenizer.h"
 #include "data/tokenizer.h"
 #include "support/files.h"
 #include "support/hf_texts.h"
@@ -31,7 +32,8 @@ std::vector<std::string> sample_texts(size_t fortunes_bytes) {
 
 // The first text whose ids differ, for the failure message.
 template <typename Encode>
-void expect_same_ids(const std::vector<std::string>& texts, const nlohmann::json& want, Encode encode) {
+void expect_same_ids(const std::vector<std::string>& texts, const nlohmann::json& want,
+                     Encode encode) {
   ASSERT_EQ(want.size(), texts.size());
   size_t differ = 0, ids = 0;
   for (size_t i = 0; i < texts.size(); ++i) {
@@ -39,8 +41,8 @@ void expect_same_ids(const std::vector<std::string>& texts, const nlohmann::json
     const auto ref = want[i].get<std::vector<int32_t>>();
     ids += ref.size();
     if (got != ref && differ++ == 0)
-      ADD_FAILURE() << "text " << i << " '" << texts[i].substr(0, 80) << "': " << got.size() << " ids vs "
-                    << ref.size() << " from Hugging Face";
+      ADD_FAILURE() << "text " << i << " '" << texts[i].substr(0, 80) << "': " << got.size()
+                    << " ids vs " << ref.size() << " from Hugging Face";
   }
   EXPECT_EQ(differ, 0u) << "of " << texts.size() << " texts";
   EXPECT_GT(ids, 100000u) << "the sample is meant to be large";
@@ -55,9 +57,10 @@ TEST(HfTokenizerParity, ByteLevelBpeEqualsHfTokenizers) {
   ASSERT_EQ(testutil::run_hf_side(py, {"make-tokenizer", dir / "tok", "2000"}, &out), 0) << out;
   const std::vector<std::string> texts = sample_texts(SIZE_MAX);
   testutil::write_texts_json(dir / "texts.json", texts);
-  ASSERT_EQ(testutil::run_hf_side(py, {"encode", dir / "tok/tokenizer.json", dir / "texts.json", dir / "ids.json"},
-                                  &out),
-            0)
+  ASSERT_EQ(
+      testutil::run_hf_side(
+          py, {"encode", dir / "tok/tokenizer.json", dir / "texts.json", dir / "ids.json"}, &out),
+      0)
       << out;
   const nlohmann::json want = nlohmann::json::parse(testutil::read_file(dir / "ids.json"));
   auto files = data::BpeTokenizer::load(dir / "tok/vocab.json", dir / "tok/merges.txt");
@@ -76,7 +79,9 @@ TEST(HfTokenizerParity, SentencePieceAsAutoTokenizer) {
   const std::string py = testutil::hf_python(&why);
   if (py.empty()) GTEST_SKIP() << why;
   TempDir dir("spm_parity");
-  ASSERT_TRUE(data::Tokenizer::train(testutil::fortunes_documents(600'000), 1500, dir / "tokenizer.model").is_ok());
+  ASSERT_TRUE(
+      data::Tokenizer::train(testutil::fortunes_documents(600'000), 1500, dir / "tokenizer.model")
+          .is_ok());
   auto tok = data::Tokenizer::load(dir / "tokenizer.model");
   ASSERT_TRUE(tok.is_ok());
   auto files = data::sentencepiece_to_hf(*tok, 256);
@@ -88,14 +93,17 @@ TEST(HfTokenizerParity, SentencePieceAsAutoTokenizer) {
   const std::vector<std::string> texts = sample_texts(SIZE_MAX);
   testutil::write_texts_json(dir / "texts.json", texts);
   std::string out;
-  ASSERT_EQ(testutil::run_hf_side(py, {"auto-encode", dir / "hf", dir / "texts.json", dir / "out.json"}, &out), 0)
+  ASSERT_EQ(testutil::run_hf_side(
+                py, {"auto-encode", dir / "hf", dir / "texts.json", dir / "out.json"}, &out),
+            0)
       << out;
   const nlohmann::json got = nlohmann::json::parse(testutil::read_file(dir / "out.json"));
   expect_same_ids(texts, got["ids"], [&](const std::string& s) { return tok->encode(s); });
   size_t differ = 0;
   for (size_t i = 0; i < texts.size(); ++i)
     if (got["decoded"][i].get<std::string>() != texts[i] && differ++ == 0)
-      ADD_FAILURE() << "AutoTokenizer decodes text " << i << " '" << texts[i].substr(0, 80) << "' otherwise";
+      ADD_FAILURE() << "AutoTokenizer decodes text " << i << " '" << texts[i].substr(0, 80)
+                    << "' otherwise";
   EXPECT_EQ(differ, 0u);
 }
 
