@@ -153,8 +153,11 @@ Result<Dataset> build_dataset(const DatasetSpec& spec, const std::string& out_di
 }
 
 std::vector<std::string> Dataset::tokenizer_files() const {
-  if (fs::exists(dir + "/tokenizer.model")) return {dir + "/tokenizer.model"};
-  return {dir + "/vocab.json", dir + "/merges.txt"};
+  // SentencePiece unless GPT-2's files are there (a missing dataset is then
+  // reported by its tokenizer.model, as it always was).
+  if (!fs::exists(dir + "/tokenizer.model") && fs::exists(dir + "/vocab.json"))
+    return {dir + "/vocab.json", dir + "/merges.txt"};
+  return {dir + "/tokenizer.model"};
 }
 
 Result<Dataset> open_dataset(const std::string& dir) {
