@@ -101,10 +101,18 @@ TEST(HfImport, ImportsGeneratesAndExportsBack) {
   ASSERT_EQ(gen["suppress_tokens"].size(), 43u);
   EXPECT_EQ(gen["suppress_tokens"][0], 257);
   EXPECT_EQ(gen["eos_token_id"], 256);
-  // --hf into a directory that is not empty: refused, nothing touched.
+  // --hf into a directory that is not empty, or with -o or bf16: refused,
+  // nothing written.
   r = run_crucible({"export", tmp / "run", "--hf", tmp / "back"});
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("[export] --hf"), std::string::npos) << r.output;
+  r = run_crucible({"export", tmp / "run", "--hf", tmp / "x", "-o", tmp / "x.safetensors"});
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("exclusive"), std::string::npos) << r.output;
+  r = run_crucible({"export", tmp / "run", "--hf", tmp / "x", "--dtype", "bf16"});
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_FALSE(fs::exists(tmp / "x"));
+  EXPECT_FALSE(fs::exists(tmp / "x.safetensors"));
 }
 
 TEST(HfImport, ShardedSafetensorsGiveTheSameWeights) {
