@@ -75,40 +75,44 @@ Status check_new_dir(const std::string& dir, const std::string& what) {
   return Status::ok();
 }
 
-Status export_hf_dir(const std::string& run_dir, const nn::GPTConfig& model,
-                     const nn::ParamRegistry& params, const std::string& out_dir) {
-  CRUCIBLE_RETURN_IF_ERROR(check_new_dir(out_dir, "[export] --hf"));
-  std::string out = out_dir;
+Status write_new_dir(const std::string& dir, const std::string& what,
+                     const std::function<Status(const std::string& tmp)>& fill) {
+  std::string out = dir;
   while (out.size() > 1 && out.back() == '/') out.pop_back();
   const std::string tmp = out + ".tmp." + std::to_string(::getpid());
   std::error_code ec;
   fs::remove_all(tmp, ec);
   if (!fs::create_directories(tmp, ec) && ec)
-    return Status::io("[export] cannot create " + tmp + ": " + ec.message());
-  auto write_all = [&]() -> Status {
-    int eos = 0, vocab = 0;
-    CRUCIBLE_RETURN_IF_ERROR(write_tokenizer(run_dir, model.seq_len, tmp, &eos, &vocab));
-    if (vocab > model.vocab_size)
-      return Status::invalid(
-          "[export] " + run_dir + ": the tokenizer has " + std::to_string(vocab) +
-          " tokens, more than model.vocab_size = " + std::to_string(model.vocab_size));
-    CRUCIBLE_RETURN_IF_ERROR(
-        write_file_atomic(tmp + "/config.json", ckpt::hf_gpt2_config(model, eos).dump(2) + "\n"));
-    CRUCIBLE_RETURN_IF_ERROR(
-        write_file_atomic(tmp + "/generation_config.json",
-                          ckpt::hf_generation_config(eos, vocab, model.vocab_size).dump(2) + "\n"));
-    // HF names and Conv1D layouts; the LM head is tied to wte and not stored.
-    return ckpt::save_params(params, tmp + "/model.safetensors", false, {{"format", "pt"}});
-  };
-  Status s = write_all();
+    return Status::io(what + " cannot create " + tmp + ": " + ec.message());
+  Status s = fill(tmp);
   if (s) {
-    if (fs::is_directory(out, ec)) fs::remove(out, ec);  // empty (checked above)
+    if (fs::is_directory(out, ec)) fs::remove(out, ec);  // empty (check_new_dir)
     fs::rename(tmp, out, ec);
-    if (ec) s = Status::io("[export] cannot rename " + tmp + " to " + out + ": " + ec.message());
+    if (ec) s = Status::io(what + " cannot rename " + tmp + " to " + out + ": " + ec.message());
   }
   if (s) s = fsync_dir(dir_of(out));
   if (!s) fs::remove_all(tmp, ec);
   return s;
+}
+
+Status export_hf_dir(const std::string& run_dir, const nn::GPTConfig& model,
+                     const nn::ParamRegistry& params, const std::string& out_dir) {
+  CRUCIBLE_RETURN_IF_ERROR(check_new_dir(out_dir, "[export] --hf"));
+  return write_new_dir(out_dir, "[export]", [&](const std::string& tmp) -> Status {
+    int eos = 0, vocab = 0;
+    CRUCIBLE_RETURN_IF_ERROR(write_tokenizer(run_dir, model.seq_len, tmp, &eos, &vocab));
+    if (vocab > model.vocab_size)
+      return Status::invalid("[export] " + run_dir + ": the tokenizer has " + std::to_string(vocab) +
+                             " tokens, more than model.vocab_size = " +
+                             std::to_string(model.vocab_size));
+    CRUCIBLE_RETURN_IF_ERROR(write_file_atomic(tmp + "/config.json",
+                                               ckpt::hf_gpt2_config(model, eos).dump(2) + "\n"));
+    CRUCIBLE_RETURN_IF_ERROR(write_file_atomic(
+        tmp + "/generation_config.json",
+        ckpt::hf_generation_config(eos, vocab, model.vocab_size).dump(2) + "\n"));
+    // HF names and Conv1D layouts; the LM head is tied to wte and not stored.
+    return ckpt::save_params(params, tmp + "/model.safetensors", false, {{"format", "pt"}});
+  });
 }
 
 }  // namespace crucible::runtime

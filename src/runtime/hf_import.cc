@@ -1,7 +1,5 @@
 // `crucible import HF_DIR -o RUN` (runtime/hf_interchange.h): a Hugging Face
 // GPT-2 directory into a run directory at step 0.
-#include <unistd.h>
-
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -109,32 +107,15 @@ Result<ImportSummary> import_hf_dir(const std::string& hf_dir, const std::string
   snap.state.rng = {{"seed", cfg->train.seed}, {"init_streams", "fnv1a64(param name)"}};
   snap.state.world = {{"world_size", 1}};
 
-  std::string out = run_dir;
-  while (out.size() > 1 && out.back() == '/') out.pop_back();
-  const std::string tmp = out + ".tmp." + std::to_string(::getpid());
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
-  if (!fs::create_directories(tmp, ec) && ec)
-    return Status::io("[import] cannot create " + tmp + ": " + ec.message());
-  auto write_all = [&]() -> Status {
+  Status s = write_new_dir(run_dir, "[import]", [&](const std::string& tmp) -> Status {
     CRUCIBLE_RETURN_IF_ERROR(write_file_atomic(tmp + "/config.toml", to_toml(*cfg)));
     CRUCIBLE_RETURN_IF_ERROR(tok->save(tmp));
     const nlohmann::json origin = {{"hf_dir", fs::absolute(hf_dir).lexically_normal().string()},
                                    {"tokenizer", sum.tokenizer_source}};
     CRUCIBLE_RETURN_IF_ERROR(write_file_atomic(tmp + "/imported.json", origin.dump(2) + "\n"));
     return ckpt::write_checkpoint(tmp + "/ckpt", snap, 1);
-  };
-  Status s = write_all();
-  if (s) {
-    if (fs::is_directory(out, ec)) fs::remove(out, ec);  // empty (checked above)
-    fs::rename(tmp, out, ec);
-    if (ec) s = Status::io("[import] cannot rename " + tmp + " to " + out + ": " + ec.message());
-  }
-  if (s) s = fsync_dir(dir_of(out));
-  if (!s) {
-    fs::remove_all(tmp, ec);
-    return s;
-  }
+  });
+  if (!s) return s;
   return sum;
 }
 

@@ -14,6 +14,7 @@
 // Not thread-safe with respect to DIR (one writer per directory).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "core/status.h"
@@ -40,5 +41,10 @@ Result<ImportSummary> import_hf_dir(const std::string& hf_dir, const std::string
 // The check both make first: `dir` may be written (core/output_path.h) and is
 // absent or an empty directory. `what` starts the message ("[export] --hf").
 Status check_new_dir(const std::string& dir, const std::string& what);
+// Fills DIR.tmp.PID with `fill(tmp)` and renames it to `dir` (replacing it
+// when it is an empty directory); on any error the temporary is removed and
+// nothing is left at `dir`. `what` ("[export]") starts the I/O messages.
+Status write_new_dir(const std::string& dir, const std::string& what,
+                     const std::function<Status(const std::string& tmp)>& fill);
 
 }  // namespace crucible::runtime
