@@ -26,6 +26,7 @@ void add_train_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
 void add_export_command(CLI::App& app);
+void add_import_command(CLI::App& app);
 void add_plan_command(CLI::App& app);
 void add_launch_command(CLI::App& app);
 void add_probe_command(CLI::App& app);

@@ -49,7 +49,7 @@ void run(CurateCli& c) {
                              std::to_string(r->report["shards"].size()) + " shard(s)");
     const std::string tokens = out + "/tokens";
     if (s.is_ok() && c.tokenize && !std::filesystem::exists(tokens)) {
-      data::DatasetSpec spec{{out}, "jsonl", c.vocab_size, c.val_fraction};
+      data::DatasetSpec spec{{out}, "jsonl", c.vocab_size, c.val_fraction, {}};
       auto ds = data::build_dataset(spec, tokens, [&](const std::string& m) { console.info(m); });
       s = ds.status();
       if (ds) console.info("[curate] token shards for `crucible train --set data.dataset=" + tokens + "`");

@@ -3,11 +3,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "ckpt/checkpoint.h"
 #include "cli/commands.h"
 #include "core/rng.h"
-#include "data/tokenizer.h"
+#include "data/text_tokenizer.h"
 #include "nn/generator.h"
 #include "nn/gpt.h"
 #include "runtime/config.h"
@@ -24,6 +25,7 @@ struct GenerateOptions {
   int top_k = 40;
   uint64_t seed = 0;
   std::string precision;  // "" = the run's train.precision
+  bool print_ids = false;
 };
 
 void run_generate(const GenerateOptions& o) {
@@ -33,8 +35,14 @@ void run_generate(const GenerateOptions& o) {
   auto cfg = runtime::load_config(o.run_dir + "/config.toml");
   if (!cfg) fail(cfg.status());
   const std::string precision = o.precision.empty() ? cfg->train.precision : o.precision;
-  auto tok = data::Tokenizer::load(o.run_dir + "/tokenizer.model");
-  if (!tok) fail(tok.status());
+  // crucible's SentencePiece model, or an imported GPT-2 byte-level BPE.
+  auto loaded = data::load_run_tokenizer(o.run_dir);
+  if (!loaded) fail(loaded.status());
+  const data::TextTokenizer* tok = loaded->get();
+  if (tok->vocab_size() > cfg->model.vocab_size)
+    fail(Status::invalid(
+        "[generate] " + tok->path() + " has " + std::to_string(tok->vocab_size()) +
+        " tokens, more than model.vocab_size = " + std::to_string(cfg->model.vocab_size)));
   auto found = ckpt::find_latest_valid(o.run_dir + "/ckpt");
   if (!found) fail(found.status());
   for (const auto& w : found->warnings) std::fprintf(stderr, "%s\n", w.c_str());
@@ -44,7 +52,7 @@ void run_generate(const GenerateOptions& o) {
     const std::string name = std::filesystem::path(found->dir).filename().string();
     auto pin = runtime::DataPin::from_json(found->state.data, found->dir + "/manifest.json");
     if (!pin) fail(pin.status());
-    Status s = runtime::check_tokenizer_pin(*pin, tok->fingerprint(), o.run_dir + "/tokenizer.model", name);
+    Status s = runtime::check_tokenizer_pin(*pin, tok->fingerprint(), tok->path(), name);
     if (!s) fail(s);
   }
   // Checkpoints hold f32 master weights: either precision runs from any run.
@@ -82,8 +90,16 @@ void run_generate(const GenerateOptions& o) {
   };
   nn::Generator gen(model);
   Rng rng(o.seed, 0x6e6e);
-  nn::generate(gen, prompt, o.tokens, tok->eos_id(), {o.temperature, o.top_k}, rng, on_token);
+  // A padded embedding's extra rows (model.vocab_size above the tokenizer's)
+  // are never sampled: no text stands for them.
+  const std::vector<int32_t> ids =
+      nn::generate(gen, prompt, o.tokens, tok->eos_id(),
+                   {o.temperature, o.top_k, tok->vocab_size()}, rng, on_token);
   std::fputs("\n", stdout);
+  if (o.print_ids) {  // for comparisons with other implementations (tests/hf)
+    nlohmann::json j = {{"prompt", prompt}, {"new", ids}};
+    std::fprintf(stderr, "[generate] ids %s\n", j.dump().c_str());
+  }
 }
 
 }  // namespace
@@ -104,6 +120,8 @@ void add_generate_command(CLI::App& app) {
       ->check(non_negative());
   cmd->add_option("--seed", o->seed, "Sampling seed")->capture_default_str()->check(integer_in(0, INT64_MAX));
   cmd->add_option("--precision", o->precision, "fp32 | bf16 (default: the run's train.precision)");
+  cmd->add_flag("--print-ids", o->print_ids,
+                "Also print the prompt's and the generated token ids (one JSON line on stderr)");
   cmd->callback([o] { run_generate(*o); });
 }
 

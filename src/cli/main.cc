@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   crucible::cli::add_train_command(app);
   crucible::cli::add_generate_command(app);
   crucible::cli::add_export_command(app);
+  crucible::cli::add_import_command(app);
   crucible::cli::add_plan_command(app);
   crucible::cli::add_curate_command(app);
   crucible::cli::add_tokenize_command(app);

@@ -17,6 +17,7 @@
 #include "core/hash.h"
 #include "data/corpus.h"
 #include "data/shard.h"
+#include "data/text_tokenizer.h"
 #include "data/tokenizer.h"
 
 namespace crucible::data {
@@ -27,7 +28,7 @@ namespace {
 
 // Tokenizes every document (in parallel: SentencePiece encoding is const and
 // thread-safe) and joins them in corpus order, each followed by EOS.
-std::vector<int32_t> tokenize_documents(const Tokenizer& tok,
+std::vector<int32_t> tokenize_documents(const TextTokenizer& tok,
                                         const std::vector<std::string>& docs) {
   std::vector<std::vector<int32_t>> parts(docs.size());
 #pragma omp parallel for schedule(dynamic, 64)
@@ -42,7 +43,6 @@ std::vector<int32_t> tokenize_documents(const Tokenizer& tok,
   }
   return stream;
 }
-
 
 }  // namespace
 
@@ -72,16 +72,28 @@ Result<Dataset> build_dataset(const DatasetSpec& spec, const std::string& out_di
     return s;
   };
 
-  log("[data] training a " + std::to_string(spec.vocab_size) +
-      "-token SentencePiece BPE tokenizer ...");
   Stopwatch tok_sw;
-  Status st = Tokenizer::train(*docs, spec.vocab_size, tmp + "/tokenizer.model");
+  Status st;
+  if (spec.tokenizer.empty()) {
+    log("[data] training a " + std::to_string(spec.vocab_size) +
+        "-token SentencePiece BPE tokenizer ...");
+    st = Tokenizer::train(*docs, spec.vocab_size, tmp + "/tokenizer.model");
+  } else {  // the given one, copied
+    const Dataset given{spec.tokenizer, {}};
+    for (const std::string& f : given.tokenizer_files()) {
+      auto bytes = read_file(f);
+      st = bytes ? write_file_atomic(tmp + "/" + fs::path(f).filename().string(), *bytes)
+                 : bytes.status();
+      if (!st.is_ok()) break;
+    }
+    log("[data] tokenizing with the tokenizer of " + spec.tokenizer);
+  }
   if (!st.is_ok()) return fail(st);
-  auto tok = Tokenizer::load(tmp + "/tokenizer.model");
+  auto tok = load_run_tokenizer(tmp);
   if (!tok) return fail(tok.status());
   double tok_train_s = tok_sw.elapsed_s();
 
-  std::vector<int32_t> stream = tokenize_documents(*tok, *docs);
+  std::vector<int32_t> stream = tokenize_documents(**tok, *docs);
   // Every k-th block of the stream is held out (see the header).
   const int64_t k = std::max<int64_t>(2, std::llround(1.0 / spec.val_fraction));
   std::vector<int32_t> train, val;
@@ -97,10 +109,10 @@ Result<Dataset> build_dataset(const DatasetSpec& spec, const std::string& out_di
                                 "a validation block of " + std::to_string(kSplitBlockTokens) +
                                 " (need at least " + std::to_string(k * kSplitBlockTokens) + ")"));
   }
-  const uint64_t fp = tok->fingerprint();
-  st = write_token_shard(tmp + "/train.tok", train.data(), train.size(), tok->vocab_size(), fp);
+  const uint64_t fp = (*tok)->fingerprint();
+  st = write_token_shard(tmp + "/train.tok", train.data(), train.size(), (*tok)->vocab_size(), fp);
   if (!st.is_ok()) return fail(st);
-  st = write_token_shard(tmp + "/val.tok", val.data(), val.size(), tok->vocab_size(), fp);
+  st = write_token_shard(tmp + "/val.tok", val.data(), val.size(), (*tok)->vocab_size(), fp);
   if (!st.is_ok()) return fail(st);
 
   nlohmann::json info = {
@@ -111,8 +123,8 @@ Result<Dataset> build_dataset(const DatasetSpec& spec, const std::string& out_di
       {"documents", stats.documents},
       {"corpus_bytes", stats.bytes},
       {"invalid_utf8_replaced", stats.invalid_utf8},
-      {"vocab_size", tok->vocab_size()},
-      {"eos_id", tok->eos_id()},
+      {"vocab_size", (*tok)->vocab_size()},
+      {"eos_id", (*tok)->eos_id()},
       {"tokenizer_fingerprint", hex64(fp)},
       {"tokens", stream.size()},
       {"train_tokens", train.size()},
@@ -140,9 +152,20 @@ Result<Dataset> build_dataset(const DatasetSpec& spec, const std::string& out_di
   return Dataset{out_dir, std::move(info)};
 }
 
+std::vector<std::string> Dataset::tokenizer_files() const {
+  // SentencePiece unless GPT-2's files are there (a missing dataset is then
+  // reported by its tokenizer.model, as it always was).
+  if (!fs::exists(dir + "/tokenizer.model") && fs::exists(dir + "/vocab.json"))
+    return {dir + "/vocab.json", dir + "/merges.txt"};
+  return {dir + "/tokenizer.model"};
+}
+
 Result<Dataset> open_dataset(const std::string& dir) {
   Dataset ds{dir, {}};
-  for (const std::string& f : {ds.tokenizer_path(), ds.train_path(), ds.val_path()})
+  std::vector<std::string> files = ds.tokenizer_files();
+  files.push_back(ds.train_path());
+  files.push_back(ds.val_path());
+  for (const std::string& f : files)
     if (!fs::is_regular_file(f))
       return Status::not_found("[data] dataset " + dir + ": missing " + f +
                                " (prepare one with `crucible tokenize`)");
@@ -160,6 +183,11 @@ Result<Dataset> cached_dataset(const DatasetSpec& spec, const std::string& cache
   // source file's identity (path, size, mtime) — as make decides staleness.
   std::ostringstream key;
   key << spec.format << '\n' << spec.vocab_size << '\n' << spec.val_fraction << '\n';
+  if (!spec.tokenizer.empty()) {  // a given tokenizer: its identity, not its path
+    auto tok = load_run_tokenizer(spec.tokenizer);
+    if (!tok) return tok.status();
+    key << "tokenizer " << (*tok)->fingerprint() << '\n';
+  }
   std::error_code ec;
   for (const auto& src : spec.sources) {
     if (!fs::exists(src, ec))

@@ -1,7 +1,8 @@
 // A prepared dataset: one directory holding the tokenizer and the token
 // shards training reads, plus dataset.json describing where they came from.
 //
-//   DIR/tokenizer.model   SentencePiece BPE model
+//   DIR/tokenizer.model   SentencePiece BPE model (trained here), or
+//   DIR/vocab.json, DIR/merges.txt   a given GPT-2 byte-level BPE (DatasetSpec::tokenizer)
 //   DIR/train.tok         token shard (docs/formats.md), documents joined by EOS
 //   DIR/val.tok           held-out token shard
 //   DIR/dataset.json      sources, counts, split, tokenizer fingerprint
@@ -30,12 +31,17 @@ struct DatasetSpec {
   std::string format = "auto";       // auto | fortunes | text | jsonl
   int vocab_size = 8192;
   double val_fraction = 0.05;
+  // A directory holding the tokenizer to use instead of training one
+  // (data/text_tokenizer.h: tokenizer.model, or vocab.json + merges.txt),
+  // e.g. an imported run's; its files are copied into the dataset.
+  std::string tokenizer;
 };
 
 struct Dataset {
   std::string dir;
   nlohmann::json info;  // dataset.json
-  std::string tokenizer_path() const { return dir + "/tokenizer.model"; }
+  // The tokenizer's files in the dataset (tokenizer.model, or vocab.json and merges.txt).
+  std::vector<std::string> tokenizer_files() const;
   std::string train_path() const { return dir + "/train.tok"; }
   std::string val_path() const { return dir + "/val.tok"; }
 };

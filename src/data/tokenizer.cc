@@ -238,5 +238,9 @@ std::string Tokenizer::piece(int32_t id) const {
 
 int Tokenizer::vocab_size() const { return sp_->GetPieceSize(); }
 int Tokenizer::eos_id() const { return sp_->eos_id(); }
+bool Tokenizer::is_byte(int32_t id) const { return sp_->IsByte(id); }
+bool Tokenizer::is_special(int32_t id) const {
+  return sp_->IsControl(id) || sp_->IsUnknown(id) || sp_->IsUnused(id);
+}
 
 }  // namespace crucible::data

@@ -52,6 +52,11 @@ class Tokenizer {
   std::string piece(int32_t id) const;  // the piece's text as stored, e.g. "▁the", "<0x0A>"
   int vocab_size() const;
   int eos_id() const;
+  // The piece's kind, for writing the model in other formats (data/hf_tokenizer.h):
+  // a byte piece <0xNN>, or a special one (<unk>, </s>, control pieces) that text
+  // never encodes to.
+  bool is_byte(int32_t id) const;
+  bool is_special(int32_t id) const;
   // XXH64 (seed 0) of the serialized model proto, i.e. of the .model file's bytes:
   // identifies the tokenizer in dataset and checkpoint manifests.
   uint64_t fingerprint() const { return fingerprint_; }

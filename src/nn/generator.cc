@@ -196,7 +196,7 @@ std::vector<int32_t> generate(Generator& gen, const std::vector<int32_t>& prompt
   // context: every token of the sequence; the cache holds a suffix of it.
   std::vector<int32_t> context = prompt.empty() ? std::vector<int32_t>{bos_token} : prompt;
   const int cap = gen.capacity();
-  const int V = gen.vocab_size();
+  const int V = cfg.vocab > 0 ? std::min(cfg.vocab, gen.vocab_size()) : gen.vocab_size();
   gen.reset();
   const int first = int(std::min<size_t>(context.size(), size_t(cap)));
   const float* logits = gen.append(context.data() + context.size() - first, first);

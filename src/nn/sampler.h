@@ -16,6 +16,9 @@ namespace crucible::nn {
 struct SamplingConfig {
   float temperature = 1.0f;  // <= 0: greedy argmax
   int top_k = 0;             // keep only the top_k largest logits; 0 (or >= V) = all
+  // > 0: generate() samples only ids below it (a padded embedding's extra
+  // rows, model.vocab_size above the tokenizer's, stand for no text).
+  int vocab = 0;
 };
 
 // logits (V). temperature <= 0: argmax (lowest index on ties). Otherwise a draw

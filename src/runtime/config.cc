@@ -68,6 +68,7 @@ std::vector<Field> fields(Config& c) {
       {"data.cache_dir", &c.data.cache_dir},
       {"data.val_fraction", &c.data.val_fraction},
       {"data.vocab_size", &c.data.vocab_size},
+      {"data.tokenizer", &c.data.tokenizer},
       {"train.steps", &c.train.steps},
       {"train.batch_size", &c.train.batch_size},
       {"train.grad_accum", &c.train.grad_accum},

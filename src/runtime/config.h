@@ -30,6 +30,10 @@ struct DataConfig {
   // Tokenizer vocabulary; 0: model.vocab_size. Smaller than the model's is
   // padding (as GPT-2's 50257 -> 50304): the extra embedding rows go unused.
   int vocab_size = 0;
+  // A directory whose tokenizer the dataset uses instead of training one
+  // (tokenizer.model, or GPT-2's vocab.json + merges.txt): an imported run
+  // sets its own directory (docs/interchange.md). Empty: train SentencePiece.
+  std::string tokenizer;
 };
 
 struct TrainConfig {

@@ -1,6 +1,7 @@
 #include "runtime/train_setup.h"
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <vector>
@@ -62,7 +63,8 @@ Status curate_sources(const Config& cfg, const data::LogFn& log, data::DatasetSp
 // other ranks then open it, so the tokenizer is trained once per job.
 Status prepare_data(const Config& cfg, comm::Comm& comm, const data::LogFn& log, Setup& out) {
   const int vocab = cfg.data.vocab_size > 0 ? cfg.data.vocab_size : cfg.model.vocab_size;
-  data::DatasetSpec spec{cfg.data.source, cfg.data.format, vocab, cfg.data.val_fraction};
+  data::DatasetSpec spec{cfg.data.source, cfg.data.format, vocab, cfg.data.val_fraction,
+                         cfg.data.tokenizer};
   auto open = [&]() -> Status {
     if (cfg.data.dataset.empty() && cfg.curate.enabled)
       CRUCIBLE_RETURN_IF_ERROR(curate_sources(cfg, log, &spec, &out.curation_report));
@@ -77,12 +79,12 @@ Status prepare_data(const Config& cfg, comm::Comm& comm, const data::LogFn& log,
     CRUCIBLE_RETURN_IF_ERROR(agree(comm, Status::ok()));  // rank 0's build
     CRUCIBLE_RETURN_IF_ERROR(open());
   }
-  auto tok = data::Tokenizer::load(out.ds->tokenizer_path());
+  auto tok = data::load_run_tokenizer(out.ds->dir);
   if (!tok) return tok.status();
-  if (tok->vocab_size() > cfg.model.vocab_size)
+  if ((*tok)->vocab_size() > cfg.model.vocab_size)
     return Status::invalid("[config] model.vocab_size: " + std::to_string(cfg.model.vocab_size) +
-                           " is smaller than the tokenizer's " + std::to_string(tok->vocab_size()) +
-                           " tokens");
+                           " is smaller than the tokenizer's " +
+                           std::to_string((*tok)->vocab_size()) + " tokens");
   out.tok = std::move(*tok);
   auto train_shard = open_shard(out.ds->train_path());
   if (!train_shard) return train_shard.status();
@@ -99,7 +101,7 @@ Status prepare_data(const Config& cfg, comm::Comm& comm, const data::LogFn& log,
                              " in its header exceeds model.vocab_size " + std::to_string(cfg.model.vocab_size));
     if (shard->info().tokenizer_fingerprint != out.tok->fingerprint())
       return Status::corrupt("[data] " + shard->path() + " was made by another tokenizer than " +
-                             out.ds->tokenizer_path() + " (fingerprints differ)");
+                             out.tok->path() + " (fingerprints differ)");
   }
   return Status::ok();
 }
@@ -109,9 +111,12 @@ Status prepare_data(const Config& cfg, comm::Comm& comm, const data::LogFn& log,
 // RUN` needs nothing else.
 Status prepare_run(const RunPlan& plan, const Setup& setup) {
   CRUCIBLE_RETURN_IF_ERROR(prepare_run_dir(plan));
-  std::ifstream in(setup.ds->tokenizer_path(), std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), {});
-  CRUCIBLE_RETURN_IF_ERROR(write_file_atomic(plan.run_dir + "/tokenizer.model", bytes));
+  for (const std::string& f : setup.ds->tokenizer_files()) {
+    auto bytes = read_file(f);
+    if (!bytes) return bytes.status();
+    CRUCIBLE_RETURN_IF_ERROR(write_file_atomic(
+        plan.run_dir + "/" + std::filesystem::path(f).filename().string(), *bytes));
+  }
   if (setup.curation_report.empty()) return Status::ok();
   std::ifstream rep(setup.curation_report, std::ios::binary);
   std::string report((std::istreambuf_iterator<char>(rep)), {});

@@ -6,11 +6,11 @@
 #include <optional>
 #include <string>
 
+#include "comm/comm.h"
 #include "core/status.h"
 #include "data/dataset.h"
 #include "data/shard.h"
-#include "data/tokenizer.h"
-#include "comm/comm.h"
+#include "data/text_tokenizer.h"
 #include "runtime/config.h"
 #include "runtime/run_dir.h"
 
@@ -18,7 +18,7 @@ namespace crucible::runtime {
 
 struct Setup {
   std::optional<data::Dataset> ds;
-  std::optional<data::Tokenizer> tok;
+  std::unique_ptr<data::TextTokenizer> tok;  // the dataset's (either kind)
   std::shared_ptr<const data::TokenShard> train_shard, val_shard;
   // report.json of the curation that prepared the data (curate.enabled), for RUN/curation.json.
   std::string curation_report;
@@ -26,7 +26,7 @@ struct Setup {
 
 // Collective over comm (see runtime/world.h): every rank calls it.
 Status prepare_data(const Config& cfg, comm::Comm& comm, const data::LogFn& log, Setup& out);
-// Rank 0 only: creates the run directory and copies the tokenizer (and the
+// Rank 0 only: creates the run directory and copies the tokenizer's files (and the
 // curation report) into it.
 Status prepare_run(const RunPlan& plan, const Setup& setup);
 // Entropy (nats) of the unigram distribution of a shard's tokens.

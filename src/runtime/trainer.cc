@@ -178,7 +178,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     log("[data] dataset " + setup.ds->dir + ": " + std::to_string(setup.train_shard->size()) + " train / " +
         std::to_string(setup.val_shard->size()) + " validation tokens, pinned by " + ckpt_name(resume_from->dir) +
         " (shard checksums and tokenizer verified)");
-  if (plan.resume && !pinned)
+  if (plan.resume && !pinned && resume_from->step > 0)
     log("[ckpt] warning: " + ckpt_name(resume_from->dir) +
         " records no dataset (written by an older crucible); resuming on " + setup.ds->dir +
         " unchecked");
@@ -206,7 +206,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     log(describe_prediction(prediction));
   }
   if (W > 1) CRUCIBLE_RETURN_IF_ERROR(comm::quiet_barrier(comm));
-  const data::Tokenizer& tok = *setup.tok;
+  const data::TextTokenizer& tok = *setup.tok;
 
   const int B = cfg.train.batch_size, T = cfg.model.seq_len, accum = cfg.train.grad_accum;
   // Each data-parallel rank reads its share; the stages of one pipeline read
@@ -249,9 +249,12 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
       const ckpt::FoundCheckpoint* found = &*resume_from;
       auto state = ckpt::load_checkpoint(found->dir, model.params(), &adam, /*part=*/parts, /*verified=*/true);
       if (!state) return state.status();
-      auto ls = data::loader_state_from_json(state->loader);
-      if (!ls) return ls.status();
-      CRUCIBLE_RETURN_IF_ERROR((*loader)->restore(*ls));
+      // An imported run's step 0 (runtime/hf_import.cc) has read no data yet.
+      if (!(state->step == 0 && state->loader.is_null())) {
+        auto ls = data::loader_state_from_json(state->loader);
+        if (!ls) return ls.status();
+        CRUCIBLE_RETURN_IF_ERROR((*loader)->restore(*ls));
+      }
       step = state->step;
       phases.enter(step, Phase::kSetup);
       const int saved_world = int(json_int_or(state->world, "world_size", 1));
@@ -578,8 +581,9 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
         log("[train] signal received: samples skipped");
         break;
       }
-      auto ids = nn::generate(gen, {}, cfg.run.sample_tokens, tok.eos_id(), {0.8f, 40}, rng, {},
-                              [&] { return signals.pending() != 0; });
+      auto ids =
+          nn::generate(gen, {}, cfg.run.sample_tokens, tok.eos_id(), {0.8f, 40, tok.vocab_size()},
+                       rng, {}, [&] { return signals.pending() != 0; });
       auto eos = std::find(ids.begin(), ids.end(), tok.eos_id());  // one document
       ids.erase(eos, ids.end());
       log("[sample " + std::to_string(i + 1) + "] " + tok.decode(ids));
