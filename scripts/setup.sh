@@ -29,7 +29,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libxxhash-dev libhwloc-dev libicu-dev libsimdjson-dev
   prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  fortunes python3 python3-numpy python3-torch libopenblas0-pthread
+  fortunes python3 python3-numpy python3-torch python3-venv libopenblas0-pthread
   clang libclang-rt-14-dev
   chromium-headless-shell
   slurm-wlm munge
