@@ -68,7 +68,7 @@ Status check_same_problem(const SimConfig& cfg, const nlohmann::json& saved, con
     return Status::invalid("[sim] " + ckpt + " is not a checkpoint of a `" + w + "` run");
   const nlohmann::json a = saved[w], b = now[w];
   const nlohmann::json diff = nlohmann::json::diff(a, b);
-  if (diff.empty() && saved.value("run", nlohmann::json::object()).value("seed", 0) == cfg.run.seed)
+  if (diff.empty() && saved.value("run", nlohmann::json::object()).value("seed", uint64_t(0)) == cfg.run.seed)
     return Status::ok();
   std::string what = "run.seed";
   if (!diff.empty()) {

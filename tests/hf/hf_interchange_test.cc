@@ -70,7 +70,9 @@ void expect_same_greedy(const nlohmann::json& c, const nlohmann::json& h, int n,
   EXPECT_EQ(c["new"], h["new"]) << "greedy tokens";
   // The comparison means something only if the decode is not one token repeated.
   std::set<int> distinct(h["new"].begin(), h["new"].end());
-  if (varied) EXPECT_GE(distinct.size(), 3u) << h["new"];
+  if (varied) {
+    EXPECT_GE(distinct.size(), 3u) << h["new"];
+  }
 }
 
 // AutoTokenizer(dir)'s ids of a varied sample equal the run's tokenizer's.

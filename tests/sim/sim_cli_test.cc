@@ -35,6 +35,9 @@ struct WorkloadCase {
   std::vector<BadCase> bad;
 };
 
+// gtest prints a parameter in test names and failures: its workload's name.
+void PrintTo(const WorkloadCase& c, std::ostream* os) { *os << c.name; }
+
 std::vector<WorkloadCase> cases() {
   std::vector<WorkloadCase> all;
   all.push_back({"risk",
