@@ -11,4 +11,8 @@ namespace crucible {
 // "nan".
 std::string format_double(double v);
 
+// A magnitude for a progress line: "2.71k", "1.20M", "-3.05G"; below 1000
+// three significant digits ("812", "5.43").
+std::string format_si(double v);
+
 }  // namespace crucible

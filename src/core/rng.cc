@@ -3,13 +3,14 @@
 #include <cmath>
 
 namespace crucible {
-namespace {
 uint64_t splitmix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
   return x ^ (x >> 31);
 }
+
+namespace {
 inline void mulhilo(uint32_t a, uint32_t b, uint32_t& hi, uint32_t& lo) {
   uint64_t p = uint64_t(a) * b;
   hi = uint32_t(p >> 32);

@@ -9,6 +9,10 @@
 
 namespace crucible {
 
+// SplitMix64's finaliser: a 64-bit key from any 64-bit value (seeds and
+// stream ids are mixed through it before they key Philox).
+uint64_t splitmix64(uint64_t x);
+
 // Philox4x32-10 on a 128-bit counter and 64-bit key.
 void philox4x32(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
 

@@ -8,11 +8,12 @@
 namespace crucible::data {
 namespace {
 
-class SentencePieceText final : public TextTokenizer {
+// Either tokenizer behind the one interface; K names its kind.
+template <typename Tok, TextTokenizer::Kind K>
+class TextOf final : public TextTokenizer {
  public:
-  SentencePieceText(Tokenizer tok, std::string path)
-      : tok_(std::move(tok)), path_(std::move(path)) {}
-  Kind kind() const override { return Kind::kSentencePiece; }
+  TextOf(Tok tok, std::string path) : tok_(std::move(tok)), path_(std::move(path)) {}
+  Kind kind() const override { return K; }
   std::vector<int32_t> encode(std::string_view text) const override { return tok_.encode(text); }
   std::string decode(const int32_t* ids, size_t n) const override { return tok_.decode(ids, n); }
   int vocab_size() const override { return tok_.vocab_size(); }
@@ -21,26 +22,11 @@ class SentencePieceText final : public TextTokenizer {
   const std::string& path() const override { return path_; }
 
  private:
-  Tokenizer tok_;
+  Tok tok_;
   std::string path_;
 };
-
-class ByteLevelText final : public TextTokenizer {
- public:
-  ByteLevelText(BpeTokenizer tok, std::string path)
-      : tok_(std::move(tok)), path_(std::move(path)) {}
-  Kind kind() const override { return Kind::kByteLevelBpe; }
-  std::vector<int32_t> encode(std::string_view text) const override { return tok_.encode(text); }
-  std::string decode(const int32_t* ids, size_t n) const override { return tok_.decode(ids, n); }
-  int vocab_size() const override { return tok_.vocab_size(); }
-  int eos_id() const override { return tok_.eos_id(); }
-  uint64_t fingerprint() const override { return tok_.fingerprint(); }
-  const std::string& path() const override { return path_; }
-
- private:
-  BpeTokenizer tok_;
-  std::string path_;
-};
+using SentencePieceText = TextOf<Tokenizer, TextTokenizer::Kind::kSentencePiece>;
+using ByteLevelText = TextOf<BpeTokenizer, TextTokenizer::Kind::kByteLevelBpe>;
 
 }  // namespace
 

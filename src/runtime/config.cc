@@ -214,6 +214,18 @@ parallel::LayoutSpec layout_spec(const Config& c) {
   return {c.dist.tp, c.dist.pp, c.dist.pp_virtual, c.dist.pp_schedule, c.dist.sequence_parallel, c.dist.pp_split};
 }
 
+Status validate(const FaultConfig& f) {
+  if (!(f.hang_timeout_s > 0)) return bad("fault.hang_timeout_s", "must be > 0");
+  if (!(f.heartbeat_window_s >= 1 && f.heartbeat_window_s <= 3600))
+    return bad("fault.heartbeat_window_s", "must be between 1 and 3600 (heartbeats come every 0.2 s)");
+  if (!(f.setup_timeout_s > 0)) return bad("fault.setup_timeout_s", "must be > 0");
+  if (f.max_restarts < 0) return bad("fault.max_restarts", "must be >= 0");
+  if (!(f.restart_backoff_s >= 0)) return bad("fault.restart_backoff_s", "must be >= 0");
+  if (f.shrink_after < 1) return bad("fault.shrink_after", "must be >= 1");
+  if (!(f.stop_grace_s > 0)) return bad("fault.stop_grace_s", "must be > 0");
+  return Status::ok();
+}
+
 Status validate(const Config& c) {
   CRUCIBLE_RETURN_IF_ERROR(c.model.validate());
   if (c.model.vocab_size > 65536 * 16) return bad("model.vocab_size", "must be <= 1048576");
@@ -268,14 +280,7 @@ Status validate(const Config& c) {
     if (!layout) return Status::invalid("[config] " + layout.status().message().substr(9));
   }
   if (!(c.run.log_every_s > 0)) return bad("run.log_every_s", "must be > 0");
-  if (!(c.fault.hang_timeout_s > 0)) return bad("fault.hang_timeout_s", "must be > 0");
-  if (!(c.fault.heartbeat_window_s >= 1 && c.fault.heartbeat_window_s <= 3600))
-    return bad("fault.heartbeat_window_s", "must be between 1 and 3600 (heartbeats come every 0.2 s)");
-  if (!(c.fault.setup_timeout_s > 0)) return bad("fault.setup_timeout_s", "must be > 0");
-  if (c.fault.max_restarts < 0) return bad("fault.max_restarts", "must be >= 0");
-  if (!(c.fault.restart_backoff_s >= 0)) return bad("fault.restart_backoff_s", "must be >= 0");
-  if (c.fault.shrink_after < 1) return bad("fault.shrink_after", "must be >= 1");
-  if (!(c.fault.stop_grace_s > 0)) return bad("fault.stop_grace_s", "must be > 0");
+  CRUCIBLE_RETURN_IF_ERROR(validate(c.fault));
   if (c.run.sample_tokens < 0) return bad("run.sample_tokens", "must be >= 0");
   if (c.run.trace_from < 1) return bad("run.trace_from", "must be >= 1 (a step number)");
   if (c.run.trace_steps < 0) return bad("run.trace_steps", "must be >= 0 (0: no trace)");

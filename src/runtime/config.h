@@ -188,6 +188,8 @@ Result<Config> parse_config(const std::string& toml_text, const std::string& ori
 Result<Config> load_config(const std::string& path, const std::vector<std::string>& overrides = {});
 // Checks every value; the first problem is returned, naming its key.
 Status validate(const Config& cfg);
+// The [fault] keys (training's and `crucible sim`'s).
+Status validate(const FaultConfig& fault);
 // The [dist] keys of the model-parallel grid.
 parallel::LayoutSpec layout_spec(const Config& cfg);
 

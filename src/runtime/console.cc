@@ -93,17 +93,5 @@ std::string format_duration(double s) {
   return buf;
 }
 
-std::string format_si(double v) {
-  char buf[32];
-  if (v >= 1e9)
-    std::snprintf(buf, sizeof buf, "%.2fG", v / 1e9);
-  else if (v >= 1e6)
-    std::snprintf(buf, sizeof buf, "%.2fM", v / 1e6);
-  else if (v >= 1e3)
-    std::snprintf(buf, sizeof buf, "%.2fk", v / 1e3);
-  else
-    std::snprintf(buf, sizeof buf, "%.0f", v);
-  return buf;
-}
 
 }  // namespace crucible::runtime

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <string>
 
+#include "core/format.h"
+
 namespace crucible::runtime {
 
 class Console {
@@ -45,7 +47,7 @@ class Console {
 
 // "2m13s", "1h04m", "45s"
 std::string format_duration(double seconds);
-// "2.71k", "1.20M"
-std::string format_si(double v);
+// "2.71k", "1.20M" (core/format.h)
+using crucible::format_si;
 
 }  // namespace crucible::runtime

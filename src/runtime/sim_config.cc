@@ -47,13 +47,7 @@ Status validate(const SimConfig& c) {
   if (!(c.ckpt.every_s >= 0 && std::isfinite(c.ckpt.every_s)))
     return bad("ckpt.every_s", "must be >= 0 (0: by steps only)");
   if (c.ckpt.keep < 1) return bad("ckpt.keep", "must be >= 1");
-  if (!(c.fault.hang_timeout_s > 0)) return bad("fault.hang_timeout_s", "must be > 0");
-  if (!(c.fault.heartbeat_window_s >= 1 && c.fault.heartbeat_window_s <= 3600))
-    return bad("fault.heartbeat_window_s", "must be between 1 and 3600 (heartbeats come every 0.2 s)");
-  if (!(c.fault.setup_timeout_s > 0)) return bad("fault.setup_timeout_s", "must be > 0");
-  if (c.fault.max_restarts < 0) return bad("fault.max_restarts", "must be >= 0");
-  if (!(c.fault.restart_backoff_s >= 0)) return bad("fault.restart_backoff_s", "must be >= 0");
-  if (!(c.fault.stop_grace_s > 0)) return bad("fault.stop_grace_s", "must be > 0");
+  CRUCIBLE_RETURN_IF_ERROR(validate(c.fault));
   {  // kill, hang and slow fire around a step; the checkpoint faults name state.safetensors
     auto faults = parse_faults(c.fault);
     if (!faults) return faults.status();

@@ -10,12 +10,6 @@
 namespace crucible::sim::risk {
 
 namespace {
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 // (0, 1), 53 bits: never 0, so log() is finite (|z| <= 8.7).
 inline double unit_open(uint32_t hi, uint32_t lo) {
   const uint64_t bits = ((uint64_t(hi) << 32) | lo) >> 11;

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "core/file_io.h"
+#include "core/format.h"
 #include "core/trace.h"
 #include "sim/risk/estimators.h"
 #include "sim/risk/risk_output.h"
@@ -97,9 +98,9 @@ class RiskWorkload final : public Workload {
     const TailEstimate& e = est_.front();
     char buf[160];
     int n = std::snprintf(buf, sizeof buf, "VaR%s %s ±%.1f%% ES %s", level_tag(e.level).c_str(),
-                          short_number(e.var).c_str(),
+                          format_si(e.var).c_str(),
                           e.var != 0 ? 100 * e.var_se / std::fabs(e.var) : 0.0,
-                          short_number(e.es).c_str());
+                          format_si(e.es).c_str());
     if (engine_.has_tail() && n > 0 && n < int(sizeof buf))
       std::snprintf(buf + n, sizeof buf - n, " | P(L>%gσ) %.2e ±%.1f%%", cfg_.tail_sigmas, tail_.p,
                     tail_.p > 0 ? 100 * tail_.se / tail_.p : 0.0);

@@ -9,19 +9,6 @@
 
 namespace crucible::sim::risk {
 
-std::string short_number(double x) {
-  const double a = std::fabs(x);
-  char buf[32];
-  if (a >= 1e9)
-    std::snprintf(buf, sizeof buf, "%.2fG", x / 1e9);
-  else if (a >= 1e6)
-    std::snprintf(buf, sizeof buf, "%.2fM", x / 1e6);
-  else if (a >= 1e3)
-    std::snprintf(buf, sizeof buf, "%.2fk", x / 1e3);
-  else
-    std::snprintf(buf, sizeof buf, "%.3g", x);
-  return buf;
-}
 
 namespace {
 double delta_normal_var(const ScenarioEngine& e, double level) {

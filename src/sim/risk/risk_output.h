@@ -17,8 +17,6 @@
 
 namespace crucible::sim::risk {
 
-// 1234567 -> "1.23M", -2500 -> "-2.50k": for the live line.
-std::string short_number(double x);
 
 nlohmann::json risk_summary(const RiskConfig& c, const ScenarioEngine& engine,
                             const std::vector<TailEstimate>& est, const TailProbability& tail,
