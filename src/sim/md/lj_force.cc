@@ -27,7 +27,7 @@ constexpr int kMinAtomsPerThread = 8000;
 constexpr int kLanes = 8;
 
 template <bool kEnergy>
-__attribute__((target_clones("avx512f", "avx2", "default"))) void half_range(
+inline __attribute__((always_inline)) void half_range_body(
     int i0, int i1, const int* __restrict start, const int* __restrict nbr,
     const double* __restrict x, const double* __restrict y, const double* __restrict z,
     double* __restrict fx, double* __restrict fy, double* __restrict fz, double rc2, double* pe_out,
@@ -89,6 +89,21 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void half_range(
   *pe_out = pe, *w_out = w;
 }
 
+// The body compiled once per instruction set (clang multiversions no
+// templates, so each specialisation gets a plain function of its own; the
+// body is inlined into each clone and compiled for its ISA).
+#define CRUCIBLE_HALF_RANGE_ARGS                                                                   \
+  int i0, int i1, const int *__restrict start, const int *__restrict nbr, const double *__restrict x, \
+      const double *__restrict y, const double *__restrict z, double *__restrict fx,                 \
+      double *__restrict fy, double *__restrict fz, double rc2, double *pe_out, double *w_out
+__attribute__((target_clones("avx512f", "avx2", "default"))) void half_range_energy(CRUCIBLE_HALF_RANGE_ARGS) {
+  half_range_body<true>(i0, i1, start, nbr, x, y, z, fx, fy, fz, rc2, pe_out, w_out);
+}
+__attribute__((target_clones("avx512f", "avx2", "default"))) void half_range_forces(CRUCIBLE_HALF_RANGE_ARGS) {
+  half_range_body<false>(i0, i1, start, nbr, x, y, z, fx, fy, fz, rc2, pe_out, w_out);
+}
+#undef CRUCIBLE_HALF_RANGE_ARGS
+
 }  // namespace
 
 LjSums lj_half(Domain& d, double cutoff, bool energy) {
@@ -98,7 +113,7 @@ LjSums lj_half(Domain& d, double cutoff, bool energy) {
   std::fill(d.fx.begin(), d.fx.begin() + nall, 0.0);
   std::fill(d.fy.begin(), d.fy.begin() + nall, 0.0);
   std::fill(d.fz.begin(), d.fz.begin() + nall, 0.0);
-  auto run = energy ? half_range<true> : half_range<false>;
+  auto run = energy ? half_range_energy : half_range_forces;
   const int nt = std::min(omp_get_max_threads(), std::max(1, d.nlocal / kMinAtomsPerThread));
   LjSums sums;
   if (nt == 1) {
