@@ -1,5 +1,7 @@
 #include "data/bpe_tokenizer.h"
 
+#include "data/corpus.h"
+
 #include <xxhash.h>
 
 #include <algorithm>
@@ -19,20 +21,6 @@ namespace {
 constexpr const char* kEndOfText = "<|endoftext|>";
 constexpr size_t kMaxCacheEntries = 1 << 16;  // cleared when full: bounded memory
 
-std::string utf8(uint32_t c) {
-  std::string s;
-  if (c < 0x80) {
-    s += char(c);
-  } else if (c < 0x800) {
-    s += char(0xC0 | (c >> 6));
-    s += char(0x80 | (c & 0x3F));
-  } else {
-    s += char(0xE0 | (c >> 12));
-    s += char(0x80 | ((c >> 6) & 0x3F));
-    s += char(0x80 | (c & 0x3F));
-  }
-  return s;
-}
 
 // encoder.py's bytes_to_unicode: printable Latin-1 bytes stand for
 // themselves, the other 68 for U+0100 upwards, in byte order.
@@ -43,7 +31,7 @@ const std::array<std::string, 256>& byte_chars() {
     for (uint32_t b = 0; b < 256; ++b) {
       const bool printable =
           (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-      t[b] = utf8(printable ? b : next++);
+      append_utf8(t[b], printable ? b : next++);
     }
     return t;
   }();

@@ -63,6 +63,8 @@ void for_each_fortune(std::string_view content, Fn&& fn);
 // errors="replace" and WHATWG decoders do). Sets *repaired, if given, to the number of
 // replacements. Valid input is returned unchanged.
 std::string sanitize_utf8(std::string_view s, size_t* repaired = nullptr);
+// Appends code point c (<= U+10FFFF, not a surrogate) as UTF-8.
+void append_utf8(std::string& out, uint32_t c);
 
 namespace detail {
 // for_each_fortune's implementation, not a template.

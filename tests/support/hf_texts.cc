@@ -5,38 +5,18 @@
 #include <nlohmann/json.hpp>
 
 #include "core/rng.h"
+#include "data/corpus.h"
 #include "support/files.h"
 
 namespace crucible::testutil {
 namespace {
 
-std::string utf8(uint32_t c) {
-  std::string s;
-  if (c < 0x80) {
-    s += char(c);
-  } else if (c < 0x800) {
-    s += char(0xC0 | (c >> 6));
-    s += char(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    s += char(0xE0 | (c >> 12));
-    s += char(0x80 | ((c >> 6) & 0x3F));
-    s += char(0x80 | (c & 0x3F));
-  } else {
-    s += char(0xF0 | (c >> 18));
-    s += char(0x80 | ((c >> 12) & 0x3F));
-    s += char(0x80 | ((c >> 6) & 0x3F));
-    s += char(0x80 | (c & 0x3F));
-  }
-  return s;
-}
-
-bool valid_utf8(const std::string& s) {
-  try {
-    (void)nlohmann::json(s).dump();
-    return true;
-  } catch (const nlohmann::json::exception&) {
-    return false;
-  }
+// Documents a tokenizer comparison can use: valid UTF-8 as they are (the
+// tokenizers would repair invalid bytes differently).
+bool valid_utf8(std::string_view s) {
+  size_t repaired = 0;
+  (void)data::sanitize_utf8(s, &repaired);
+  return repaired == 0;
 }
 
 }  // namespace
@@ -52,15 +32,11 @@ std::vector<std::string> fortunes_documents(size_t max_bytes) {
   size_t total = 0;
   for (const auto& n : names) {
     const std::string text = read_file(n);
-    for (size_t pos = 0; pos < text.size() && total < max_bytes;) {
-      size_t end = text.find("\n%\n", pos);
-      if (end == std::string::npos) end = text.size();
-      std::string doc = text.substr(pos, end - pos);
-      pos = end + 3;
-      if (doc.empty() || !valid_utf8(doc)) continue;
+    data::for_each_fortune(text, [&](size_t, std::string_view doc) {
+      if (total >= max_bytes || doc.empty() || !valid_utf8(doc)) return;
       total += doc.size();
-      docs.push_back(std::move(doc));
-    }
+      docs.emplace_back(doc);
+    });
   }
   return docs;
 }
@@ -98,12 +74,12 @@ std::vector<std::string> unicode_samples(int n, int max_chars) {
     for (int k = 0; k < len; ++k) {
       const uint32_t r = rng.next_u32() % 100;
       if (r < 20) {
-        s += utf8(spaces[rng.next_u32() % spaces.size()]);
+        data::append_utf8(s, spaces[rng.next_u32() % spaces.size()]);
       } else if (r < 24) {
         s += "'";
       } else {
         auto [lo, hi] = ranges[rng.next_u32() % ranges.size()];
-        s += utf8(lo + rng.next_u32() % (hi - lo + 1));
+        data::append_utf8(s, lo + rng.next_u32() % (hi - lo + 1));
       }
     }
     out.push_back(std::move(s));
