@@ -129,9 +129,6 @@ Status verify_checkpoint(const std::string& step_dir);
 // must record `expected_step`.
 Status verify_checkpoint(const std::string& dir, int64_t expected_step);
 
-// verify_checkpoint(step_dir), then the state its manifest records.
-Result<CheckpointState> verified_state(const std::string& step_dir);
-
 struct FoundCheckpoint {
   std::string dir;  // ckpt_dir/step_NNNNNNN
   int64_t step = 0;

@@ -277,12 +277,6 @@ CheckpointState state_from_manifest(const nlohmann::json& m) {
 
 }  // namespace
 
-Result<CheckpointState> verified_state(const std::string& step_dir) {
-  auto m = verified_manifest(step_dir);
-  if (!m) return m.status();
-  return state_from_manifest(*m);
-}
-
 Result<FoundCheckpoint> find_latest_valid(const std::string& ckpt_dir, const VerifyShare* share) {
   std::error_code ec;
   Status there = fs::is_directory(ckpt_dir, ec)

@@ -19,13 +19,11 @@ Status write_state_checkpoint(const std::string& ckpt_dir, const CheckpointState
   return detail::publish_step_dir(ckpt_dir, tmp_dir, name, state.step, keep, st);
 }
 
-Result<LoadedState> load_state_checkpoint(const std::string& step_dir) {
-  auto state = verified_state(step_dir);
-  if (!state) return state.status();
-  auto file = read_safetensors(step_dir + "/" + kStateFile);
+Result<LoadedState> load_state_checkpoint(const FoundCheckpoint& found) {
+  auto file = read_safetensors(found.dir + "/" + kStateFile);
   if (!file)
-    return Status::corrupt("[ckpt] " + step_dir + " is not a simulation checkpoint: " + file.status().message());
-  return LoadedState{std::move(*state), std::move(*file)};
+    return Status::corrupt("[ckpt] " + found.dir + " is not a simulation checkpoint: " + file.status().message());
+  return LoadedState{found.state, std::move(*file)};
 }
 
 }  // namespace crucible::ckpt

@@ -31,8 +31,9 @@ struct LoadedState {
   SafetensorsFile arrays;
 };
 
-// Verifies step_dir (every file's size and hash against its manifest) and
-// reads it. A training checkpoint, or a damaged one, is corrupt, naming it.
-Result<LoadedState> load_state_checkpoint(const std::string& step_dir);
+// Reads the arrays of a checkpoint find_latest_valid found (and so verified:
+// every file's size and hash against its manifest, whose state `found`
+// holds). A training checkpoint is corrupt, naming it.
+Result<LoadedState> load_state_checkpoint(const FoundCheckpoint& found);
 
 }  // namespace crucible::ckpt

@@ -72,43 +72,10 @@ bool has_checkpoints(const std::string& run_dir) {
 }
 
 Result<RunPlan> plan_run(const RunRequest& req) {
-  RunPlan plan;
-  plan.resume = req.resume;
-  if (req.resume) {
-    // Find the run first: its config.toml is the config unless one is given.
-    std::string dir = req.run_dir;
-    if (dir.empty()) {
-      auto named = load_config(req.config_path, req.overrides);
-      if (!named) return named.status();
-      dir = named->run.dir.empty() ? newest_run(named->run.name) : named->run.dir;
-      if (dir.empty())
-        return Status::not_found("[run] --resume: no run of '" + named->run.name +
-                                 "' with a checkpoint under runs/ (name one with --run-dir)");
-    }
-    if (!has_checkpoints(dir))
-      return Status::not_found("[run] --resume: " + dir + " holds no checkpoint to resume from");
-    std::string cfg_path = req.config_path.empty() ? dir + "/config.toml" : req.config_path;
-    auto cfg = load_config(cfg_path, req.overrides);
-    if (!cfg) return cfg.status();
-    plan.config = std::move(*cfg);
-    plan.run_dir = dir;
-  } else {
-    auto cfg = load_config(req.config_path, req.overrides);
-    if (!cfg) return cfg.status();
-    plan.config = std::move(*cfg);
-    if (!req.run_dir.empty()) {
-      plan.run_dir = req.run_dir;
-    } else if (!plan.config.run.dir.empty()) {
-      plan.run_dir = plan.config.run.dir;
-    } else {
-      plan.run_dir = fresh_run_dir(plan.config.run.name);
-    }
-    if (has_checkpoints(plan.run_dir))
-      return Status::invalid("[run] " + plan.run_dir +
-                             " already holds a training run; pass --resume to continue it or "
-                             "choose another --run-dir");
-  }
-  plan.config.run.dir = plan.run_dir;
+  auto located = locate_run<Config>(req.run_dir, req.config_path, req.resume, "training run",
+                                    [&](const std::string& path) { return load_config(path, req.overrides); });
+  if (!located) return located.status();
+  RunPlan plan{std::move(located->first), std::move(located->second), req.resume};
   CRUCIBLE_RETURN_IF_ERROR(resolve_config(plan.config));
   return plan;
 }

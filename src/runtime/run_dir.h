@@ -10,6 +10,7 @@
 //     file is given; --set overrides apply either way.
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/dir_lock.h"
@@ -79,7 +80,49 @@ std::string fresh_run_dir(const std::string& name);
 // The newest runs/<name>-* directory that holds a checkpoint ("" if none).
 std::string newest_run(const std::string& name);
 
+// Which directory and config a run uses, for any kind of run (`train`,
+// `sim`): `load(path)` reads a config ("" : the default) with the command's
+// overrides; Config has run.dir and run.name.
+//   --resume: the named directory, else the config's run.dir, else the newest
+//   runs/<run.name>-* with a checkpoint; its config.toml unless a config file
+//   is given; not_found when it holds no checkpoint.
+//   fresh: --run-dir, else run.dir, else a fresh runs/<run.name>-<time>;
+//   refused when it already holds checkpoints (of a `what`).
+// Returns the config with run.dir set to the directory.
+template <typename Config, typename Load>
+Result<std::pair<Config, std::string>> locate_run(const std::string& run_dir, const std::string& config_path,
+                                                  bool resume, const std::string& what, Load&& load);
+
 // True when dir/ckpt holds at least one step_* directory.
 bool has_checkpoints(const std::string& run_dir);
+
+template <typename Config, typename Load>
+Result<std::pair<Config, std::string>> locate_run(const std::string& run_dir, const std::string& config_path,
+                                                  bool resume, const std::string& what, Load&& load) {
+  std::string dir = run_dir;
+  Result<Config> cfg = Status::invalid("");
+  if (resume) {  // find the run first: its config.toml is the config unless one is given
+    if (dir.empty()) {
+      Result<Config> named = load(config_path);
+      if (!named) return named.status();
+      dir = named->run.dir.empty() ? newest_run(named->run.name) : named->run.dir;
+      if (dir.empty())
+        return Status::not_found("[run] --resume: no run of '" + named->run.name +
+                                 "' with a checkpoint under runs/ (name one with --run-dir)");
+    }
+    if (!has_checkpoints(dir)) return Status::not_found("[run] --resume: " + dir + " holds no checkpoint to resume from");
+    cfg = load(config_path.empty() ? dir + "/config.toml" : config_path);
+    if (!cfg) return cfg.status();
+  } else {
+    cfg = load(config_path);
+    if (!cfg) return cfg.status();
+    if (dir.empty()) dir = !cfg->run.dir.empty() ? cfg->run.dir : fresh_run_dir(cfg->run.name);
+    if (has_checkpoints(dir))
+      return Status::invalid("[run] " + dir + " already holds a " + what +
+                             "; pass --resume to continue it or choose another --run-dir");
+  }
+  cfg->run.dir = dir;
+  return std::pair<Config, std::string>{std::move(*cfg), dir};
+}
 
 }  // namespace crucible::runtime

@@ -23,37 +23,11 @@ namespace crucible::runtime {
 namespace fs = std::filesystem;
 
 Result<SimPlan> plan_sim(const SimRequest& req) {
-  SimPlan plan;
-  plan.resume = req.resume;
-  if (req.resume) {
-    std::string dir = req.run_dir;
-    if (dir.empty()) {
-      auto named = load_sim_config(req.workload, req.config_path, req.overrides);
-      if (!named) return named.status();
-      dir = named->run.dir.empty() ? newest_run(named->run.name) : named->run.dir;
-      if (dir.empty())
-        return Status::not_found("[run] --resume: no run of '" + named->run.name +
-                                 "' with a checkpoint under runs/ (name one with --run-dir)");
-    }
-    if (!has_checkpoints(dir)) return Status::not_found("[run] --resume: " + dir + " holds no checkpoint to resume from");
-    auto cfg = load_sim_config(req.workload, req.config_path.empty() ? dir + "/config.toml" : req.config_path,
-                               req.overrides);
-    if (!cfg) return cfg.status();
-    plan.config = std::move(*cfg);
-    plan.run_dir = dir;
-  } else {
-    auto cfg = load_sim_config(req.workload, req.config_path, req.overrides);
-    if (!cfg) return cfg.status();
-    plan.config = std::move(*cfg);
-    plan.run_dir = !req.run_dir.empty()          ? req.run_dir
-                   : !plan.config.run.dir.empty() ? plan.config.run.dir
-                                                  : fresh_run_dir(plan.config.run.name);
-    if (has_checkpoints(plan.run_dir))
-      return Status::invalid("[run] " + plan.run_dir +
-                             " already holds a run; pass --resume to continue it or choose another --run-dir");
-  }
-  plan.config.run.dir = plan.run_dir;
-  return plan;
+  auto located = locate_run<SimConfig>(req.run_dir, req.config_path, req.resume, "run", [&](const std::string& path) {
+    return load_sim_config(req.workload, path, req.overrides);
+  });
+  if (!located) return located.status();
+  return SimPlan{std::move(located->first), std::move(located->second), req.resume};
 }
 
 namespace {
@@ -174,15 +148,17 @@ Result<SimOutcome> run_sim(const SimPlan& plan_in, int64_t stop_at, Console& con
     CRUCIBLE_RETURN_IF_ERROR(agree(comm, Status::ok()));
   }
 
-  // Resume: the newest valid checkpoint, verified by the ranks together.
+  // Resume: the newest valid checkpoint, its files hashed by the ranks
+  // together (each its share), then read by every rank.
   int64_t resumed_at = 0;
   nlohmann::json resumed_row;
   if (plan.resume) {
-    auto found = ckpt::find_latest_valid(run + "/ckpt", nullptr);
+    const ckpt::VerifyShare share = verify_share(comm);
+    auto found = ckpt::find_latest_valid(run + "/ckpt", &share);
     Status st = found.status();
     std::optional<ckpt::LoadedState> loaded;
     if (st) {
-      auto l = ckpt::load_state_checkpoint(found->dir);
+      auto l = ckpt::load_state_checkpoint(*found);
       st = l.status();
       if (st) st = check_same_problem(cfg, l->state.config, found->dir);
       if (st) loaded = std::move(*l);

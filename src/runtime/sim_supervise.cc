@@ -17,14 +17,10 @@ Result<int> supervise_sim(const SuperviseOptions& opt_in, const SimRequest& req_
   if (opt_in.min_ranks > 0 && opt_in.min_ranks < opt_in.launch.ranks)
     return Status::invalid("[launch] --min-ranks: a simulation keeps its rank count (no elastic fallback)");
   SimRequest req = req_in;
-  if (req.run_dir.empty() && !req.resume) {  // the same command run again continues its run
-    auto named = load_sim_config(req.workload, req.config_path, req.overrides);
-    if (!named) return named.status();
-    if (named->run.dir.empty()) {
-      req.run_dir = newest_unfinished_run(named->run.name);
-      if (!req.run_dir.empty()) std::fprintf(stderr, "[supervisor] continuing the unfinished run %s\n", req.run_dir.c_str());
-    }
-  }
+  auto dir = run_to_continue(req.run_dir, req.resume,
+                             [&] { return load_sim_config(req.workload, req.config_path, req.overrides); });
+  if (!dir) return dir.status();
+  req.run_dir = *dir;
   if (!opt_in.launch.hostfile.empty())
     CRUCIBLE_RETURN_IF_ERROR(check_hostfile(opt_in.launch.hostfile, opt_in.launch.ranks));
   if (!req.run_dir.empty()) req.resume = has_checkpoints(req.run_dir);

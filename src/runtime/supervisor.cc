@@ -250,16 +250,9 @@ Result<int> supervise(const SuperviseOptions& opt) {
   // Which run: the one named, the newest unfinished one of this config's name
   // (the same command run again), or a new one.
   RunRequest req = opt.request;
-  if (req.run_dir.empty() && !req.resume) {
-    auto named = load_config(req.config_path, req.overrides);
-    if (!named) return named.status();
-    if (named->run.dir.empty()) {
-      req.run_dir = newest_unfinished_run(named->run.name);
-      if (!req.run_dir.empty())
-        std::fprintf(stderr, "[supervisor] continuing the unfinished run %s\n",
-                     req.run_dir.c_str());
-    }
-  }
+  auto dir = run_to_continue(req.run_dir, req.resume, [&] { return load_config(req.config_path, req.overrides); });
+  if (!dir) return dir.status();
+  req.run_dir = *dir;
   if (!opt.launch.hostfile.empty())
     CRUCIBLE_RETURN_IF_ERROR(check_hostfile(opt.launch.hostfile, opt.launch.ranks));
   if (!req.run_dir.empty()) req.resume = has_checkpoints(req.run_dir);

@@ -19,10 +19,12 @@
 // after checkpointing, 4 gave up after fault.max_restarts relaunches.
 #pragma once
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "core/status.h"
+#include "runtime/job_state.h"
 #include "runtime/launcher.h"
 #include "runtime/run_dir.h"
 
@@ -54,5 +56,19 @@ Result<int> supervise(const SuperviseOptions& opt);
 // and global batch (config.train.grad_accum). supervise() calls it for
 // training, supervise_sim (runtime/sim_supervise.cc) for simulations.
 Result<int> supervise_plan(const SuperviseOptions& opt, RunPlan plan);
+
+// The same command run again continues its run: without --run-dir or
+// --resume, and no run.dir in the config `load()` gives, the newest
+// unfinished runs/<run.name>-* (said on stderr), else run_dir as given.
+template <typename Load>
+Result<std::string> run_to_continue(const std::string& run_dir, bool resume, Load&& load) {
+  if (!run_dir.empty() || resume) return run_dir;
+  auto named = load();
+  if (!named) return named.status();
+  if (!named->run.dir.empty()) return run_dir;
+  std::string dir = newest_unfinished_run(named->run.name);
+  if (!dir.empty()) std::fprintf(stderr, "[supervisor] continuing the unfinished run %s\n", dir.c_str());
+  return dir;
+}
 
 }  // namespace crucible::runtime
