@@ -9,21 +9,16 @@
 
 #include "core/allocator.h"
 #include "core/rng.h"
+#include "core/tensor.h"
 #include "kernels/cuda/cuda.h"
 #include "kernels/reference.h"
+#include "gpu/gpu_support.h"
 #include "support/kernel_harness.h"
 
 namespace crucible {
 namespace {
 
 namespace cuda = kernels::cuda;
-
-// Skips the calling test where there is no GPU, saying why.
-#define REQUIRE_GPU()                                                                                  \
-  do {                                                                                                 \
-    if (!cuda::compiled()) GTEST_SKIP() << "built without the CUDA backend (no nvcc at build time)";   \
-    if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA GPU on this machine (or no driver)";       \
-  } while (0)
 
 // What a machine without a GPU says (CI): one line naming the problem, and no
 // device memory source is registered.
@@ -129,6 +124,29 @@ TEST(CudaBackend, AdamWMatchesTheReference) {
                     static_cast<void*>(dh)})
       dev.release(b);
   }
+}
+
+// A tensor on the GPU: from its pool, on its device, zeroed by zeros() even
+// on a block reused dirty.
+TEST(CudaBackend, TensorsLiveOnTheGpu) {
+  REQUIRE_GPU();
+  const Device gpu = Device::cuda(0);
+  const size_t n = 1000;
+  {
+    Tensor dirty = Tensor::empty({int64_t(n)}, DType::f32, "gpu tensor", gpu);
+    EXPECT_EQ(dirty.device(), gpu);
+    std::vector<float> ones(n, 1.0f);
+    ASSERT_TRUE(cuda::copy_to_device(dirty.data(), ones.data(), n * 4, nullptr).is_ok());
+    ASSERT_TRUE(cuda::synchronize(nullptr).is_ok());
+  }
+  Tensor z = Tensor::zeros({int64_t(n)}, DType::f32, "gpu tensor", gpu);
+  EXPECT_EQ(z.device(), gpu);
+  std::vector<float> back(n, 5.0f);
+  ASSERT_TRUE(cuda::copy_to_host(back.data(), z.data(), n * 4, nullptr).is_ok());
+  ASSERT_TRUE(cuda::synchronize(nullptr).is_ok());
+  EXPECT_EQ(back, std::vector<float>(n, 0.0f));
+  Arena arena("gpu arena", Allocator::of(gpu));
+  EXPECT_EQ(Tensor::arena(arena, {16}, DType::bf16).device(), gpu);
 }
 
 }  // namespace

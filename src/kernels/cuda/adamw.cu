@@ -15,17 +15,23 @@ namespace crucible::kernels::cuda {
 
 namespace {
 
-// p, m, v, g: (n); p_bf16: (n) or null.
+__device__ inline float widen(float x) { return x; }
+__device__ inline float widen(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ inline void put(float* p, size_t i, float x) { p[i] = x; }
+__device__ inline void put(__nv_bfloat16* p, size_t i, float x) { p[i] = __float2bfloat16_rn(x); }
+
+// p, g: (n) f32; m, v: (n) f32 or bf16 (optim.moments: widened, updated in
+// f32, rounded back); p_bf16: (n) or null.
+template <typename M>
 __global__ void adamw_kernel(float* __restrict__ p, __nv_bfloat16* __restrict__ p_bf16, const float* __restrict__ g,
-                             float* __restrict__ m, float* __restrict__ v, size_t n, float lr, float beta1,
-                             float beta2, float eps, float decay, float grad_scale, float inv_bc1,
-                             float inv_sqrt_bc2) {
+                             M* __restrict__ m, M* __restrict__ v, size_t n, float lr, float beta1, float beta2,
+                             float eps, float decay, float grad_scale, float inv_bc1, float inv_sqrt_bc2) {
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
     const float gi = g[i] * grad_scale;
-    const float mi = beta1 * m[i] + (1.0f - beta1) * gi;
-    const float vi = beta2 * v[i] + (1.0f - beta2) * gi * gi;
-    m[i] = mi;
-    v[i] = vi;
+    const float mi = beta1 * widen(m[i]) + (1.0f - beta1) * gi;
+    const float vi = beta2 * widen(v[i]) + (1.0f - beta2) * gi * gi;
+    put(m, i, mi);
+    put(v, i, vi);
     // lr * m_hat / (sqrt(v_hat) + eps), with m_hat = m / bc1, sqrt(v_hat) = sqrt(v) / sqrt(bc2).
     const float pi = p[i] * (1.0f - decay) - lr * (mi * inv_bc1) / (sqrtf(vi) * inv_sqrt_bc2 + eps);
     p[i] = pi;
@@ -33,10 +39,9 @@ __global__ void adamw_kernel(float* __restrict__ p, __nv_bfloat16* __restrict__ 
   }
 }
 
-}  // namespace
-
-void adamw(float* p, bf16* p_bf16, const float* g, float* m, float* v, size_t n, float lr, float beta1, float beta2,
-           float eps, float weight_decay, float grad_scale, int t, Stream s) {
+template <typename M>
+void launch(float* p, bf16* p_bf16, const float* g, M* m, M* v, size_t n, float lr, float beta1, float beta2,
+            float eps, float weight_decay, float grad_scale, int t, Stream s) {
   if (n == 0) return;
   const double bc1 = 1.0 - std::pow(double(beta1), t), bc2 = 1.0 - std::pow(double(beta2), t);
   constexpr int kThreads = 256;
@@ -45,6 +50,19 @@ void adamw(float* p, bf16* p_bf16, const float* g, float* m, float* v, size_t n,
   adamw_kernel<<<blocks, kThreads, 0, s>>>(p, reinterpret_cast<__nv_bfloat16*>(p_bf16), g, m, v, n, lr, beta1, beta2,
                                           eps, float(double(lr) * weight_decay), grad_scale, float(1.0 / bc1),
                                           float(1.0 / std::sqrt(bc2)));
+}
+
+}  // namespace
+
+void adamw(float* p, bf16* p_bf16, const float* g, float* m, float* v, size_t n, float lr, float beta1, float beta2,
+           float eps, float weight_decay, float grad_scale, int t, Stream s) {
+  launch(p, p_bf16, g, m, v, n, lr, beta1, beta2, eps, weight_decay, grad_scale, t, s);
+}
+
+void adamw_bf16_moments(float* p, bf16* p_bf16, const float* g, bf16* m, bf16* v, size_t n, float lr, float beta1,
+                        float beta2, float eps, float weight_decay, float grad_scale, int t, Stream s) {
+  launch(p, p_bf16, g, reinterpret_cast<__nv_bfloat16*>(m), reinterpret_cast<__nv_bfloat16*>(v), n, lr, beta1, beta2,
+         eps, weight_decay, grad_scale, t, s);
 }
 
 }  // namespace crucible::kernels::cuda

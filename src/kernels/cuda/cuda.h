@@ -24,6 +24,10 @@
 
 struct CUstream_st;
 
+namespace crucible::kernels {
+struct KernelTable;
+}
+
 namespace crucible::kernels::cuda {
 
 using Stream = CUstream_st*;  // nullptr: the legacy default stream
@@ -56,7 +60,21 @@ Status synchronize(Stream s);
 // once).
 Status last_error(const char* where);
 
+// The backend's kernel table (kernels/device_scope.h dispatches to it under a
+// GPU's DeviceScope): every entry launches on the scope's stream; entries the
+// backend has not written yet are null. Without the backend: all null.
+const KernelTable& kernel_table();
+
 // ---- kernels (contracts as kernels/signatures.inc, plus the stream) ----
+
+// GEMM through cuBLASLt (kernels/cuda/gemm.cc), kernels::gemm's contract:
+// C (M,N) = op(A) op(B) (+ C when accumulate) (+ bias (N), f32), row-major
+// with leading dimensions; inputs f32 or bf16, C f32 or bf16, f32
+// accumulation (no TF32: fp32 stays fp32). cuBLASLt is loaded at the first
+// call (the GPU machine's own); its absence or a failed call is one line and
+// an abort, as a failed kernel launch is.
+void gemm(DType in, DType out, bool trans_a, bool trans_b, int M, int N, int K, const void* A, int lda,
+          const void* B, int ldb, void* C, int ldc, bool accumulate, const float* bias, Stream s);
 
 // AdamW over flat buffers, one thread per element (a grid-stride loop):
 // p, m, v (n) f32 updated in place; g (n) f32 read, times grad_scale (the clip
@@ -64,5 +82,70 @@ Status last_error(const char* where);
 // the step for the bias corrections (computed in double on the host).
 void adamw(float* p, bf16* p_bf16, const float* g, float* m, float* v, size_t n, float lr, float beta1,
            float beta2, float eps, float weight_decay, float grad_scale, int t, Stream s);
+
+void adamw_bf16_moments(float* p, bf16* p_bf16, const float* g, bf16* m, bf16* v, size_t n, float lr, float beta1,
+                        float beta2, float eps, float weight_decay, float grad_scale, int t, Stream s);
+
+// LayerNorm (layernorm.cu), bias + GELU (gelu.cu), softmax cross-entropy
+// (cross_entropy.cu): one warp per LayerNorm row, one block per vocabulary
+// row; the weight and bias gradients are column sums in a fixed order
+// (device_util.cuh), never atomics.
+void residual_layernorm_forward(float* resid_out, float* out, float* mean, float* rstd, const float* a, const float* b,
+                                const float* w, const float* bias, int N, int C, Stream s);
+void residual_layernorm_forward_bf16(float* resid_out, bf16* out, float* mean, float* rstd, const float* a,
+                                     const float* b, const float* w, const float* bias, int N, int C, Stream s);
+void layernorm_backward(float* dx, float* dw, float* dbias, const float* dout, const float* x, const float* w,
+                        const float* mean, const float* rstd, int N, int C, Stream s);
+void bias_gelu_forward(float* out, float* pre, const float* bias, int N, int C, Stream s);
+void bias_gelu_forward_bf16(bf16* out, bf16* pre, const float* bias, int N, int C, Stream s);
+void bias_gelu_backward(float* dpre, float* dbias, const float* dout, const float* pre, int N, int C, Stream s);
+void bias_gelu_backward_bf16(bf16* dpre, float* dbias, const float* dout, const bf16* pre, int N, int C, Stream s);
+void softmax_cross_entropy(float* losses, float* logits, const int32_t* targets, int N, int V, float dscale,
+                           Stream s);
+void softmax_cross_entropy_bf16(float* losses, bf16* logits, const int32_t* targets, int N, int V, float dscale,
+                                Stream s);
+void logsumexp_rows(float* max, float* log_sum, const float* logits, int N, int V, Stream s);
+void logsumexp_rows_bf16(float* max, float* log_sum, const bf16* logits, int N, int V, Stream s);
+void softmax_xent_backward(float* logits, const float* max, const float* log_sum, const int32_t* targets, int offset,
+                           int N, int V, float dscale, Stream s);
+void softmax_xent_backward_bf16(bf16* logits, const float* max, const float* log_sum, const int32_t* targets,
+                                int offset, int N, int V, float dscale, Stream s);
+
+// Causal attention (attention.cu): tiled, online softmax, no T x T scores;
+// backward without atomics (dK, dV per key tile, dQ per query tile). Head
+// sizes up to 128.
+void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int NH, Stream s);
+void attention_forward_bf16(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH, Stream s);
+void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* lse, int B,
+                        int T, int C, int NH, Stream s);
+void attention_backward_bf16(bf16* dqkv, const float* dout, const bf16* qkv, const bf16* out, const float* lse, int B,
+                             int T, int C, int NH, Stream s);
+
+// The embedding (embedding.cu): its backward adds each dwte float's terms
+// in token order, as the CPU does (the same bits).
+void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* idx, int64_t lo, int64_t hi,
+                        int B, int T, int C, Stream s);
+
+// The step's small passes and the embedding's forward (step_passes.cu, embedding.cu):
+// signatures.inc's contracts, plus the stream. The sums are deterministic
+// (a fixed grid of partial sums in double, then one block in a fixed tree)
+// and return to the host: the step's one read-back each.
+void embedding_forward(float* out, const int32_t* idx, const float* wte, const float* wpe, int B, int T, int C,
+                       Stream s);
+void embedding_lookup(float* out, const int32_t* idx, const float* wte, int64_t lo, int64_t hi, int N, int C,
+                      Stream s);
+void add_positions(float* out, const float* wpe, int first, int N, int T, int C, Stream s);
+void add(float* out, const float* a, const float* b, size_t n, Stream s);
+void fill(float* x, size_t n, float value, Stream s);
+void copy_bytes(void* dst, const void* src, size_t bytes, Stream s);
+double sum(const float* x, size_t n, Stream s);
+double sum_squares(const float* x, size_t n, Stream s);
+void convert_to_bf16(bf16* out, const float* in, size_t n, Stream s);
+void target_logits(float* out, const float* logits, const int32_t* targets, int64_t lo, int64_t hi, int N,
+                   Stream s);
+void target_logits_bf16(float* out, const bf16* logits, const int32_t* targets, int64_t lo, int64_t hi, int N,
+                        Stream s);
+void combine_vocab_stats(float* max, float* log_sum, float* losses, const float* all, const int32_t* targets, int R,
+                         int N, Stream s);
 
 }  // namespace crucible::kernels::cuda

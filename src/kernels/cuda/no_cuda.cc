@@ -1,12 +1,26 @@
 // The CUDA backend's host API in a build without the CUDA toolkit
 // (kernels/cuda/cuda.h): nothing to run on, said in one line.
+#include <cstdio>
+#include <cstdlib>
+
 #include "kernels/cuda/cuda.h"
+#include "kernels/kernels.h"
 
 namespace crucible::kernels::cuda {
 
 namespace {
 Status absent() { return Status::invalid("[cuda] this crucible was built without CUDA (no nvcc at build time)"); }
+// Unreachable: no GPU scope can be opened without the backend (use_device refuses).
+[[noreturn]] void unreachable() {
+  std::fprintf(stderr, "%s\n", absent().message().c_str());
+  std::abort();
+}
 }  // namespace
+
+const KernelTable& kernel_table() {
+  static const KernelTable none{};
+  return none;
+}
 
 bool compiled() { return false; }
 int device_count() { return 0; }
@@ -17,6 +31,65 @@ Status copy_to_host(void*, const void*, size_t, Stream) { return absent(); }
 Status synchronize(Stream) { return absent(); }
 Status last_error(const char*) { return absent(); }
 void adamw(float*, bf16*, const float*, float*, float*, size_t, float, float, float, float, float, float, int,
-           Stream) {}
+           Stream) {
+  unreachable();
+}
+void gemm(DType, DType, bool, bool, int, int, int, const void*, int, const void*, int, void*, int, bool, const float*,
+          Stream) {
+  unreachable();
+}
+void embedding_forward(float*, const int32_t*, const float*, const float*, int, int, int, Stream) { unreachable(); }
+void embedding_lookup(float*, const int32_t*, const float*, int64_t, int64_t, int, int, Stream) { unreachable(); }
+void add_positions(float*, const float*, int, int, int, int, Stream) { unreachable(); }
+void add(float*, const float*, const float*, size_t, Stream) { unreachable(); }
+void fill(float*, size_t, float, Stream) { unreachable(); }
+void copy_bytes(void*, const void*, size_t, Stream) { unreachable(); }
+double sum(const float*, size_t, Stream) { unreachable(); }
+double sum_squares(const float*, size_t, Stream) { unreachable(); }
+void convert_to_bf16(bf16*, const float*, size_t, Stream) { unreachable(); }
+void target_logits(float*, const float*, const int32_t*, int64_t, int64_t, int, Stream) { unreachable(); }
+void target_logits_bf16(float*, const bf16*, const int32_t*, int64_t, int64_t, int, Stream) { unreachable(); }
+void combine_vocab_stats(float*, float*, float*, const float*, const int32_t*, int, int, Stream) { unreachable(); }
+void adamw_bf16_moments(float*, bf16*, const float*, bf16*, bf16*, size_t, float, float, float, float, float, float,
+                        int, Stream) {
+  unreachable();
+}
+void residual_layernorm_forward(float*, float*, float*, float*, const float*, const float*, const float*, const float*,
+                                int, int, Stream) {
+  unreachable();
+}
+void residual_layernorm_forward_bf16(float*, bf16*, float*, float*, const float*, const float*, const float*,
+                                     const float*, int, int, Stream) {
+  unreachable();
+}
+void layernorm_backward(float*, float*, float*, const float*, const float*, const float*, const float*, const float*,
+                        int, int, Stream) {
+  unreachable();
+}
+void bias_gelu_forward(float*, float*, const float*, int, int, Stream) { unreachable(); }
+void bias_gelu_forward_bf16(bf16*, bf16*, const float*, int, int, Stream) { unreachable(); }
+void bias_gelu_backward(float*, float*, const float*, const float*, int, int, Stream) { unreachable(); }
+void bias_gelu_backward_bf16(bf16*, float*, const float*, const bf16*, int, int, Stream) { unreachable(); }
+void softmax_cross_entropy(float*, float*, const int32_t*, int, int, float, Stream) { unreachable(); }
+void softmax_cross_entropy_bf16(float*, bf16*, const int32_t*, int, int, float, Stream) { unreachable(); }
+void logsumexp_rows(float*, float*, const float*, int, int, Stream) { unreachable(); }
+void logsumexp_rows_bf16(float*, float*, const bf16*, int, int, Stream) { unreachable(); }
+void softmax_xent_backward(float*, const float*, const float*, const int32_t*, int, int, int, float, Stream) {
+  unreachable();
+}
+void softmax_xent_backward_bf16(bf16*, const float*, const float*, const int32_t*, int, int, int, float, Stream) {
+  unreachable();
+}
+void embedding_backward(float*, float*, const float*, const int32_t*, int64_t, int64_t, int, int, int, Stream) {
+  unreachable();
+}
+void attention_forward(float*, float*, const float*, int, int, int, int, Stream) { unreachable(); }
+void attention_forward_bf16(bf16*, float*, const bf16*, int, int, int, int, Stream) { unreachable(); }
+void attention_backward(float*, const float*, const float*, const float*, const float*, int, int, int, int, Stream) {
+  unreachable();
+}
+void attention_backward_bf16(bf16*, const float*, const bf16*, const bf16*, const float*, int, int, int, int, Stream) {
+  unreachable();
+}
 
 }  // namespace crucible::kernels::cuda

@@ -2,6 +2,8 @@
 // (kernels/cuda/cuda.h). Compiled only where the CUDA toolkit is.
 #include <cuda_runtime.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -36,6 +38,14 @@ class DeviceMemory final : public MemorySource {
     return p;
   }
   void unmap(void* p, size_t) override { cudaFree(p); }
+  // Synchronous: a zeroed tensor is zero before anything reads it, on any stream.
+  void zero(void* p, size_t bytes) override {
+    if (cudaMemset(p, 0, bytes) != cudaSuccess) {
+      std::fprintf(stderr, "[cuda] zeroing %zu bytes on %s: %s\n", bytes, name_.c_str(),
+                   cudaGetErrorString(cudaGetLastError()));
+      std::abort();
+    }
+  }
 
  private:
   int index_;

@@ -1,0 +1,149 @@
+// The step's small passes on the GPU (kernels/cuda/cuda.h;
+// contracts in kernels/signatures.inc). Elementwise or row-wise: one thread
+// per element or row in a grid-stride loop, so nothing's order depends on the
+// grid. The two sums are the exceptions, and fixed: kPartials blocks each
+// sum a contiguous chunk (threads strided, then a shared-memory tree), then
+// one block sums the partials in the same tree; the grid never depends on the
+// GPU, so the bits do not either.
+#include <cstdio>
+#include <cstdlib>
+
+#include "kernels/cuda/device_util.cuh"
+
+namespace crucible::kernels::cuda {
+
+namespace {
+
+constexpr int kPartials = 1024;  // blocks of a sum's first pass
+
+void check(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return;
+  std::fprintf(stderr, "[cuda] %s: %s\n", what, cudaGetErrorString(e));
+  std::abort();
+}
+
+__global__ void add_kernel(float* out, const float* a, const float* b, size_t n) {
+  CRUCIBLE_GRID_STRIDE(i, n) out[i] = a[i] + b[i];
+}
+
+__global__ void fill_kernel(float* x, size_t n, float value) {
+  CRUCIBLE_GRID_STRIDE(i, n) x[i] = value;
+}
+
+__global__ void convert_kernel(__nv_bfloat16* out, const float* in, size_t n) {
+  CRUCIBLE_GRID_STRIDE(i, n) out[i] = __float2bfloat16_rn(in[i]);
+}
+
+// out (N) = logits (N, hi-lo)[n, targets[n] - lo], or 0
+template <typename L>
+__global__ void target_logits_kernel(float* out, const L* logits, const int32_t* targets, int64_t lo, int64_t hi,
+                                     int N) {
+  const size_t V = size_t(hi - lo);
+  CRUCIBLE_GRID_STRIDE(n, size_t(N)) {
+    const int64_t t = targets[n];
+    out[n] = t >= lo && t < hi ? float(logits[n * V + size_t(t - lo)]) : 0.0f;
+  }
+}
+
+// all (R,3,N) -> max, log_sum, losses (N), ranks in rank order
+__global__ void combine_kernel(float* max, float* log_sum, float* losses, const float* all, const int32_t* targets,
+                               int R, int N) {
+  CRUCIBLE_GRID_STRIDE(n, size_t(N)) {
+    float M = -INFINITY;
+    for (int r = 0; r < R; ++r) M = fmaxf(M, all[size_t(r) * 3 * N + n]);
+    float S = 0, x_target = 0;
+    for (int r = 0; r < R; ++r) {
+      const float* part = all + size_t(r) * 3 * N;
+      S += expf(part[N + n] + (part[n] - M));
+      x_target += part[2 * N + n];
+    }
+    max[n] = M;
+    log_sum[n] = logf(S);
+    losses[n] = targets[n] < 0 ? 0.0f : log_sum[n] - (x_target - M);
+  }
+}
+
+// In a block of kThreads: thread 0 returns the tree sum of every thread's v.
+__device__ double block_sum_f64(double v) {
+  __shared__ double sh[kThreads];
+  sh[threadIdx.x] = v;
+  __syncthreads();
+  for (int s = kThreads / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) sh[threadIdx.x] += sh[threadIdx.x + s];
+    __syncthreads();
+  }
+  return sh[0];
+}
+
+// partial[b] = sum of x (or x^2) over block b's contiguous chunk
+__global__ void partial_sums_kernel(const float* x, size_t n, bool square, double* partial) {
+  const size_t chunk = (n + gridDim.x - 1) / gridDim.x;
+  const size_t begin = size_t(blockIdx.x) * chunk, end = begin + chunk < n ? begin + chunk : n;
+  double acc = 0;
+  for (size_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    const double v = x[i];
+    acc += square ? v * v : v;
+  }
+  const double s = block_sum_f64(acc);
+  if (threadIdx.x == 0) partial[blockIdx.x] = s;
+}
+
+// out[0] = sum of partial (count), one block
+__global__ void final_sum_kernel(const double* partial, int count, double* out) {
+  double acc = 0;
+  for (int i = threadIdx.x; i < count; i += blockDim.x) acc += partial[i];
+  const double s = block_sum_f64(acc);
+  if (threadIdx.x == 0) out[0] = s;
+}
+
+double reduce(const float* x, size_t n, bool square, Stream s) {
+  if (n == 0) return 0;
+  // kPartials + 1 doubles (cudaMalloc aligns them).
+  double* scratch = reinterpret_cast<double*>(device_scratch(kSums, 2 * (kPartials + 1)));
+  partial_sums_kernel<<<kPartials, kThreads, 0, s>>>(x, n, square, scratch);
+  final_sum_kernel<<<1, kThreads, 0, s>>>(scratch, kPartials, scratch + kPartials);
+  double out = 0;
+  check(cudaMemcpyAsync(&out, scratch + kPartials, sizeof(double), cudaMemcpyDeviceToHost, s), "sum read-back");
+  check(cudaStreamSynchronize(s), "sum read-back");
+  return out;
+}
+
+}  // namespace
+
+void add(float* out, const float* a, const float* b, size_t n, Stream s) {
+  if (n) add_kernel<<<blocks_for(n), kThreads, 0, s>>>(out, a, b, n);
+}
+
+void fill(float* x, size_t n, float value, Stream s) {
+  if (n) fill_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, n, value);
+}
+
+void copy_bytes(void* dst, const void* src, size_t bytes, Stream s) {
+  if (bytes) check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s), "copy");
+}
+
+double sum(const float* x, size_t n, Stream s) { return reduce(x, n, false, s); }
+double sum_squares(const float* x, size_t n, Stream s) { return reduce(x, n, true, s); }
+
+void convert_to_bf16(bf16* out, const float* in, size_t n, Stream s) {
+  if (n) convert_kernel<<<blocks_for(n), kThreads, 0, s>>>(reinterpret_cast<__nv_bfloat16*>(out), in, n);
+}
+
+void target_logits(float* out, const float* logits, const int32_t* targets, int64_t lo, int64_t hi, int N,
+                   Stream s) {
+  if (N > 0) target_logits_kernel<<<blocks_for(size_t(N)), kThreads, 0, s>>>(out, logits, targets, lo, hi, N);
+}
+
+void target_logits_bf16(float* out, const bf16* logits, const int32_t* targets, int64_t lo, int64_t hi, int N,
+                        Stream s) {
+  if (N > 0)
+    target_logits_kernel<<<blocks_for(size_t(N)), kThreads, 0, s>>>(
+        out, reinterpret_cast<const __nv_bfloat16*>(logits), targets, lo, hi, N);
+}
+
+void combine_vocab_stats(float* max, float* log_sum, float* losses, const float* all, const int32_t* targets, int R,
+                         int N, Stream s) {
+  if (N > 0) combine_kernel<<<blocks_for(size_t(N)), kThreads, 0, s>>>(max, log_sum, losses, all, targets, R, N);
+}
+
+}  // namespace crucible::kernels::cuda

@@ -1,0 +1,204 @@
+// The CUDA backend's kernel table and GEMM (kernels/cuda/table.cc,
+// kernels/cuda/gemm.cc) under a GPU's DeviceScope, called through the same
+// kernels:: functions nn calls, against the naive references on fresh random
+// inputs, odd sizes included. Elementwise passes must match bit for bit
+// (one rounding each, the same on both devices); sums, exponentials and
+// GEMMs within bounds from their roundings.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "core/rng.h"
+#include "gpu/gpu_support.h"
+#include "kernels/device_scope.h"
+#include "kernels/gemm.h"
+#include "kernels/kernels.h"
+#include "kernels/reference.h"
+#include "support/kernel_harness.h"
+
+namespace crucible {
+namespace {
+
+using gpu_test::DeviceBuffer;
+
+// Without a GPU (CI): a kernel the device's table lacks is refused by name,
+// before anything touches the device.
+TEST(CudaTable, AKernelTheGpuLacksIsRefusedByName) {
+  EXPECT_DEATH(
+      {
+        kernels::DeviceScope gpu(Device::cuda(0));
+        kernels::attention_paged(nullptr, nullptr, 0, nullptr, 0, 1, nullptr, nullptr, 1, 1, 1);
+      },
+      "\\[kernels\\] attention_paged has no kernel on cuda:0 yet");
+  // The scope ends with its block: this thread is on the CPU again.
+  EXPECT_TRUE(kernels::current_target().device.is_cpu());
+  EXPECT_STREQ(kernels::table_here().isa, kernels::active().isa);
+}
+
+TEST(CudaTable, StepPassesMatchTheReference) {
+  REQUIRE_GPU();
+  kernels::DeviceScope gpu(Device::cuda(0));
+  Rng rng(testing::test_seed(), 0x9a55);
+  for (size_t n : {size_t(1), size_t(1000), size_t(100003), size_t(1) << 22}) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    auto a = testing::random_vector(rng, n), b = testing::random_vector(rng, n);
+    DeviceBuffer<float> da(a), db(b), out(n), filled(n), copied(n);
+    DeviceBuffer<bf16> narrow(n);
+    kernels::add(out.get(), da.get(), db.get(), n);
+    kernels::fill(filled.get(), n, -2.5f);
+    kernels::copy_bytes(copied.get(), da.get(), n * sizeof(float));
+    kernels::convert_to_bf16(narrow.get(), da.get(), n);
+    std::vector<float> want(n);
+    kernels::ref::add(want.data(), a.data(), b.data(), n);
+    std::vector<bf16> want16(n);
+    kernels::ref::convert_to_bf16(want16.data(), a.data(), n);
+    EXPECT_EQ(out.host(), want);
+    EXPECT_EQ(filled.host(), std::vector<float>(n, -2.5f));
+    EXPECT_EQ(copied.host(), a);
+    const std::vector<bf16> got16 = narrow.host();
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(got16[i].bits, want16[i].bits) << i;
+    // Sums in double: a different order, far below f32's resolution of the result.
+    const double s = kernels::sum(da.get(), n), s_ref = kernels::ref::sum(a.data(), n);
+    const double q = kernels::sum_squares(da.get(), n), q_ref = kernels::ref::sum_squares(a.data(), n);
+    EXPECT_NEAR(s, s_ref, 1e-12 * double(n));
+    EXPECT_NEAR(q, q_ref, 1e-12 * q_ref);
+    // Deterministic: the same bits again.
+    EXPECT_EQ(kernels::sum(da.get(), n), s);
+  }
+}
+
+TEST(CudaTable, EmbeddingAndVocabularyParallelPiecesMatchTheReference) {
+  REQUIRE_GPU();
+  kernels::DeviceScope gpu(Device::cuda(0));
+  Rng rng(testing::test_seed(), 0xe3b);
+  struct Shape {
+    int B, T, C, V, lo, hi, first, R;
+  };
+  for (const Shape& sh : {Shape{1, 1, 1, 4, 0, 2, 0, 2}, Shape{2, 7, 33, 50, 10, 31, 3, 3},
+                          Shape{4, 64, 768, 50257, 25000, 50257, 64, 2}}) {
+    const int N = sh.B * sh.T, Vl = sh.hi - sh.lo;
+    SCOPED_TRACE("B T C V = " + std::to_string(sh.B) + " " + std::to_string(sh.T) + " " + std::to_string(sh.C) +
+                 " " + std::to_string(sh.V));
+    std::vector<int32_t> idx(static_cast<size_t>(N));
+    for (auto& t : idx) t = int32_t(rng.next_u32() % uint32_t(sh.V));
+    auto wte = testing::random_vector(rng, size_t(sh.V) * sh.C), wpe = testing::random_vector(rng, size_t(sh.T) * sh.C);
+    DeviceBuffer<int32_t> d_idx(idx);
+    DeviceBuffer<float> d_wte(wte), d_wpe(wpe), out(size_t(N) * sh.C), looked(size_t(N) * sh.C);
+    kernels::embedding_forward(out.get(), d_idx.get(), d_wte.get(), d_wpe.get(), sh.B, sh.T, sh.C);
+    // The shard [lo, hi): wte's rows from lo.
+    kernels::embedding_lookup(looked.get(), d_idx.get(), d_wte.get() + size_t(sh.lo) * sh.C, sh.lo, sh.hi, N, sh.C);
+    kernels::add_positions(looked.get(), d_wpe.get(), sh.first, N, sh.T, sh.C);
+    std::vector<float> want(size_t(N) * sh.C), want_looked(want.size());
+    kernels::ref::embedding_forward(want.data(), idx.data(), wte.data(), wpe.data(), sh.B, sh.T, sh.C);
+    kernels::ref::embedding_lookup(want_looked.data(), idx.data(), wte.data() + size_t(sh.lo) * sh.C, sh.lo, sh.hi,
+                                   N, sh.C);
+    kernels::ref::add_positions(want_looked.data(), wpe.data(), sh.first, N, sh.T, sh.C);
+    EXPECT_EQ(out.host(), want);
+    EXPECT_EQ(looked.host(), want_looked);
+
+    // Cross-entropy's pieces: the target logits of this shard's columns, and
+    // R ranks' statistics combined.
+    std::vector<int32_t> targets(idx);
+    targets[0] = -1;  // an ignored row
+    auto logits = testing::random_vector(rng, size_t(N) * Vl, -8, 8);
+    std::vector<bf16> logits16(logits.size());
+    for (size_t i = 0; i < logits.size(); ++i) logits16[i] = to_bf16(logits[i]);
+    DeviceBuffer<int32_t> d_t(targets);
+    DeviceBuffer<float> d_logits(logits), x(static_cast<size_t>(N)), x16(static_cast<size_t>(N));
+    DeviceBuffer<bf16> d_logits16(logits16);
+    kernels::target_logits(x.get(), d_logits.get(), d_t.get(), sh.lo, sh.hi, N);
+    kernels::target_logits_bf16(x16.get(), d_logits16.get(), d_t.get(), sh.lo, sh.hi, N);
+    std::vector<float> want_x(static_cast<size_t>(N)), want_x16(static_cast<size_t>(N));
+    kernels::ref::target_logits(want_x.data(), logits.data(), targets.data(), sh.lo, sh.hi, N);
+    kernels::ref::target_logits_bf16(want_x16.data(), logits16.data(), targets.data(), sh.lo, sh.hi, N);
+    EXPECT_EQ(x.host(), want_x);
+    EXPECT_EQ(x16.host(), want_x16);
+    std::vector<float> all(size_t(sh.R) * 3 * N);
+    for (int r = 0; r < sh.R; ++r)
+      for (int n = 0; n < N; ++n) {
+        float* part = all.data() + size_t(r) * 3 * N;
+        part[n] = rng.uniform() * 16 - 8;
+        part[N + n] = rng.uniform() * 5;
+        part[2 * N + n] = targets[size_t(n)] >= 0 && targets[size_t(n)] % sh.R == r ? part[n] - 1.0f : 0.0f;
+      }
+    DeviceBuffer<float> d_all(all), mx(static_cast<size_t>(N)), ls(static_cast<size_t>(N)), loss(static_cast<size_t>(N));
+    kernels::combine_vocab_stats(mx.get(), ls.get(), loss.get(), d_all.get(), d_t.get(), sh.R, N);
+    std::vector<float> want_mx(static_cast<size_t>(N)), want_ls(want_mx), want_loss(want_mx);
+    kernels::ref::combine_vocab_stats(want_mx.data(), want_ls.data(), want_loss.data(), all.data(), targets.data(),
+                                      sh.R, N);
+    EXPECT_EQ(mx.host(), want_mx);
+    // expf and logf: CUDA's and glibc's differ by an ulp or two.
+    const std::vector<float> got_ls = ls.host(), got_loss = loss.host();
+    for (int n = 0; n < N; ++n) {
+      ASSERT_NEAR(got_ls[size_t(n)], want_ls[size_t(n)], 1e-5f * (1 + std::fabs(want_ls[size_t(n)]))) << n;
+      ASSERT_NEAR(got_loss[size_t(n)], want_loss[size_t(n)], 1e-5f * (1 + std::fabs(want_loss[size_t(n)]))) << n;
+    }
+    EXPECT_EQ(got_loss[0], 0.0f);
+  }
+}
+
+// kernels::gemm on the GPU (cuBLASLt) against the double-accumulating
+// reference on the same (bf16-rounded where bf16) inputs, every form the
+// step uses: transposes, accumulation, the bias epilogue, bf16 in and out.
+// Bounds: relative to sum |a||b| of each entry, f32 products and sums
+// (2^-22 K) and a bf16 output's one rounding (2^-8 of |c|).
+TEST(CudaGemm, EveryFormMatchesTheReference) {
+  REQUIRE_GPU();
+  kernels::DeviceScope gpu(Device::cuda(0));
+  Rng rng(testing::test_seed(), 0x6e33);
+  struct Form {
+    bool ta, tb, acc, bias;
+    DType in, out;
+  };
+  const std::vector<Form> forms = {
+      {false, false, false, false, DType::f32, DType::f32}, {false, true, false, true, DType::f32, DType::f32},
+      {true, false, true, false, DType::f32, DType::f32},   {false, false, false, true, DType::bf16, DType::bf16},
+      {false, true, false, false, DType::bf16, DType::bf16}, {true, false, true, false, DType::bf16, DType::f32},
+      {false, true, false, false, DType::bf16, DType::f32}};
+  for (auto [M, N, K] : {std::tuple{1, 1, 1}, std::tuple{17, 33, 65}, std::tuple{128, 768, 256},
+                         std::tuple{2048, 257, 1024}, std::tuple{64, 50257, 768}})
+    for (const Form& f : forms) {
+      SCOPED_TRACE(std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) + (f.ta ? " ta" : "") +
+                   (f.tb ? " tb" : "") + (f.acc ? " acc" : "") + (f.bias ? " bias" : "") +
+                   (f.in == DType::bf16 ? " bf16" : " f32") + (f.out == DType::bf16 ? "->bf16" : "->f32"));
+      const bool half = f.in == DType::bf16;
+      // op(A) (M,K), op(B) (K,N), as stored: A (K,M) when ta, B (N,K) when tb.
+      auto A = testing::random_vector(rng, size_t(M) * K), B = testing::random_vector(rng, size_t(K) * N);
+      auto C0 = testing::random_vector(rng, size_t(M) * N), bias = testing::random_vector(rng, size_t(N));
+      std::vector<bf16> A16(A.size()), B16(B.size());
+      for (size_t i = 0; i < A.size(); ++i) A16[i] = to_bf16(A[i]), A[i] = half ? to_f32(A16[i]) : A[i];
+      for (size_t i = 0; i < B.size(); ++i) B16[i] = to_bf16(B[i]), B[i] = half ? to_f32(B16[i]) : B[i];
+      const int lda = f.ta ? M : K, ldb = f.tb ? K : N;
+      std::vector<float> want = f.acc ? C0 : std::vector<float>(C0.size(), 0.0f);
+      kernels::ref::gemm(f.ta, f.tb, M, N, K, A.data(), lda, B.data(), ldb, want.data(), N, f.acc,
+                         f.bias ? bias.data() : nullptr);
+      // The bound of each entry: sum |a||b| (+ |c| and |bias|).
+      std::vector<float> absA(A.size()), absB(B.size()), mag(C0.size(), 0.0f);
+      for (size_t i = 0; i < A.size(); ++i) absA[i] = std::fabs(A[i]);
+      for (size_t i = 0; i < B.size(); ++i) absB[i] = std::fabs(B[i]);
+      kernels::ref::gemm(f.ta, f.tb, M, N, K, absA.data(), lda, absB.data(), ldb, mag.data(), N, false, nullptr);
+      DeviceBuffer<float> dA(A), dB(B), dbias(bias), dC(f.acc ? C0 : std::vector<float>(C0.size(), 0.0f));
+      DeviceBuffer<bf16> dA16(A16), dB16(B16), dC16(C0.size());
+      const void* a = half ? static_cast<const void*>(dA16.get()) : dA.get();
+      const void* b = half ? static_cast<const void*>(dB16.get()) : dB.get();
+      void* c = f.out == DType::bf16 ? static_cast<void*>(dC16.get()) : dC.get();
+      kernels::gemm(f.in, f.out, f.ta, f.tb, M, N, K, a, lda, b, ldb, c, N, f.acc, f.bias ? dbias.get() : nullptr);
+      ASSERT_TRUE(kernels::cuda::last_error("gemm").is_ok());
+      std::vector<float> got(C0.size());
+      if (f.out == DType::bf16) {
+        const std::vector<bf16> g16 = dC16.host();
+        for (size_t i = 0; i < got.size(); ++i) got[i] = to_f32(g16[i]);
+      } else {
+        got = dC.host();
+      }
+      for (size_t i = 0; i < got.size(); ++i) {
+        const double scale = mag[i] + (f.acc ? std::fabs(C0[i]) : 0) + (f.bias ? std::fabs(bias[i % N]) : 0);
+        const double bound = 0x1p-22 * K * scale + (f.out == DType::bf16 ? 0x1p-8 * std::fabs(want[i]) : 0) + 1e-30;
+        ASSERT_NEAR(got[i], want[i], bound) << "entry " << i;
+      }
+    }
+}
+
+}  // namespace
+}  // namespace crucible
