@@ -27,7 +27,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libdnnl-dev ocl-icd-opencl-dev libopenmpi-dev openmpi-bin libsentencepiece-dev libtomlplusplus-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libxxhash-dev libhwloc-dev libicu-dev libsimdjson-dev
-  prometheus-cpp-dev
+  prometheus-cpp-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   fortunes python3 python3-numpy python3-torch python3-venv libopenblas0-pthread
   clang libclang-rt-14-dev

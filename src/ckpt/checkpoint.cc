@@ -206,6 +206,7 @@ std::string manifest_text(const Snapshot& snap, const std::vector<FileRecord>& r
   if (!snap.state.data.is_null()) m["data"] = snap.state.data;
   if (!snap.state.metrics.is_null()) m["metrics"] = snap.state.metrics;
   if (!snap.state.sim.is_null()) m["sim"] = snap.state.sim;
+  if (!snap.state.init.is_null()) m["init"] = snap.state.init;
   nlohmann::ordered_json files = nlohmann::ordered_json::array();
   for (const FileRecord& r : records)
     files.push_back({{"name", r.name}, {"bytes", r.bytes}, {"xxh64", xxh64_hex(r.xxh64)}});
@@ -447,8 +448,10 @@ void take_snapshot(const CheckpointState& state, const nn::ParamRegistry& params
                    const optim::AdamW& opt, Snapshot& into, bool weights) {
   into.state = state;
   into.specs = params.specs();
-  if (weights)
-    into.params.assign(params.values(), params.values() + params.numel());
+  if (weights) {
+    params.download();  // a GPU's weights: through the host copy
+    into.params.assign(params.host_values(), params.host_values() + params.numel());
+  }
   else
     into.params.clear();
   // The optimizer's own ranges only: a ZeRO rank's shard, never gathered.

@@ -45,6 +45,8 @@ struct CheckpointState {
   nlohmann::json metrics;
   // A simulation workload's own scalars (ckpt/state_checkpoint.h).
   nlohmann::json sim;
+  // Where a fine-tuning run's step-0 weights came from (runtime/init_source.h).
+  nlohmann::json init;
 };
 
 // Host copy of what one rank writes of a checkpoint, taken at a step

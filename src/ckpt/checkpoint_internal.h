@@ -22,6 +22,9 @@ struct FileRecord {
 };
 
 Status validate_snapshot(const Snapshot& snap, int keep);
+// Streams a file through XXH64 (seed 0), counting its bytes in
+// hashed_bytes(); `label` names it in the I/O error.
+Result<uint64_t> hash_file(const std::string& path, const std::string& label);
 // A safetensors file streamed through the checkpoint writer: hashed while
 // written (its record appended to `records`), failing part-way under an
 // injected fault.

@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "ckpt/checkpoint.h"
+#include "ckpt/checkpoint_internal.h"
 #include "ckpt/model_io.h"
 #include "ckpt/safetensors.h"
 #include "core/check.h"
@@ -39,8 +40,9 @@ std::string dir_label(const std::string& step_dir) {
 
 std::atomic<uint64_t> g_hashed_bytes{0};
 
-// Streams a file through XXH64 (seed 0).
-Result<uint64_t> hash_file(const std::string& path, const std::string& label) {
+}  // namespace
+
+Result<uint64_t> detail::hash_file(const std::string& path, const std::string& label) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::io("[ckpt] reading " + label + ": " + errno_str());
   XXH64_state_t state;
@@ -61,6 +63,8 @@ Result<uint64_t> hash_file(const std::string& path, const std::string& label) {
   ::close(fd);
   return uint64_t(XXH64_digest(&state));
 }
+
+namespace {
 
 bool is_plain_file_name(const std::string& name) {
   return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos;
@@ -130,7 +134,7 @@ Result<nlohmann::json> verified_manifest(const std::string& step_dir,
     return Status::corrupt("[ckpt] " + mlabel + ": step " + m["step"].dump() + " is out of range");
   // The members other layers read must be of their kind (their owners check
   // the content): a manifest whose "world" is a string is damaged, not usable.
-  for (const char* key : {"world", "config", "loader", "rng", "data", "metrics", "sim"})
+  for (const char* key : {"world", "config", "loader", "rng", "data", "metrics", "sim", "init"})
     if (m.contains(key) && !m[key].is_object() && !(m[key].is_null() && std::string(key) != "world"))
       return Status::corrupt("[ckpt] " + mlabel + ": \"" + key + "\" is not an object");
   if (!m.contains("world") || !m["world"].contains("world_size") || !m["world"]["world_size"].is_number_integer() ||
@@ -163,7 +167,7 @@ Result<nlohmann::json> verified_manifest(const std::string& step_dir,
                              " bytes, the manifest says " + std::to_string(want) +
                              (size < want ? " (truncated)" : ""));
     if (!hash_this[i]) continue;
-    auto h = hash_file(path, flabel);
+    auto h = detail::hash_file(path, flabel);
     if (!h) return h.status();
     if (xxh64_hex(*h) != f["xxh64"].get<std::string>())
       return Status::corrupt("[ckpt] " + flabel + ": checksum mismatch");
@@ -270,7 +274,7 @@ CheckpointState state_from_manifest(const nlohmann::json& m) {
   for (auto [key, field] : {std::pair{"config", &state.config}, std::pair{"loader", &state.loader},
                             std::pair{"rng", &state.rng}, std::pair{"world", &state.world},
                             std::pair{"data", &state.data}, std::pair{"metrics", &state.metrics},
-                            std::pair{"sim", &state.sim}})
+                            std::pair{"sim", &state.sim}, std::pair{"init", &state.init}})
     *field = m.contains(key) ? m[key] : nlohmann::json();
   return state;
 }
@@ -473,10 +477,10 @@ Status load_sharded(const std::string& step_dir, const nlohmann::json& m, nn::Pa
                            " tensors, the model has " + std::to_string(params.specs().size()));
   ShardedReader reader(step_dir, m["shards"]);
   for (const nn::ParamSpec& s : params.specs())
-    CRUCIBLE_RETURN_IF_ERROR(reader.assemble(s, "model", "", params.values() + s.offset));
+    CRUCIBLE_RETURN_IF_ERROR(reader.assemble(s, "model", "", params.host_values() + s.offset));
   for (const nn::ParamSpec& s : params.specs())
-    CRUCIBLE_RETURN_IF_ERROR(check_finite(dir_label(step_dir), s.name, params.values() + s.offset, s.numel));
-  params.refresh_bf16();  // bf16 models: the working copy of the loaded weights
+    CRUCIBLE_RETURN_IF_ERROR(check_finite(dir_label(step_dir), s.name, params.host_values() + s.offset, s.numel));
+  params.upload();  // to a GPU's memory; bf16 models: the working copy of the loaded weights
   if (!opt) return Status::ok();
   // The moments of the optimizer's own ranges only (a ZeRO rank's shard),
   // staged in the full layout for import_moments.

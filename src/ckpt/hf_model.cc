@@ -6,6 +6,9 @@
 #include <map>
 #include <set>
 
+#include <xxhash.h>
+
+#include "ckpt/checkpoint_internal.h"
 #include "ckpt/model_io.h"
 #include "ckpt/safetensors.h"
 #include "core/dtype.h"
@@ -230,7 +233,7 @@ Status load_hf_weights(const std::string& dir, nn::ParamRegistry& params) {
                                shape_str(t.shape) + ", config.json makes it " + shape_str(want));
       if (!loaded.insert(name).second)
         return Status::invalid("[import] " + path + ": tensor " + raw + " is stored twice");
-      nn::copy_from_whole(s, v.data(), params.values() + s.offset);
+      nn::copy_from_whole(s, v.data(), params.host_values() + s.offset);
     }
   }
   for (const auto& s : params.specs())
@@ -239,13 +242,25 @@ Status load_hf_weights(const std::string& dir, nn::ParamRegistry& params) {
   if (!lm_head.empty()) {  // tied: it must be wte itself
     const nn::ParamSpec& wte = *by_name.at("transformer.wte.weight");
     if (lm_head.size() != wte.numel ||
-        std::memcmp(lm_head.data(), params.values() + wte.offset, wte.numel * sizeof(float)) != 0)
+        std::memcmp(lm_head.data(), params.host_values() + wte.offset, wte.numel * sizeof(float)) != 0)
       return Status::invalid(
           "[import] " + lm_head_file +
           ": lm_head.weight differs from transformer.wte.weight (an untied head is not supported)");
   }
-  params.refresh_bf16();
+  params.upload();  // to a GPU's memory; bf16 models: the working copy
   return Status::ok();
+}
+
+Result<uint64_t> hf_weights_fingerprint(const std::string& dir) {
+  auto files = weight_files(dir);
+  if (!files) return files.status();
+  std::vector<uint64_t> digests;
+  for (const std::string& f : *files) {
+    auto h = detail::hash_file(f, f);
+    if (!h) return h.status();
+    digests.push_back(*h);
+  }
+  return uint64_t(XXH64(digests.data(), digests.size() * sizeof(uint64_t), 0));
 }
 
 }  // namespace crucible::ckpt

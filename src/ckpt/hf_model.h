@@ -36,4 +36,9 @@ Result<nn::GPTConfig> read_hf_gpt2_config(const std::string& dir);
 // non-finite value, or no safetensors file at all (pickle only) is an error.
 Status load_hf_weights(const std::string& dir, nn::ParamRegistry& params);
 
+// What identifies dir's weights: XXH64 of the XXH64s of its safetensors
+// files (model.safetensors, or the index's shards in name order). Reads
+// every byte; errors as load_hf_weights's when there are no weights.
+Result<uint64_t> hf_weights_fingerprint(const std::string& dir);
+
 }  // namespace crucible::ckpt

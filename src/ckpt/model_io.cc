@@ -11,7 +11,9 @@ namespace crucible::ckpt {
 Status save_params(const nn::ParamRegistry& params, const std::string& path, bool grads,
                    const std::map<std::string, std::string>& metadata, DType dtype) {
   std::vector<TensorView> views;
-  const float* base = grads ? params.grads() : params.values();
+  CRUCIBLE_CHECK(!grads || params.device().is_cpu(), "[weights] saving a GPU model's gradients");
+  if (!grads) params.download();  // a GPU's weights: through the host copy
+  const float* base = grads ? params.grads() : params.host_values();
   // BF16: every value rounded to nearest even, as the bf16 working copy is.
   std::vector<bf16> rounded(dtype == DType::bf16 ? params.numel() : 0);
   for (size_t i = 0; i < rounded.size(); ++i) rounded[i] = to_bf16(base[i]);
@@ -46,13 +48,13 @@ Status load_params(nn::ParamRegistry& params, const std::string& path, bool part
                              " with a shape other than the model's " + s.whole_shape.str());
     const float* v = reinterpret_cast<const float*>(t->bytes.data());
     CRUCIBLE_RETURN_IF_ERROR(check_finite(path, s.name, v, t->bytes.size() / sizeof(float)));
-    nn::copy_from_whole(s, v, params.values() + s.offset);
+    nn::copy_from_whole(s, v, params.host_values() + s.offset);
     ++matched;
   }
   if (!part && matched != file->tensors.size())
     return Status::corrupt("[weights] " + path + ": holds " + std::to_string(file->tensors.size()) +
                            " tensors, the model has " + std::to_string(matched));
-  params.refresh_bf16();  // bf16 models: the working copy of the loaded weights
+  params.upload();  // to a GPU's memory; bf16 models: the working copy of the loaded weights
   return Status::ok();
 }
 

@@ -33,6 +33,7 @@ void add_probe_command(CLI::App& app);
 void add_report_command(CLI::App& app);
 void add_curate_command(CLI::App& app);
 void add_sim_command(CLI::App& app);
+void add_serve_command(CLI::App& app);
 // The options of `crucible sim`, shared with `launch`, which reads them to
 // supervise the run.
 void add_sim_options(CLI::App& cmd, runtime::SimRequest& req, int64_t& stop_at);

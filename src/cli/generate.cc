@@ -1,18 +1,15 @@
 // `crucible generate RUN`: samples text from the newest valid checkpoint of a
 // run, with a KV cache (nn/generator.h), streaming tokens to stdout.
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "ckpt/checkpoint.h"
 #include "cli/commands.h"
 #include "core/rng.h"
 #include "data/text_tokenizer.h"
 #include "nn/generator.h"
 #include "nn/gpt.h"
-#include "runtime/config.h"
-#include "runtime/resume_check.h"
+#include "runtime/inference_model.h"
 
 namespace crucible::cli {
 
@@ -30,44 +27,19 @@ struct GenerateOptions {
 
 void run_generate(const GenerateOptions& o) {
   auto fail = [](const Status& s) { throw ExitError(exit_code(s), s.message()); };
-  if (!o.precision.empty() && o.precision != "fp32" && o.precision != "bf16")
-    fail(Status::invalid("[generate] --precision '" + o.precision + "' is not one of fp32, bf16"));
-  auto cfg = runtime::load_config(o.run_dir + "/config.toml");
-  if (!cfg) fail(cfg.status());
-  const std::string precision = o.precision.empty() ? cfg->train.precision : o.precision;
-  // crucible's SentencePiece model, or an imported GPT-2 byte-level BPE.
-  auto loaded = data::load_run_tokenizer(o.run_dir);
-  if (!loaded) fail(loaded.status());
-  const data::TextTokenizer* tok = loaded->get();
-  if (tok->vocab_size() > cfg->model.vocab_size)
-    fail(Status::invalid(
-        "[generate] " + tok->path() + " has " + std::to_string(tok->vocab_size()) +
-        " tokens, more than model.vocab_size = " + std::to_string(cfg->model.vocab_size)));
-  auto found = ckpt::find_latest_valid(o.run_dir + "/ckpt");
-  if (!found) fail(found.status());
-  for (const auto& w : found->warnings) std::fprintf(stderr, "%s\n", w.c_str());
-  // The tokenizer must be the one the checkpoint was trained with: another
-  // one maps the same ids to other text.
-  if (!found->state.data.is_null()) {
-    const std::string name = std::filesystem::path(found->dir).filename().string();
-    auto pin = runtime::DataPin::from_json(found->state.data, found->dir + "/manifest.json");
-    if (!pin) fail(pin.status());
-    Status s = runtime::check_tokenizer_pin(*pin, tok->fingerprint(), tok->path(), name);
-    if (!s) fail(s);
-  }
-  // Checkpoints hold f32 master weights: either precision runs from any run.
-  nn::GPTPart part = nn::GPTPart::whole(cfg->model);
-  part.precision = dtype_named(precision);
-  nn::GPT model(cfg->model, part);
-  auto state = ckpt::load_checkpoint(found->dir, model.params(), nullptr);
-  if (!state) fail(state.status());
+  auto opened = runtime::open_inference_model(o.run_dir, o.precision, "[generate]");
+  if (!opened) fail(opened.status());
+  for (const auto& w : opened->warnings) std::fprintf(stderr, "%s\n", w.c_str());
+  const data::TextTokenizer* tok = opened->tokenizer.get();
+  const auto& cfg = opened->config;
+  nn::GPT& model = *opened->model;
   std::fprintf(stderr, "[generate] %s (step %lld), %s, temperature %g, top-k %d, seed %llu\n",
-               found->dir.c_str(), (long long)found->step, precision.c_str(), o.temperature, o.top_k,
-               (unsigned long long)o.seed);
+               opened->checkpoint.c_str(), (long long)opened->step, opened->precision.c_str(),
+               o.temperature, o.top_k, (unsigned long long)o.seed);
 
   std::vector<int32_t> prompt = tok->encode(o.prompt);
-  if (int(prompt.size()) >= cfg->model.seq_len)  // keep the prompt's end
-    prompt.erase(prompt.begin(), prompt.end() - (cfg->model.seq_len - 1));
+  if (int(prompt.size()) >= cfg.model.seq_len)  // keep the prompt's end
+    prompt.erase(prompt.begin(), prompt.end() - (cfg.model.seq_len - 1));
   std::fputs(o.prompt.c_str(), stdout);
   // Stream: decode everything generated so far and print what is new (pieces
   // may be partial UTF-8 bytes until the next token completes them).
@@ -88,7 +60,7 @@ void run_generate(const GenerateOptions& o) {
       printed = std::move(text);
     }
   };
-  nn::Generator gen(model);
+  nn::Generator gen(model, /*constant_weights=*/true);  // as `crucible serve` reads them
   Rng rng(o.seed, 0x6e6e);
   // A padded embedding's extra rows (model.vocab_size above the tokenizer's)
   // are never sampled: no text stands for them.

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   crucible::cli::add_probe_command(app);
   crucible::cli::add_report_command(app);
   crucible::cli::add_sim_command(app);
+  crucible::cli::add_serve_command(app);
   // A first word that is no command and no option: name it, list the commands.
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;

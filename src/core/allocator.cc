@@ -20,6 +20,13 @@ Allocator& Allocator::global() {
   return *a;
 }
 
+Allocator& Allocator::of(Device device) {
+  if (device.is_cpu()) return global();
+  MemorySource* source = memory_of(device);
+  CRUCIBLE_CHECK(source != nullptr, "[core] memory of a device no backend registered (use_device first)");
+  return on(*source);
+}
+
 Allocator& Allocator::on(MemorySource& source) {
   if (&source == &host_memory()) return global();
   static std::mutex* mu = new std::mutex();

@@ -44,6 +44,10 @@ class Allocator {
   static Allocator& global();
   // The pool over `source` (one per source, made on first use).
   static Allocator& on(MemorySource& source);
+  // The pool of the memory `device` computes on (core/memory_source.h
+  // memory_of): global() for the CPU. A GPU whose memory no backend
+  // registered (kernels::cuda::use_device first) is a bug, checked.
+  static Allocator& of(Device device);
   explicit Allocator(MemorySource& source) : source_(source) {}
   MemorySource& source() const { return source_; }
 
@@ -107,6 +111,8 @@ class Arena {
   Mark mark() const;
   void rewind(const Mark& m);
 
+  // The device its memory is on (its allocator's source's).
+  Device device() const { return alloc_.source().device(); }
   size_t used() const { return used_total_; }
   size_t high_water() const { return high_water_; }
   size_t capacity() const;

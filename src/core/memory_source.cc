@@ -62,6 +62,12 @@ std::vector<MemorySource*>& registry() {
 
 }  // namespace
 
+void MemorySource::zero(void* p, size_t bytes) { std::memset(p, 0, bytes); }
+
+MemorySource* memory_of(Device device) {
+  return find_memory_source(device.is_cpu() ? MemoryKind::kHost : MemoryKind::kDevice, device);
+}
+
 MemorySource& host_memory() {
   static HostMemory* h = new HostMemory();
   return *h;

@@ -25,6 +25,9 @@ class MemorySource {
   // the source has none left.
   virtual void* map(size_t bytes) = 0;
   virtual void unmap(void* p, size_t bytes) = 0;
+  // Zeroes `bytes` at p, memory of this source (a pooled block is reused as
+  // it was left; Tensor::zeros clears it). Host sources: memset.
+  virtual void zero(void* p, size_t bytes);
 };
 
 // Pageable host memory: blocks of 1 MiB and more are 2 MiB aligned and
@@ -37,5 +40,8 @@ MemorySource& host_memory();
 // without CUDA, a machine without a GPU).
 void register_memory_source(MemorySource* source);
 MemorySource* find_memory_source(MemoryKind kind, Device device);
+// The memory `device` computes on: the host's for the CPU, the GPU's own for
+// a GPU (registered by kernels::cuda::use_device); nullptr when there is none.
+MemorySource* memory_of(Device device);
 
 }  // namespace crucible

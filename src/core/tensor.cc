@@ -1,5 +1,6 @@
 #include "core/tensor.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace crucible {
@@ -21,19 +22,23 @@ void Tensor::set_contiguous_strides() {
   }
 }
 
-Tensor Tensor::empty(Shape shape, DType dtype, const char* tag) {
+Storage::Storage(size_t bytes, const char* tag, Device device)
+    : alloc_(Allocator::of(device)), ptr_(alloc_.allocate(bytes, tag)) {}
+
+Tensor Tensor::empty(Shape shape, DType dtype, const char* tag, Device device) {
   Tensor t;
   t.shape_ = shape;
   t.dtype_ = dtype;
-  t.storage_ = std::make_shared<Storage>(std::max<size_t>(t.nbytes(), 1), tag);
+  t.device_ = device;
+  t.storage_ = std::make_shared<Storage>(std::max<size_t>(t.nbytes(), 1), tag, device);
   t.data_ = t.storage_->data();
   t.set_contiguous_strides();
   return t;
 }
 
-Tensor Tensor::zeros(Shape shape, DType dtype, const char* tag) {
-  Tensor t = empty(shape, dtype, tag);
-  std::memset(t.data_, 0, t.nbytes());
+Tensor Tensor::zeros(Shape shape, DType dtype, const char* tag, Device device) {
+  Tensor t = empty(shape, dtype, tag, device);
+  t.storage_->source().zero(t.data_, t.nbytes());
   return t;
 }
 
@@ -41,15 +46,17 @@ Tensor Tensor::arena(Arena& arena, Shape shape, DType dtype) {
   Tensor t;
   t.shape_ = shape;
   t.dtype_ = dtype;
+  t.device_ = arena.device();
   t.data_ = arena.allocate(std::max<size_t>(t.nbytes(), 1));
   t.set_contiguous_strides();
   return t;
 }
 
-Tensor Tensor::borrow(void* data, Shape shape, DType dtype) {
+Tensor Tensor::borrow(void* data, Shape shape, DType dtype, Device device) {
   Tensor t;
   t.shape_ = shape;
   t.dtype_ = dtype;
+  t.device_ = device;
   t.data_ = data;
   t.set_contiguous_strides();
   return t;

@@ -12,6 +12,8 @@
 
 #include "core/allocator.h"
 #include "core/check.h"
+#include "core/device.h"
+#include "core/memory_source.h"
 #include "core/dtype.h"
 
 namespace crucible {
@@ -42,15 +44,21 @@ struct Shape {
   std::string str() const;
 };
 
+// A block of one device's memory from that device's pool
+// (core/memory_source.h: the host's, or a GPU's once kernels::cuda::use_device
+// registered it).
 class Storage {
  public:
-  Storage(size_t bytes, const char* tag) : ptr_(Allocator::global().allocate(bytes, tag)) {}
-  ~Storage() { Allocator::global().release(ptr_); }
+  Storage(size_t bytes, const char* tag, Device device = Device::cpu());
+  ~Storage() { alloc_.release(ptr_); }
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
   void* data() const { return ptr_; }
+  Device device() const { return alloc_.source().device(); }
+  MemorySource& source() const { return alloc_.source(); }
 
  private:
+  Allocator& alloc_;
   void* ptr_;
 };
 
@@ -58,13 +66,14 @@ class Tensor {
  public:
   Tensor() = default;
 
-  // Owning, contiguous, zero-filled on first use of the pool block.
-  static Tensor empty(Shape shape, DType dtype, const char* tag);
-  static Tensor zeros(Shape shape, DType dtype, const char* tag);
-  // From the step arena: valid until the arena's next reset().
+  // Owning, contiguous, in `device`'s memory; empty's contents are what the
+  // pool block held (zero on its first use), zeros' are zero.
+  static Tensor empty(Shape shape, DType dtype, const char* tag, Device device = Device::cpu());
+  static Tensor zeros(Shape shape, DType dtype, const char* tag, Device device = Device::cpu());
+  // From the step arena, on the arena's device: valid until its next reset().
   static Tensor arena(Arena& arena, Shape shape, DType dtype);
   // Borrowed view of memory owned elsewhere (e.g. a slice of a flat buffer).
-  static Tensor borrow(void* data, Shape shape, DType dtype);
+  static Tensor borrow(void* data, Shape shape, DType dtype, Device device = Device::cpu());
 
   void* data() const { return data_; }
   float* f32() const {
@@ -76,6 +85,9 @@ class Tensor {
     return static_cast<bf16*>(data_);
   }
   DType dtype() const { return dtype_; }
+  // Where the data lives: kernels on this thread must run there
+  // (kernels/device_scope.h) to touch it.
+  Device device() const { return device_; }
   const Shape& shape() const { return shape_; }
   int64_t dim(int i) const { return shape_[i]; }
   int ndim() const { return shape_.ndim; }
@@ -95,6 +107,7 @@ class Tensor {
   std::shared_ptr<Storage> storage_;
   void* data_ = nullptr;
   DType dtype_ = DType::f32;
+  Device device_;
   Shape shape_;
   std::array<int64_t, kMaxDims> strides_{};  // in elements
 };

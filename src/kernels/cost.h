@@ -33,9 +33,17 @@ inline Cost embedding_forward(float*, const int32_t*, const float*, const float*
   const double n = double(B) * T * C;
   return {n, 3 * 4 * n};
 }
-inline Cost embedding_backward(float*, float*, const float*, const int32_t*, int B, int T, int C) {
+inline Cost embedding_backward(float* dwte, float*, const float*, const int32_t*, int64_t, int64_t, int B, int T,
+                               int C) {
   const double n = double(B) * T * C;
-  return {2 * n, 5 * 4 * n};
+  return {(dwte ? 2 : 1) * n, (dwte ? 5 : 3) * 4 * n};
+}
+inline Cost embedding_lookup(float*, const int32_t*, const float*, int64_t, int64_t, int N, int C) {
+  return {0, 2 * 4 * double(N) * C};
+}
+inline Cost add_positions(float*, const float*, int, int N, int, int C) {
+  const double n = double(N) * C;
+  return {n, 3 * 4 * n};
 }
 inline Cost residual_layernorm_forward(float*, float*, float*, float*, const float*, const float*,
                                        const float*, const float*, int N, int C) {
@@ -64,6 +72,13 @@ inline Cost attention_backward(float*, const float*, const float*, const float*,
   const double btc = double(B) * T * C;
   return {5 * btc * T, 8 * 4 * btc};
 }
+// Each row reads its keys and values once: 4 FLOPs per (key, channel).
+inline Cost attention_paged(float*, const float*, int, const float*, size_t, int, const int32_t* const*,
+                            const int32_t* pos, int R, int C, int) {
+  double keys = 0;
+  for (int r = 0; r < R; ++r) keys += pos[r] + 1;
+  return {4 * keys * C, 4 * (2 * keys * C + 2.0 * R * C)};
+}
 inline Cost softmax_cross_entropy(float*, float*, const int32_t*, int N, int V, float) {
   const double n = double(N) * V;
   return {5 * n, 2 * 4 * n};
@@ -86,6 +101,19 @@ inline Cost adamw_bf16_moments(float*, bf16* p_bf16, const float*, bf16*, bf16*,
   return {15.0 * double(n), (3 * 4.0 + 4 * 2.0 + (p_bf16 ? 2 : 0)) * double(n)};
 }
 inline Cost sum_squares(const float*, size_t n) { return {2.0 * double(n), 4.0 * double(n)}; }
+inline Cost add(float*, const float*, const float*, size_t n) { return {double(n), 12.0 * double(n)}; }
+inline Cost fill(float*, size_t n, float) { return {0, 4.0 * double(n)}; }
+inline Cost copy_bytes(void*, const void*, size_t bytes) { return {0, 2.0 * double(bytes)}; }
+inline Cost sum(const float*, size_t n) { return {double(n), 4.0 * double(n)}; }
+inline Cost target_logits(float*, const float*, const int32_t*, int64_t, int64_t, int N) {
+  return {0, 12.0 * N};
+}
+inline Cost target_logits_bf16(float*, const bf16*, const int32_t*, int64_t, int64_t, int N) {
+  return {0, 10.0 * N};
+}
+inline Cost combine_vocab_stats(float*, float*, float*, const float*, const int32_t*, int R, int N) {
+  return {6.0 * R * N, 4.0 * (3.0 * R * N + 4.0 * N)};
+}
 
 // bf16 variants: the f32 counts with the bf16 tensors at 2 bytes.
 inline Cost residual_layernorm_forward_bf16(float*, bf16*, float*, float*, const float*,

@@ -11,6 +11,8 @@
 #include "core/allocator.h"
 #include "core/check.h"
 #include "core/kernel_stats.h"
+#include "kernels/cuda/cuda.h"
+#include "kernels/device_scope.h"
 
 namespace crucible::kernels {
 namespace {
@@ -29,6 +31,7 @@ struct Entry {
   // allocates nothing on crucible's side.
   std::unordered_map<int, dnnl::memory> args;
   void* scratch_bound = nullptr;
+  bool packed = false;  // B is a PackedWeights' packed copy
 };
 
 struct Gemm {
@@ -106,15 +109,9 @@ float* widen_buffer(Gemm& g, size_t n) {
   return g.up;
 }
 
-// Called with g.mu held.
-void execute(Gemm& g, bool ta, bool tb, int M, int N, int K, const void* A, int lda, const void* B,
-             int ldb, void* C, int ldc, bool acc, const float* bias, DType in, DType out) {
-  Key key{ta, tb, M, N, K, lda, ldb, ldc, acc, bias != nullptr, in, out, omp_get_max_threads()};
-  auto it = g.cache.find(key);
-  if (it == g.cache.end())
-    it = g.cache.emplace(key, make_entry(g, ta, tb, M, N, K, lda, ldb, ldc, acc, bias != nullptr, in, out))
-             .first;
-  Entry& e = it->second;
+// Executes a cached problem on these buffers (g.mu held). The shared
+// scratchpad grows to the largest problem's.
+void run(Gemm& g, Entry& e, const void* A, const void* B, void* C, const float* bias) {
   if (!g.scratch || e.scratch_bytes > g.scratch_bytes) {
     // One scratchpad shared by all problems, grown to the largest one.
     if (g.scratch) Allocator::global().release(g.scratch);
@@ -140,6 +137,17 @@ void execute(Gemm& g, bool ta, bool tb, int M, int N, int K, const void* A, int 
   g.strm.wait();
 }
 
+// Called with g.mu held.
+void execute(Gemm& g, bool ta, bool tb, int M, int N, int K, const void* A, int lda, const void* B,
+             int ldb, void* C, int ldc, bool acc, const float* bias, DType in, DType out) {
+  Key key{ta, tb, M, N, K, lda, ldb, ldc, acc, bias != nullptr, in, out, omp_get_max_threads()};
+  auto it = g.cache.find(key);
+  if (it == g.cache.end())
+    it = g.cache.emplace(key, make_entry(g, ta, tb, M, N, K, lda, ldb, ldc, acc, bias != nullptr, in, out))
+             .first;
+  run(g, it->second, A, B, C, bias);
+}
+
 }  // namespace
 
 void gemm(DType in, DType out, bool ta, bool tb, int M, int N, int K, const void* A, int lda,
@@ -151,6 +159,10 @@ void gemm(DType in, DType out, bool ta, bool tb, int M, int N, int K, const void
   const double ab = double(dtype_size(in)), cb = double(dtype_size(out));
   ScopedKernelTimer timer(KernelClass::gemm, 2.0 * M * N * K,
                           ab * (double(M) * K + double(K) * N) + cb * M * N * (accumulate ? 2 : 1));
+  if (const ExecTarget& here = current_target(); here.device.is_cuda()) {
+    cuda::gemm(in, out, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, accumulate, bias, here.stream);
+    return;
+  }
   Gemm& g = state();
   std::lock_guard<std::mutex> lock(g.mu);
   if (in == DType::f32 || native_bf16(g)) {
@@ -187,6 +199,81 @@ void gemm(bool ta, bool tb, int M, int N, int K, const float* A, int lda, const 
 void gemm_bf16(bool ta, bool tb, int M, int N, int K, const bf16* A, int lda, const bf16* B,
                int ldb, float* C, int ldc, bool accumulate, const float* bias) {
   gemm(DType::bf16, DType::f32, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, accumulate, bias);
+}
+
+struct PackedWeights::Impl {
+  DType in;
+  bool trans;
+  int N, K, ldb;
+  const void* plain;          // B as given: the fallback
+  dnnl::memory::desc md;      // the packed layout
+  void* data = nullptr;       // B in it (null: no packing, every product uses `plain`)
+  ~Impl() {
+    if (data) Allocator::global().release(data);
+  }
+};
+
+PackedWeights::PackedWeights(DType in, bool trans, int N, int K, const void* B, int ldb) {
+  using dims = dnnl::memory::dims;
+  auto impl = std::make_shared<Impl>(Impl{in, trans, N, K, ldb, B, {}, nullptr});
+  Gemm& g = state();
+  std::lock_guard<std::mutex> lock(g.mu);
+  if (in == DType::f32 || native_bf16(g)) {
+    const auto t = dnnl_type(in);
+    dnnl::memory::desc a_md(dims{1, K}, t, dims{K, 1});
+    dnnl::memory::desc c_md(dims{1, N}, dnnl::memory::data_type::f32, dims{N, 1});
+    dnnl::memory::desc any(dims{K, N}, t, dnnl::memory::format_tag::any);
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, any, c_md), g.eng);
+    impl->md = pd.weights_desc();
+    impl->data = Allocator::global().allocate(impl->md.get_size(), "gemm.packed", true);
+    dnnl::memory src(dnnl::memory::desc(dims{K, N}, t, trans ? dims{1, ldb} : dims{ldb, 1}), g.eng,
+                     const_cast<void*>(B));
+    dnnl::memory dst(impl->md, g.eng, impl->data);
+    dnnl::reorder(src, dst).execute(g.strm, src, dst);
+    g.strm.wait();
+  }
+  impl_ = std::move(impl);
+}
+
+void gemm_packed(int M, const void* A, int lda, const PackedWeights& B, float* C, int ldc, const float* bias) {
+  CRUCIBLE_CHECK(B.impl_ != nullptr, "[gemm] gemm_packed: empty PackedWeights");
+  CRUCIBLE_CHECK(current_target().device.is_cpu(), "[gemm] gemm_packed is the CPU's (oneDNN's packed layout)");
+  const PackedWeights::Impl& w = *B.impl_;
+  if (!w.data) {  // no packing here (bf16 without a bf16 matmul): the plain path
+    gemm(w.in, DType::f32, false, w.trans, M, w.N, w.K, A, lda, w.plain, w.ldb, C, ldc, false, bias);
+    return;
+  }
+  const double ab = double(dtype_size(w.in));
+  ScopedKernelTimer timer(KernelClass::gemm, 2.0 * M * w.N * w.K,
+                          ab * (double(M) * w.K + double(w.K) * w.N) + 4.0 * M * w.N);
+  Gemm& g = state();
+  std::lock_guard<std::mutex> lock(g.mu);
+  // Keyed like a plain problem, marked packed by lda < 0 in the ldb slot's place.
+  Key key{false, w.trans, M, w.N, w.K, lda, -1, ldc, false, bias != nullptr, w.in, DType::f32,
+          omp_get_max_threads()};
+  auto it = g.cache.find(key);
+  if (it == g.cache.end()) {
+    using dims = dnnl::memory::dims;
+    const auto t = dnnl_type(w.in);
+    dnnl::memory::desc a_md(dims{M, w.K}, t, dims{lda, 1});
+    dnnl::memory::desc c_md(dims{M, w.N}, dnnl::memory::data_type::f32, dims{ldc, 1});
+    dnnl::memory::desc any(dims{w.K, w.N}, t, dnnl::memory::format_tag::any);
+    dnnl::memory::desc bias_md(dims{1, w.N}, dnnl::memory::data_type::f32, dims{w.N, 1});
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    auto desc = bias ? dnnl::matmul::desc(a_md, any, bias_md, c_md) : dnnl::matmul::desc(a_md, any, c_md);
+    dnnl::matmul::primitive_desc pd(desc, attr, g.eng);
+    Entry e = pd.weights_desc() == w.md
+                  ? Entry{dnnl::matmul(pd), dnnl::memory(a_md, g.eng, nullptr), dnnl::memory(w.md, g.eng, nullptr),
+                          dnnl::memory(c_md, g.eng, nullptr), dnnl::memory(bias_md, g.eng, nullptr),
+                          pd.scratchpad_desc().get_size()}
+                  // This M wants another layout: the plain B.
+                  : make_entry(g, false, w.trans, M, w.N, w.K, lda, w.ldb, ldc, false, bias != nullptr, w.in,
+                               DType::f32);
+    e.packed = pd.weights_desc() == w.md;
+    it = g.cache.emplace(key, std::move(e)).first;
+  }
+  run(g, it->second, A, it->second.packed ? w.data : w.plain, C, bias);
 }
 
 bool gemm_bf16_native() {

@@ -7,9 +7,12 @@
 // scratchpad comes from crucible's allocator, so a repeated call allocates
 // nothing. oneDNN runs on the same OpenMP pool as crucible's kernels.
 // Thread-safe (calls are serialised on the cache; each call is parallel inside).
+// Under a GPU's DeviceScope (kernels/device_scope.h) the same contract runs
+// on that GPU through cuBLASLt (kernels/cuda/gemm.cc), on the scope's stream.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "core/dtype.h"
 
@@ -28,6 +31,31 @@ void gemm(bool trans_a, bool trans_b, int M, int N, int K, const float* A, int l
 void gemm_bf16(bool trans_a, bool trans_b, int M, int N, int K, const bf16* A, int lda,
                const bf16* B, int ldb, float* C, int ldc, bool accumulate,
                const float* bias = nullptr);
+
+// A constant B, packed once into the layout oneDNN's matmul picks for it (the
+// same for every M: checked here for the inference shapes), so that a product
+// does not reorder B on every call: 3-4x faster at M = 1 in bf16 on Zen 4
+// (docs/performance.md, "Serving"). For weights that stay fixed while they
+// are used (inference); the packed copy is crucible's memory, accounted as
+// "gemm.packed". An M whose primitive wants another layout falls back to the
+// plain B it was made from (which must outlive it). Copyable (shared).
+class PackedWeights {
+ public:
+  PackedWeights() = default;
+  // B of type `in`: (K,N) row-major, or with trans (N,K) used as its transpose.
+  PackedWeights(DType in, bool trans, int N, int K, const void* B, int ldb);
+  explicit operator bool() const { return impl_ != nullptr; }
+  struct Impl;
+
+ private:
+  friend void gemm_packed(int M, const void* A, int lda, const PackedWeights& B, float* C, int ldc,
+                          const float* bias);
+  std::shared_ptr<Impl> impl_;
+};
+
+// C (M,N) f32 = A (M,K) of B's type (row-major, lda) @ B [+ bias (N)].
+void gemm_packed(int M, const void* A, int lda, const PackedWeights& B, float* C, int ldc,
+                 const float* bias = nullptr);
 
 // Whether oneDNN has a bf16 matmul for this CPU (AVX-512 BF16/AMX class).
 // Without one, bf16 operands are widened to f32 and run the f32 path (and a

@@ -19,6 +19,7 @@
 
 #include "core/kernel_stats.h"
 #include "kernels/cost.h"
+#include "kernels/device_scope.h"
 #include "kernels/reference.h"
 
 namespace crucible::kernels {
@@ -28,18 +29,28 @@ struct KernelTable {
   const char* isa;
   decltype(&ref::embedding_forward) embedding_forward;
   decltype(&ref::embedding_backward) embedding_backward;
+  decltype(&ref::embedding_lookup) embedding_lookup;
+  decltype(&ref::add_positions) add_positions;
   decltype(&ref::residual_layernorm_forward) residual_layernorm_forward;
   decltype(&ref::layernorm_backward) layernorm_backward;
   decltype(&ref::bias_gelu_forward) bias_gelu_forward;
   decltype(&ref::bias_gelu_backward) bias_gelu_backward;
   decltype(&ref::attention_forward) attention_forward;
   decltype(&ref::attention_backward) attention_backward;
+  decltype(&ref::attention_paged) attention_paged;
   decltype(&ref::softmax_cross_entropy) softmax_cross_entropy;
   decltype(&ref::logsumexp_rows) logsumexp_rows;
   decltype(&ref::softmax_xent_backward) softmax_xent_backward;
   decltype(&ref::adamw) adamw;
   decltype(&ref::adamw_bf16_moments) adamw_bf16_moments;
   decltype(&ref::sum_squares) sum_squares;
+  decltype(&ref::add) add;
+  decltype(&ref::fill) fill;
+  decltype(&ref::copy_bytes) copy_bytes;
+  decltype(&ref::sum) sum;
+  decltype(&ref::target_logits) target_logits;
+  decltype(&ref::target_logits_bf16) target_logits_bf16;
+  decltype(&ref::combine_vocab_stats) combine_vocab_stats;
   decltype(&ref::residual_layernorm_forward_bf16) residual_layernorm_forward_bf16;
   decltype(&ref::bias_gelu_forward_bf16) bias_gelu_forward_bf16;
   decltype(&ref::bias_gelu_backward_bf16) bias_gelu_backward_bf16;
@@ -71,27 +82,40 @@ bool select_isa(const std::string& name);
 // Call-site wrappers so code reads kernels::attention_forward(...); each call
 // is timed into its kernel class (core/kernel_stats.h) with its FLOPs and
 // bytes from the cost models (kernels/cost.h).
+// They dispatch on the calling thread's device (kernels/device_scope.h).
 #define CRUCIBLE_FORWARD(fn, cls)                                        \
   template <typename... A>                                               \
   inline auto fn(A&&... a) {                                             \
+    const auto k_ = table_here().fn;                                     \
+    if (!k_) no_kernel_here(#fn);                                        \
     const cost::Cost c_ = cost::fn(a...);                                \
     ScopedKernelTimer timer_(KernelClass::cls, c_.flops, c_.bytes);      \
-    return active().fn(static_cast<A&&>(a)...);                          \
+    return k_(static_cast<A&&>(a)...);                                   \
   }
 CRUCIBLE_FORWARD(embedding_forward, embedding)
 CRUCIBLE_FORWARD(embedding_backward, embedding)
+CRUCIBLE_FORWARD(embedding_lookup, embedding)
+CRUCIBLE_FORWARD(add_positions, embedding)
 CRUCIBLE_FORWARD(residual_layernorm_forward, layernorm)
 CRUCIBLE_FORWARD(layernorm_backward, layernorm)
 CRUCIBLE_FORWARD(bias_gelu_forward, gelu)
 CRUCIBLE_FORWARD(bias_gelu_backward, gelu)
 CRUCIBLE_FORWARD(attention_forward, attention)
 CRUCIBLE_FORWARD(attention_backward, attention)
+CRUCIBLE_FORWARD(attention_paged, attention)
 CRUCIBLE_FORWARD(softmax_cross_entropy, cross_entropy)
 CRUCIBLE_FORWARD(logsumexp_rows, cross_entropy)
 CRUCIBLE_FORWARD(softmax_xent_backward, cross_entropy)
 CRUCIBLE_FORWARD(adamw, optimizer)
 CRUCIBLE_FORWARD(adamw_bf16_moments, optimizer)
 CRUCIBLE_FORWARD(sum_squares, optimizer)
+CRUCIBLE_FORWARD(add, other)
+CRUCIBLE_FORWARD(fill, other)
+CRUCIBLE_FORWARD(copy_bytes, other)
+CRUCIBLE_FORWARD(sum, other)
+CRUCIBLE_FORWARD(target_logits, cross_entropy)
+CRUCIBLE_FORWARD(target_logits_bf16, cross_entropy)
+CRUCIBLE_FORWARD(combine_vocab_stats, cross_entropy)
 CRUCIBLE_FORWARD(residual_layernorm_forward_bf16, layernorm)
 CRUCIBLE_FORWARD(bias_gelu_forward_bf16, gelu)
 CRUCIBLE_FORWARD(bias_gelu_backward_bf16, gelu)

@@ -12,10 +12,6 @@
 //      loss = log S - (x_target - M)
 //   4. the gradient of its columns from (M, log S): softmax - onehot.
 // Shards of unequal width (V not divisible by tp) change nothing above.
-#include <algorithm>
-#include <cmath>
-#include <vector>
-
 #include "kernels/kernels.h"
 #include "nn/cross_entropy.h"
 
@@ -32,29 +28,14 @@ void vocab_parallel_cross_entropy(Arena& arena, TensorParallel& tp, IndexRange v
     kernels::logsumexp_rows_bf16(mine, mine + N, static_cast<const bf16*>(logits), N, Vl);
   else
     kernels::logsumexp_rows(mine, mine + N, static_cast<const float*>(logits), N, Vl);
-  auto logit = [&](size_t i) {
-    return bf ? to_f32(static_cast<const bf16*>(logits)[i]) : static_cast<const float*>(logits)[i];
-  };
-  for (int n = 0; n < N; ++n) {
-    const int64_t t = targets[n];
-    mine[2 * N + n] = t >= vocab.lo && t < vocab.hi ? logit(size_t(n) * Vl + size_t(t - vocab.lo)) : 0.0f;
-  }
+  if (bf)
+    kernels::target_logits_bf16(mine + 2 * N, static_cast<const bf16*>(logits), targets, vocab.lo, vocab.hi, N);
+  else
+    kernels::target_logits(mine + 2 * N, static_cast<const float*>(logits), targets, vocab.lo, vocab.hi, N);
   tp.allgather(all, mine, size_t(3) * N);
   float* max = mine;  // overwritten by the whole vocabulary's statistics
   float* log_sum = mine + N;
-  for (int n = 0; n < N; ++n) {
-    float M = -INFINITY;
-    for (int r = 0; r < R; ++r) M = std::max(M, all[size_t(r) * 3 * N + n]);
-    float S = 0, x_target = 0;
-    for (int r = 0; r < R; ++r) {
-      const float* part = all + size_t(r) * 3 * N;
-      S += std::exp(part[N + n] + (part[n] - M));
-      x_target += part[2 * N + n];
-    }
-    max[n] = M;
-    log_sum[n] = std::log(S);
-    losses[n] = targets[n] < 0 ? 0.0f : log_sum[n] - (x_target - M);
-  }
+  kernels::combine_vocab_stats(max, log_sum, losses, all, targets, R, N);
   if (dscale == 0.0f) return;
   if (bf)
     kernels::softmax_xent_backward_bf16(static_cast<bf16*>(logits), max, log_sum, targets, int(vocab.lo), N,

@@ -139,12 +139,6 @@ PartIdx register_params(const GPTConfig& cfg, const GPTPart& part, ParamRegistry
 // Bytes an Arena hands out for n floats (64-byte alignment).
 size_t arena_floats(size_t n) { return (n * sizeof(float) + 63) / 64 * 64; }
 
-// out (n) = a + b: the residual stream handed to the next stage is one tensor.
-void add(float* out, const float* a, const float* b, size_t n) {
-#pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
-}
-
 }  // namespace
 
 Recompute recompute_policy(const std::string& name) {
@@ -269,7 +263,7 @@ GPT::GPT(const GPTConfig& cfg, const GPTPart& part, TensorParallel* tp)
   const DType act = part.precision;
   auto& P = params_;
   PartIdx idx = register_params(cfg, part, P);
-  P.allocate(act == DType::bf16);
+  P.allocate(act == DType::bf16, part.device);
 
   if (idx.wte != SIZE_MAX) embed_.wte = P.param(idx.wte);
   if (idx.wpe != SIZE_MAX) embed_.wpe = P.param(idx.wpe);
@@ -363,7 +357,7 @@ float GPT::forward(Activations& a, const int32_t* tokens, const int32_t* targets
   if (part_.starts_model(a.chunk_)) {
     CRUCIBLE_CHECK(tokens, "[nn] the first chunk's forward needs tokens");
     int32_t* toks = arena.allocate_array<int32_t>(size_t(N));
-    std::copy(tokens, tokens + N, toks);
+    kernels::copy_bytes(toks, tokens, size_t(N) * sizeof(int32_t));
     a.tokens_ = toks;
     float* x = arena.allocate_array<float>(NC);
     a.embed_.forward(arena, x, toks, B, T);
@@ -378,7 +372,7 @@ float GPT::forward(Activations& a, const int32_t* tokens, const int32_t* targets
   a.state_ = Activations::State::kForward;
   if (!part_.ends_model(a.chunk_)) {
     a.output_ = arena.allocate_array<float>(NC);
-    add(a.output_, ra, rb, NC);
+    kernels::add(a.output_, ra, rb, NC);
     a.have_grad_ = true;
     return 0.0f;
   }
@@ -395,7 +389,7 @@ float GPT::head_forward(Activations& a, const float* ra, const float* rb, const 
   int32_t* tgts = nullptr;
   if (targets) {
     tgts = arena.allocate_array<int32_t>(size_t(N));
-    std::copy(targets, targets + N, tgts);
+    kernels::copy_bytes(tgts, targets, size_t(N) * sizeof(int32_t));
   }
   const DType act = part_.precision;
   float* r_final = arena.allocate_array<float>(NC);
@@ -451,9 +445,7 @@ float GPT::head_forward(Activations& a, const float* ra, const float* rb, const 
     a.losses_ = arena.allocate_array<float>(size_t(N));
     loss_of(a.losses_, a.logits_, tgts, N);
   }
-  double sum = 0;
-  for (int i = 0; i < N; ++i) sum += a.losses_[i];
-  return float(sum / N);
+  return float(kernels::sum(a.losses_, size_t(N)) / N);
 }
 
 void GPT::backward(Activations& a, const float* dout, BackwardPass pass, const GradsReady& grads_ready,
@@ -500,11 +492,11 @@ void GPT::backward(Activations& a, const float* dout, BackwardPass pass, const G
       arena.rewind(m);
       if (weights && !fused)  // dwte (V,C) += dlogits^T @ lnf_out
         kernels::gemm(act, f32, true, false, V, C, N, a.logits_, V, a.lnf_out_, C, a.embed_.wte.grad, C, true);
-      std::fill(a.dr_, a.dr_ + NC, 0.0f);
+      kernels::fill(a.dr_, NC, 0.0f);
       a.ln_f_.backward(a.dr_, dh, rows);
     } else {
       a.dr_ = a.output_grad_;  // the running gradient starts as the received one, in place
-      if (dout && dout != a.dr_) std::copy(dout, dout + NC, a.dr_);
+      if (dout && dout != a.dr_) kernels::copy_bytes(a.dr_, dout, NC * sizeof(float));
     }
   } else if (last && !a.head_dh_) {
     kernels::gemm(act, f32, true, false, V, C, N, a.logits_, V, a.lnf_out_, C, a.embed_.wte.grad, C, true);

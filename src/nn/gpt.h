@@ -78,6 +78,9 @@ struct GPTPart {
   // the sums over rows of wte's gradient then go chunk by chunk. 0: the
   // logits of the whole micro-batch at once.
   int head_chunk = 0;
+  // Where the parameters live (nn/params.h); the model's calls run there
+  // under that device's kernels::DeviceScope, with an arena of its memory.
+  Device device = Device::cpu();
 
   static GPTPart whole(const GPTConfig& cfg) { return {{{0, cfg.n_layer}}, true, true}; }
   int num_chunks() const { return int(chunks.size()); }

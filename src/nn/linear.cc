@@ -1,4 +1,7 @@
 #include <algorithm>
+#include <map>
+#include <mutex>
+#include <tuple>
 #include <vector>
 
 #include "core/allocator.h"
@@ -9,21 +12,27 @@
 
 namespace crucible::nn {
 namespace {
-// A row of ones of type t: db (1,out) += ones (1,N) @ dy (N,out) runs as one GEMM.
+// A row of ones of type t: db (1,out) += ones (1,N) @ dy (N,out) runs as one
+// GEMM. One per device (the calling thread's, kernels/device_scope.h) and
+// type, in that device's memory, grown, kept for the process.
 const void* ones(int n, DType t) {
   struct Row {
     void* buf = nullptr;
     int len = 0;
   };
-  static Row rows[2];
-  Row& r = rows[t == DType::bf16 ? 1 : 0];
+  static std::mutex mu;
+  static std::map<std::tuple<int, int, int>, Row> rows;  // (device kind, index, bf16)
+  const Device device = kernels::current_target().device;
+  std::lock_guard<std::mutex> lock(mu);
+  Row& r = rows[{int(device.kind), device.index, t == DType::bf16 ? 1 : 0}];
   if (n > r.len) {
-    if (r.buf) Allocator::global().release(r.buf);
-    r.buf = Allocator::global().allocate(size_t(n) * dtype_size(t), "nn.ones", true);
-    if (t == DType::bf16)
-      std::fill_n(static_cast<bf16*>(r.buf), n, to_bf16(1.0f));
-    else
-      std::fill_n(static_cast<float*>(r.buf), n, 1.0f);
+    Allocator& alloc = Allocator::of(device);
+    if (r.buf) alloc.release(r.buf);
+    const size_t bytes = size_t(n) * dtype_size(t);
+    r.buf = alloc.allocate(bytes, "nn.ones", true);
+    std::vector<bf16> h16(t == DType::bf16 ? size_t(n) : 0, to_bf16(1.0f));
+    std::vector<float> h32(t == DType::bf16 ? 0 : size_t(n), 1.0f);
+    kernels::copy_bytes(r.buf, t == DType::bf16 ? static_cast<const void*>(h16.data()) : h32.data(), bytes);
     r.len = n;
   }
   return r.buf;
@@ -40,7 +49,7 @@ const void* arena_copy(Arena& arena, const float* x, size_t n, DType t) {
   if (t == DType::bf16)
     kernels::convert_to_bf16(static_cast<bf16*>(copy), x, n);
   else
-    std::copy(x, x + n, static_cast<float*>(copy));
+    kernels::copy_bytes(copy, x, n * sizeof(float));
   return copy;
 }
 

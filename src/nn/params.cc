@@ -68,11 +68,25 @@ size_t ParamRegistry::add(std::string name, Shape whole, const Shard& shard, boo
   return specs_.size() - 1;
 }
 
-void ParamRegistry::allocate(bool bf16_copy) {
+void ParamRegistry::allocate(bool bf16_copy, Device device) {
   total_ = (total_ + 15) / 16 * 16;
-  values_ = Tensor::zeros(Shape{int64_t(total_)}, DType::f32, "nn.params");
-  grads_ = Tensor::zeros(Shape{int64_t(total_)}, DType::f32, "nn.grads");
-  if (bf16_copy) values_bf16_ = Tensor::zeros(Shape{int64_t(total_)}, DType::bf16, "nn.params_bf16");
+  const Shape n{int64_t(total_)};
+  values_ = Tensor::zeros(n, DType::f32, "nn.params", device);
+  grads_ = Tensor::zeros(n, DType::f32, "nn.grads", device);
+  if (bf16_copy) values_bf16_ = Tensor::zeros(n, DType::bf16, "nn.params_bf16", device);
+  if (!device.is_cpu()) host_ = Tensor::zeros(n, DType::f32, "nn.params_host");
+}
+
+float* ParamRegistry::host_values() const { return host_.defined() ? host_.f32() : values(); }
+
+void ParamRegistry::upload() {
+  if (host_.defined()) kernels::copy_and_wait(device(), values(), host_.f32(), total_ * sizeof(float));
+  kernels::DeviceScope on(device());
+  refresh_bf16();
+}
+
+void ParamRegistry::download() const {
+  if (host_.defined()) kernels::copy_and_wait(device(), host_.f32(), values(), total_ * sizeof(float));
 }
 
 Param ParamRegistry::param(size_t index) const {
@@ -100,7 +114,7 @@ const ParamSpec* ParamRegistry::find(const std::string& name) const {
 
 void ParamRegistry::init(uint64_t seed) {
   for (auto& s : specs_) {
-    float* p = values_.f32() + s.offset;
+    float* p = host_values() + s.offset;
     switch (s.init) {
       case Init::zeros: std::memset(p, 0, s.numel * sizeof(float)); break;
       case Init::ones:
@@ -117,14 +131,11 @@ void ParamRegistry::init(uint64_t seed) {
       }
     }
   }
-  refresh_bf16();
+  upload();
 }
 
 void ParamRegistry::zero_grad() {
-  float* g = grads_.f32();
-  size_t n = total_;
-#pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < n; i += 16384) std::memset(g + i, 0, std::min<size_t>(16384, n - i) * 4);
+  kernels::fill(grads_.f32(), total_, 0.0f);
 }
 
 }  // namespace crucible::nn

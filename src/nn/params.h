@@ -78,10 +78,13 @@ class ParamRegistry {
   size_t add(std::string name, Shape whole, const Shard& shard, bool decay, Init init,
              float init_std = 0.0f);
   void mark_replica(size_t index) { specs_.at(index).replica = true; }
-  // Allocates the flat buffers (pool-backed, zeroed). Call once, after all
-  // add(). bf16_copy: a third flat buffer, the parameters' bf16 working copy
-  // (train.precision = "bf16"; same layout, 2 bytes an element).
-  void allocate(bool bf16_copy = false);
+  // Allocates the flat buffers (pool-backed, zeroed) in `device`'s memory.
+  // Call once, after all add(). bf16_copy: a third flat buffer, the
+  // parameters' bf16 working copy (train.precision = "bf16"; same layout, 2
+  // bytes an element). On a GPU the values also get a host copy
+  // (host_values), the one place host code reads and writes them.
+  void allocate(bool bf16_copy = false, Device device = Device::cpu());
+  Device device() const { return values_.device(); }
 
   Param param(size_t index) const;
   const std::vector<ParamSpec>& specs() const { return specs_; }
@@ -95,6 +98,14 @@ class ParamRegistry {
   bf16* values_bf16() const;
   void refresh_bf16(size_t begin = 0, size_t end = SIZE_MAX);
 
+  // Host code's view of the values (initialisation, checkpoints, loads,
+  // export): values() itself on the CPU; on a GPU the host copy, current
+  // after download() and sent to the device (with the bf16 copy refreshed)
+  // by upload(). Copies at step edges only.
+  float* host_values() const;
+  void upload();
+  void download() const;
+
   // Each parameter draws from its own RNG stream keyed by (seed, name), so
   // initial weights do not depend on registration order or world layout; a
   // shard draws its elements' positions of the whole tensor's stream (the
@@ -106,6 +117,7 @@ class ParamRegistry {
   std::vector<ParamSpec> specs_;
   size_t total_ = 0;
   Tensor values_, grads_, values_bf16_;
+  mutable Tensor host_;  // a GPU's values' host copy (undefined on the CPU): a cache of the values
 };
 
 }  // namespace crucible::nn

@@ -17,6 +17,41 @@ int32_t argmax(const float* logits, int V) {
   return best;
 }
 
+// Zeroes every weight outside the nucleus: the fewest largest weights (ties
+// towards the lower index) whose sum reaches top_p * total. Returns the new
+// total. Sorts only as many candidates as it needs: the largest m by
+// nth_element, doubling m until they reach the mass (a peaked distribution
+// stops at the first 64).
+double keep_nucleus(std::vector<float>& weight, double total, float top_p) {
+  thread_local std::vector<int32_t> order;
+  order.clear();
+  for (int32_t i = 0; i < int32_t(weight.size()); ++i)
+    if (weight[size_t(i)] > 0.0f) order.push_back(i);
+  auto larger = [&](int32_t a, int32_t b) {
+    return weight[size_t(a)] > weight[size_t(b)] || (weight[size_t(a)] == weight[size_t(b)] && a < b);
+  };
+  const double want = double(top_p) * total;
+  size_t kept = order.size();
+  for (size_t m = 64;; m *= 2) {
+    m = std::min(m, order.size());
+    std::nth_element(order.begin(), order.begin() + (m - 1), order.end(), larger);
+    std::sort(order.begin(), order.begin() + m, larger);
+    double cum = 0;
+    size_t i = 0;
+    while (i < m && cum < want) cum += weight[size_t(order[i++])];
+    if (cum >= want || m == order.size()) {
+      kept = std::max<size_t>(i, 1);
+      break;
+    }
+  }
+  double new_total = 0;
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (i < kept) new_total += weight[size_t(order[i])];
+    else weight[size_t(order[i])] = 0.0f;
+  }
+  return new_total;
+}
+
 }  // namespace
 
 int32_t sample_token(const float* logits, int V, const SamplingConfig& cfg, Rng& rng) {
@@ -49,6 +84,7 @@ int32_t sample_token(const float* logits, int V, const SamplingConfig& cfg, Rng&
     weight[size_t(i)] = keep ? std::exp((logits[i] - mx) * inv_t) : 0.0f;
     total += weight[size_t(i)];
   }
+  if (cfg.top_p < 1.0f) total = keep_nucleus(weight, total, cfg.top_p);
   // Inverse CDF in index order.
   const double target = double(u) * total;
   double cum = 0;

@@ -27,8 +27,9 @@ AdamW::AdamW(nn::ParamRegistry& params, const AdamWConfig& cfg, std::vector<Rang
     CRUCIBLE_CHECK(r.begin <= r.end && r.end <= params.numel(), "[optim] shard range in bounds");
     shard_numel_ += r.end - r.begin;
   }
-  m_ = Tensor::zeros(Shape{int64_t(shard_numel_)}, cfg.moments, "optim.adam_m");
-  v_ = Tensor::zeros(Shape{int64_t(shard_numel_)}, cfg.moments, "optim.adam_v");
+  // Beside the parameters: on their device.
+  m_ = Tensor::zeros(Shape{int64_t(shard_numel_)}, cfg.moments, "optim.adam_m", params.device());
+  v_ = Tensor::zeros(Shape{int64_t(shard_numel_)}, cfg.moments, "optim.adam_v", params.device());
   // Decay runs of the full layout: maximal runs of equal decay flag. The
   // padding between parameters is zero in every buffer and stays zero, so a
   // run may span it.
@@ -96,36 +97,62 @@ void AdamW::export_moments(float* m_full, float* v_full) const { export_to(m_ful
 
 void AdamW::export_shard_moments(float* m, float* v) const { export_to(m, v, false); }
 
+namespace {
+
+// A moment buffer as host code reads it: itself on the CPU; on a GPU a host
+// copy (to_host) or a host staging buffer sent on by from_host.
+Tensor to_host(const Tensor& t) {
+  if (t.device().is_cpu()) return t;
+  Tensor h = Tensor::empty(t.shape(), t.dtype(), "optim.adam_host");
+  kernels::copy_and_wait(t.device(), h.data(), t.data(), t.nbytes());
+  return h;
+}
+Tensor host_staging(const Tensor& t) {
+  return t.device().is_cpu() ? t : Tensor::empty(t.shape(), t.dtype(), "optim.adam_host");
+}
+void from_host(const Tensor& staged, Tensor& t) {
+  if (staged.data() != t.data()) kernels::copy_and_wait(t.device(), t.data(), staged.data(), t.nbytes());
+}
+
+}  // namespace
+
 void AdamW::export_to(float* m_out, float* v_out, bool full) const {
+  const Tensor mh = to_host(m_), vh = to_host(v_);
   size_t state = 0;
   for (const Range& r : shard_) {
     const size_t n = r.end - r.begin, at = full ? r.begin : state;
     if (cfg_.moments == DType::bf16) {
       for (size_t i = 0; i < n; ++i) {
-        m_out[at + i] = to_f32(m_.bf16_data()[state + i]);
-        v_out[at + i] = to_f32(v_.bf16_data()[state + i]);
+        m_out[at + i] = to_f32(mh.bf16_data()[state + i]);
+        v_out[at + i] = to_f32(vh.bf16_data()[state + i]);
       }
     } else {
-      std::memcpy(m_out + at, m() + state, n * sizeof(float));
-      std::memcpy(v_out + at, v() + state, n * sizeof(float));
+      std::memcpy(m_out + at, mh.f32() + state, n * sizeof(float));
+      std::memcpy(v_out + at, vh.f32() + state, n * sizeof(float));
     }
     state += n;
   }
 }
 
 void AdamW::import_moments(const float* m_full, const float* v_full) {
-  size_t state = 0;
-  for (const Range& r : shard_) {
-    const size_t n = r.end - r.begin;
-    if (cfg_.moments == DType::bf16) {
-      kernels::convert_to_bf16(m_.bf16_data() + state, m_full + r.begin, n);
-      kernels::convert_to_bf16(v_.bf16_data() + state, v_full + r.begin, n);
-    } else {
-      std::memcpy(m() + state, m_full + r.begin, n * sizeof(float));
-      std::memcpy(v() + state, v_full + r.begin, n * sizeof(float));
+  Tensor mh = host_staging(m_), vh = host_staging(v_);
+  {
+    kernels::DeviceScope host(Device::cpu());  // host buffers, whatever the caller's device
+    size_t state = 0;
+    for (const Range& r : shard_) {
+      const size_t n = r.end - r.begin;
+      if (cfg_.moments == DType::bf16) {
+        kernels::convert_to_bf16(mh.bf16_data() + state, m_full + r.begin, n);
+        kernels::convert_to_bf16(vh.bf16_data() + state, v_full + r.begin, n);
+      } else {
+        std::memcpy(mh.f32() + state, m_full + r.begin, n * sizeof(float));
+        std::memcpy(vh.f32() + state, v_full + r.begin, n * sizeof(float));
+      }
+      state += n;
     }
-    state += n;
   }
+  from_host(mh, m_);
+  from_host(vh, v_);
 }
 
 }  // namespace crucible::optim

@@ -64,7 +64,9 @@ int PipelineStage::tag(int kind, int stage, int micro) const {
 
 Arena* PipelineStage::take_arena() {
   if (free_.empty()) {
-    pool_.push_back(std::make_unique<Arena>("pipeline.activations"));
+    // In the memory of the model's device (its parameters'): the step's
+    // activations never leave it.
+    pool_.push_back(std::make_unique<Arena>("pipeline.activations", Allocator::of(model_.params().device())));
     // The largest chunk's need, so any arena serves any chunk without growing.
     size_t need = 0;
     const bool split = schedule_.kind == "zb-h1";

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "plan/cluster.h"
-#include "profile/probe_compute.h"
+#include "profile/probe_step_gemms.h"
 #include "profile/probe_schema.h"
 
 namespace crucible::plan {
@@ -120,16 +120,16 @@ Result<Cluster> from_probe(const json& probe, const std::string& source) {
   d.memory_bandwidth_Bps = triad * 1e9;
   d.memory_efficiency = 1;  // STREAM triad is already what streaming code reaches
   // GEMM efficiency against size from the all-thread rows, per precision
-  // (the best where sizes repeat). Rows timed as the step meets them (form
-  // "cold": a run's own GEMMs, profile/local_probe.h) come first and stand
-  // for their shapes; warm rows fill in the other shapes.
+  // (the best where sizes repeat). Rows timed inside a replayed step (form
+  // "in_step": a run's own GEMMs, profile/probe_step_gemms.h) come first and
+  // stand for their shapes; rows timed alone fill in the other shapes.
   for (int p = 0; p < 2; ++p) {
     auto& points = d.gemm_efficiency[p];
-    size_t cold_points = 0;  // points[0, cold_points) came from cold rows
-    for (const bool cold_pass : {true, false}) {
+    size_t step_points = 0;  // points[0, step_points) came from in-step rows
+    for (const bool step_pass : {true, false}) {
       for (const json& g : *gemms) {
         if (!g.value("valid", false) || g.value("dtype", "") != (p ? "bf16" : "f32") ||
-            g.value("threads", 0) != threads || profile::gemm_row_is_cold(g) != cold_pass)
+            g.value("threads", 0) != threads || profile::gemm_row_is_in_step(g) != step_pass)
           continue;
         const double m = g.value("m", 0.0), n = g.value("n", 0.0), k = g.value("k", 0.0);
         const double eff = std::min(1.0, g.value("gflops", 0.0) * 1e9 / d.peak_flops[p]);
@@ -137,9 +137,9 @@ Result<Cluster> from_probe(const json& probe, const std::string& source) {
         auto same = std::find_if(points.begin(), points.end(),
                                  [&](const Device::GemmPoint& q) { return q.m == m && q.n == n && q.k == k; });
         if (same == points.end()) points.push_back({m, n, k, eff});
-        else if (cold_pass || size_t(same - points.begin()) >= cold_points) same->efficiency = std::max(same->efficiency, eff);
+        else if (step_pass || size_t(same - points.begin()) >= step_points) same->efficiency = std::max(same->efficiency, eff);
       }
-      if (cold_pass) cold_points = points.size();
+      if (step_pass) step_points = points.size();
     }
     // Without a native bf16 matmul, bf16 runs widened to the f32 path (and the
     // probe measures it only where the thread counts differ): the f32 rows.
@@ -153,10 +153,17 @@ Result<Cluster> from_probe(const json& probe, const std::string& source) {
   // pairs) its exponentials and packing do not get faster (measured on Zen 4:
   // 0.5-0.75 of its fp32 share, docs/performance.md); without one, bf16 runs
   // widened at the f32 rate against the f32 peak, the fp32 share.
+  // A run's probe measures its own attention (compute.attention, the last row
+  // of a precision: the run's, profile/local_probe.cc); that stands instead.
   for (int p = 0; p < 2; ++p) {
     double best = 0;
     for (const Device::GemmPoint& g : d.gemm_efficiency[p]) best = std::max(best, g.efficiency);
     d.attention_efficiency[p] = std::min(1.0, 0.5 * best * (p && bf16_native ? 0.6 : 1.0));
+    if (const json* rows = at(probe, {"compute", "attention"}); rows && rows->is_array())
+      for (const json& r : *rows)
+        if (r.is_object() && r.value("dtype", "") == (p ? "bf16" : "f32") && r.value("threads", 0) == threads &&
+            r.value("valid", false) && r.value("gflops", 0.0) > 0)
+          d.attention_efficiency[p] = std::min(1.0, r["gflops"].get<double>() * 1e9 / d.peak_flops[p]);
   }
   // Links: shared memory between ranks of this node, from the interconnect
   // section when the probe ran under `crucible launch -n N`; else an

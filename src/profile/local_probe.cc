@@ -10,6 +10,7 @@
 #include "profile/probe.h"
 #include "profile/probe_compute.h"
 #include "profile/probe_schema.h"
+#include "profile/probe_step_gemms.h"
 
 namespace crucible::profile {
 
@@ -49,29 +50,64 @@ json measure_here() {
   return doc;
 }
 
-// Adds a row for every shape of `shapes` the document lacks on all threads
-// in `dtype`; the number added.
-int top_up(json& doc, const std::vector<GemmShape>& shapes, const std::string& dtype) {
-  if (!doc.contains("compute") || !doc["compute"].is_object() || !doc["compute"].contains("peak")) return 0;
+// The run's attention row (profile/probe_step_gemms.h): measured when the
+// document lacks one of its shape, and kept last in compute.attention either
+// way (the planner reads the last: plan/cluster_probe.cc). The number measured.
+int top_up_attention(json& compute, const StepAttention& a, const std::string& dtype, int threads, double ceiling) {
+  if (a.B <= 0) return 0;
+  if (!compute.contains("attention") || !compute["attention"].is_array()) compute["attention"] = json::array();
+  json kept = json::array(), mine;
+  for (const json& r : compute["attention"]) {
+    const bool same = r.is_object() && r.value("B", 0) == a.B && r.value("T", 0) == a.T && r.value("C", 0) == a.C &&
+                      r.value("NH", 0) == a.NH && r.value("dtype", "") == dtype && r.value("threads", 0) == threads;
+    if (same)
+      mine = r;
+    else
+      kept.push_back(r);
+  }
+  const int measured = mine.is_null() ? 1 : 0;
+  if (mine.is_null()) mine = measure_step_attention(a, dtype == "bf16", threads, 0.3, ceiling);
+  kept.push_back(std::move(mine));
+  compute["attention"] = std::move(kept);
+  return measured;
+}
+
+// Measures the run's step GEMMs (profile/probe_step_gemms.h) on all
+// threads in `dtype` where the document lacks an in-step row for one of its
+// planner shapes; the rows replace those of the same shapes. The number of
+// rows measured.
+int top_up(json& doc, const StepGemms& step, const std::string& dtype) {
+  if (step.calls.empty() || !doc.contains("compute") || !doc["compute"].is_object() ||
+      !doc["compute"].contains("peak"))
+    return 0;
   json& compute = doc["compute"];
   const json& peak = compute["peak"];
   const int threads = peak.value("threads_all", 0);
   const bool bf16 = dtype == "bf16";
   const double ceiling = peak.value(bf16 ? "bf16_peak_gflops_all" : "derived_gflops_all", 0.0);
   if (threads < 1 || !(ceiling > 0) || !compute["gemm"].is_array()) return 0;
-  int added = 0;
-  for (const GemmShape& s : shapes) {
-    bool have = false;
-    for (const json& g : compute["gemm"])
-      have |= g.is_object() && g.value("m", 0) == s.m && g.value("n", 0) == s.n && g.value("k", 0) == s.k &&
-              g.value("dtype", "") == dtype && g.value("threads", 0) == threads && gemm_row_is_cold(g) == s.cold;
-    if (have) continue;
-    json row = measure_gemm(s, bf16, threads, 0.05, ceiling);
-    compute["valid"] = compute.value("valid", true) && row.value("valid", false);
-    compute["gemm"].push_back(std::move(row));
-    ++added;
+  auto same = [&](const json& g, int m, int n, int k) {
+    return g.is_object() && g.value("m", 0) == m && g.value("n", 0) == n && g.value("k", 0) == k &&
+           g.value("dtype", "") == dtype && g.value("threads", 0) == threads && gemm_row_is_in_step(g);
+  };
+  int measured = top_up_attention(compute, step.attention, dtype, threads, ceiling);
+  bool missing = false;
+  for (const StepGemm& c : step.calls)
+    missing |= std::none_of(compute["gemm"].begin(), compute["gemm"].end(),
+                            [&](const json& g) { return same(g, c.m, c.n, c.k); });
+  if (!missing) return measured;
+  const std::vector<json> rows = measure_step_gemms(step, bf16, threads, 0.5, ceiling);
+  json kept = json::array();
+  for (const json& g : compute["gemm"])
+    if (std::none_of(rows.begin(), rows.end(),
+                     [&](const json& r) { return same(g, r["m"].get<int>(), r["n"].get<int>(), r["k"].get<int>()); }))
+      kept.push_back(g);
+  for (const json& r : rows) {
+    compute["valid"] = compute.value("valid", true) && r.value("valid", false);
+    kept.push_back(r);
   }
-  return added;
+  compute["gemm"] = std::move(kept);
+  return measured + int(rows.size());
 }
 
 }  // namespace
@@ -115,8 +151,8 @@ LocalProbe local_probe(const LocalProbeOptions& opt) {
     // The run's own GEMMs, where the document has not measured them: the
     // cache learns them; a file the user made is left as it is (the run keeps
     // its copy).
-    if (int added = top_up(*doc, opt.shapes, opt.dtype); added > 0) {
-      log("[probe] measured this run's " + std::to_string(added) + " GEMM shapes " + f + " lacked");
+    if (int added = top_up(*doc, opt.step, opt.dtype); added > 0) {
+      log("[probe] measured this run's step GEMMs (" + std::to_string(added) + " shapes), which " + f + " lacked");
       if (f == cached) save_cache(*doc);
       keep(*doc, "");
     } else {
@@ -131,7 +167,7 @@ LocalProbe local_probe(const LocalProbeOptions& opt) {
     if (!l.value("reliable", true))
       log("[probe] " + name + ": other processes used " + std::to_string(int(100 * l["others_share"].get<double>())) +
           "% of the CPUs meanwhile: its figures (and the prediction) are unreliable");
-  top_up(doc, opt.shapes, opt.dtype);
+  top_up(doc, opt.step, opt.dtype);
   save_cache(doc);
   keep(doc, "");
   return {doc, "measured now"};

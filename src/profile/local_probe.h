@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "profile/probe_compute.h"
+#include "profile/probe_step_gemms.h"
 
 namespace crucible::profile {
 
@@ -28,10 +28,11 @@ struct LocalProbeOptions {
   bool measure = true;                  // false: no quick probe, the result may be null
   bool use_cache = true;                // consult and fill the machine cache
   std::function<void(const std::string&)> log;
-  // The GEMMs the run will execute, measured on all threads in `dtype`
-  // ("f32" | "bf16") where the document has no row of that shape yet, so
-  // the prediction's GEMM time is a measurement, not an interpolation.
-  std::vector<GemmShape> shapes;
+  // The GEMMs of the run's step, timed inside a replayed step on all
+  // threads in `dtype` ("f32" | "bf16") where the document has no in-step
+  // row of one of its shapes yet (profile/probe_step_gemms.h), so the
+  // prediction's GEMM time is a measurement, not an interpolation.
+  StepGemms step;
   std::string dtype = "f32";
 };
 

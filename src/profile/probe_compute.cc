@@ -11,7 +11,6 @@
 #include "core/threads.h"
 #include "kernels/gemm.h"
 #include "profile/cpu_peak.h"
-#include "profile/probe_memory.h"
 
 namespace crucible::profile {
 
@@ -70,7 +69,6 @@ nlohmann::json measure(const GemmShape& s, bool half, int threads, double min_s,
   std::vector<float> At, Bt;
   std::vector<bf16> Aht, Bht, Ch;
   const bool plain = !s.trans_a && !s.trans_b && !s.accumulate && !s.bf16_out;
-  const bool warm_loop = !s.cold;
   auto transpose = [](const auto& x, int rows, int cols) {
     std::remove_cvref_t<decltype(x)> t(x.size());
     for (int r = 0; r < rows; ++r)
@@ -106,32 +104,10 @@ nlohmann::json measure(const GemmShape& s, bool half, int threads, double min_s,
   const double one = std::max(probe_sw.elapsed_s(), 1e-6);
   const int iters = hurry ? 1 : std::max(1, int(min_s / 3 / one));
   double best = one;
-  if (warm_loop) {
-    for (int rep = 0; rep < (hurry ? 1 : 3); ++rep) {
-      Stopwatch sw;
-      for (int i = 0; i < iters; ++i) call();
-      best = std::min(best, sw.elapsed_s() / iters);
-    }
-  } else {
-    // As the step calls it: its operands come from other kernels, not from a
-    // cache warmed by the same GEMM a moment ago. Each call is timed alone
-    // after the caches were swept (a write of twice the last-level cache). (Warm loops read bf16 GEMMs ~15% faster than
-    // the step ran them.)
-    static std::vector<char> sweep;
-    if (sweep.empty()) sweep.assign(std::max<size_t>(2 * last_level_cache_bytes(), size_t(16) << 20), 1);
-    // 3 to 15 calls: a sweep costs milliseconds, a tiny GEMM microseconds.
-    const int calls = hurry ? 3 : std::clamp(int(min_s / std::max(one, 1e-3)), 3, 15);
-    std::vector<double> times;
-    for (int i = 0; i < calls; ++i) {
-      std::fill(sweep.begin(), sweep.end(), char(i));
-      Stopwatch sw;
-      call();
-      times.push_back(sw.elapsed_s());
-    }
-    // The mean, not the best or the median: the step pays for every call,
-    // the slow ones too.
-    best = 0;
-    for (double t : times) best += t / double(times.size());
+  for (int rep = 0; rep < (hurry ? 1 : 3); ++rep) {
+    Stopwatch sw;
+    for (int i = 0; i < iters; ++i) call();
+    best = std::min(best, sw.elapsed_s() / iters);
   }
   // One clean product to check: accumulated rows start from zero again; a
   // bf16 output is widened (its rounding is 2^-8 of |c| <= sum |a||b|).
@@ -149,7 +125,6 @@ nlohmann::json measure(const GemmShape& s, bool half, int threads, double min_s,
   if (s.trans_b) form.push_back("trans_b");
   if (s.accumulate) form.push_back("accumulate");
   if (s.bf16_out && half && !s.accumulate) form.push_back("bf16_out");
-  if (s.cold) form.push_back("cold");
   nlohmann::json row = {{"name", s.name},
           {"m", s.m},
           {"n", s.n},
@@ -165,19 +140,6 @@ nlohmann::json measure(const GemmShape& s, bool half, int threads, double min_s,
 }
 
 }  // namespace
-
-bool gemm_row_is_cold(const nlohmann::json& row) {
-  if (!row.is_object() || !row.contains("form") || !row["form"].is_array()) return false;
-  const nlohmann::json& form = row["form"];
-  return std::find(form.begin(), form.end(), nlohmann::json("cold")) != form.end();
-}
-
-nlohmann::json measure_gemm(const GemmShape& s, bool bf16, int threads, double min_seconds, double peak_gflops) {
-  const int saved = num_threads();
-  nlohmann::json row = measure(s, bf16, threads, min_seconds, peak_gflops, false);
-  set_num_threads(saved);
-  return row;
-}
 
 nlohmann::json probe_compute(const ComputeOptions& opt) {
   const int saved = num_threads();

@@ -41,9 +41,6 @@ struct GemmShape {
   // into f32; bf16 forwards write bf16. Plain row-major (all false) in the
   // standard list.
   bool trans_a = false, trans_b = false, accumulate = false, bf16_out = false;
-  // Timed as the step meets it, caches swept before each call (form "cold"):
-  // the rows a run's prediction reads for its own GEMMs.
-  bool cold = false;
 };
 
 struct ComputeOptions {
@@ -54,12 +51,6 @@ struct ComputeOptions {
 };
 
 std::vector<GemmShape> standard_gemm_shapes(bool quick);
-// One "gemm" row: `s` in f32 or bf16 on `threads` threads, the best of
-// repeated timed loops of about min_seconds, as a fraction of `peak_gflops`
-// (that precision's peak for that many threads).
-// Whether a "gemm" row was timed as a step meets it (its form holds "cold").
-bool gemm_row_is_cold(const nlohmann::json& row);
-nlohmann::json measure_gemm(const GemmShape& s, bool bf16, int threads, double min_seconds, double peak_gflops);
 nlohmann::json probe_compute(const ComputeOptions& opt);
 std::string compute_table(const nlohmann::json& j);
 

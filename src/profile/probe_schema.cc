@@ -50,6 +50,12 @@ Status check_compute(const json& c, const JsonSchema& s) {
   CRUCIBLE_RETURN_IF_ERROR(s.integer(c, "peak.lanes", 1, 1024));
   CRUCIBLE_RETURN_IF_ERROR(s.integer(c, "peak.threads_all", 1, kMaxThreads));
   CRUCIBLE_RETURN_IF_ERROR(s.string(c, "peak.isa"));
+  CRUCIBLE_RETURN_IF_ERROR(s.each(c, "attention", [](const json& r, const JsonSchema& at) {
+    CRUCIBLE_RETURN_IF_ERROR(at.string(r, "dtype", Need::kRequired));
+    CRUCIBLE_RETURN_IF_ERROR(at.integer(r, "threads", 1, kMaxThreads, Need::kRequired));
+    for (const char* d : {"B", "T", "C", "NH"}) CRUCIBLE_RETURN_IF_ERROR(at.integer(r, d, 1, kMaxDim, Need::kRequired));
+    return at.number(r, "gflops", 0, kMaxGflops, Need::kRequired);
+  }));
   return s.each(c, "gemm", check_gemm_row);
 }
 

@@ -1,7 +1,5 @@
 #include "profile/report.h"
 
-#include <toml++/toml.h>
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -89,13 +87,13 @@ Result<json> read_optional_json(const std::string& path) {
   return j;
 }
 
-namespace {
-
 double num(const json& j, const char* key) {
   if (!j.is_object()) return kNaN;
   auto it = j.find(key);
   return it != j.end() && it->is_number() ? it->get<double>() : kNaN;
 }
+
+namespace {
 
 double at_path(const json& j, std::initializer_list<const char*> keys) {
   const json* p = &j;
@@ -120,6 +118,12 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+}  // namespace
+
+double median_column(const std::vector<json>& rows, const char* key) { return median(column(rows, key)); }
+
+namespace {
+
 double mean(const std::vector<double>& v) {
   double s = 0;
   size_t n = 0;
@@ -134,65 +138,6 @@ std::string section(const std::string& id, const std::string& title, const std::
 
 
 // ---- sections --------------------------------------------------------------
-
-Result<std::string> summary_section(const std::string& run_dir, const std::vector<json>& m) {
-  std::string body = "<table class=\"kv\">";
-  body += kv_row("run directory", run_dir);
-  body += kv_row("steps", fmt_fixed(num(m.back(), "step"), 0));
-  body += kv_row("final train loss", fmt_fixed(num(m.back(), "loss"), 4));
-  double val = kNaN;
-  for (const json& r : m)
-    if (num(r, "val_loss") >= 0) val = num(r, "val_loss");
-  body += kv_row("final validation loss", fmt_fixed(val, 4));
-  // The first step pays one-off costs (first touch, JIT): the median ignores it.
-  body += kv_row("tokens/s (median)", format_number(median(column(m, "tokens_per_s"))));
-  body += kv_row("MFU (median)", fmt_fixed(median(column(m, "mfu")) * 100, 1, " %"));
-  double total_ms = 0;
-  for (const json& r : m)
-    for (const char* k : {"step_ms", "eval_ms", "ckpt_stall_ms", "ckpt_flush_ms"})
-      if (std::isfinite(num(r, k))) total_ms += num(r, k);
-  body += kv_row("run time (steps + evals + checkpoint stalls)", fmt_fixed(total_ms / 1000, 1, " s"));
-  body += kv_row("step time (median)", fmt_fixed(median(column(m, "step_ms")), 1, " ms"));
-  body += "</table>";
-
-  const std::string cfg_path = run_dir + "/config.toml";
-  std::error_code ec;
-  if (fs::exists(cfg_path, ec)) {
-    auto text = read_text(cfg_path);
-    if (!text) return text.status();
-    toml::table cfg;
-    try {
-      cfg = toml::parse(*text, cfg_path);
-    } catch (const toml::parse_error& e) {
-      return Status::corrupt("[report] " + cfg_path + ": " + std::string(e.description()));
-    }
-    // The keys that decide what a step costs and how it learns.
-    const std::vector<std::pair<const char*, std::vector<const char*>>> essentials = {
-        {"model", {"n_layer", "n_head", "n_embd", "vocab_size", "seq_len"}},
-        {"train", {"steps", "batch_size", "grad_accum", "threads", "precision", "recompute"}},
-        {"optim", {"lr", "warmup_steps", "weight_decay"}},
-        {"dist", {"ranks", "zero", "reproducible", "grad_dtype"}}};
-    body += "<h3>Configuration</h3><table class=\"kv\">";
-    for (const auto& [sec, keys] : essentials)
-      for (const char* k : keys) {
-        const toml::node* n = cfg.at_path(std::string(sec) + "." + k).node();
-        if (!n) continue;
-        std::ostringstream v;
-        n->visit([&](auto&& x) {
-          if constexpr (toml::is_string<decltype(x)>)
-            v << x.get();
-          else if constexpr (toml::is_floating_point<decltype(x)>)
-            v << format_double(x.get());  // 0.1, not toml++'s 0.10000000000000001
-          else
-            v << x;
-        });
-        body += kv_row(std::string(sec) + "." + k, v.str());
-      }
-    body +=
-        "</table><details><summary>config.toml</summary><pre>" + escape(*text) + "</pre></details>";
-  }
-  return section("summary", "Summary", body);
-}
 
 std::vector<svg::Marker> event_markers(const std::vector<json>& events) {
   std::vector<svg::Marker> out;
@@ -543,11 +488,19 @@ Result<std::string> render_report(const std::string& run_dir) {
                              " a run directory?)");
   auto metrics = read_jsonl(mpath);
   if (!metrics) return metrics.status();
-  if (metrics->empty()) return Status::invalid("[report] " + mpath + ": no steps yet");
   for (size_t i = 0; i < metrics->size(); ++i)
     CRUCIBLE_RETURN_IF_ERROR(
         check_metrics_row((*metrics)[i], "[report]", mpath + " row " + std::to_string(i + 1)));
-  const std::vector<json>& m = *metrics;
+  // A fine-tuning run's step 0 (the validation loss before its first step)
+  // is the summary's; the sections plot the steps.
+  double val_before = kNaN;
+  std::vector<json> m;
+  for (json& r : *metrics)
+    if (num(r, "step") == 0)
+      val_before = num(r, "val_loss");
+    else
+      m.push_back(std::move(r));
+  if (m.empty()) return Status::invalid("[report] " + mpath + ": no steps yet");
 
   std::vector<json> events;
   if (fs::exists(run_dir + "/events.jsonl", ec)) {
@@ -575,7 +528,7 @@ Result<std::string> render_report(const std::string& run_dir) {
   if (!scaling) return scaling.status();
 
   std::string html = page_head(name);
-  auto summary = summary_section(run_dir, m);
+  auto summary = summary_section(run_dir, m, val_before);
   if (!summary) return summary.status();
   html += *summary;
   html += loss_section(m, events);

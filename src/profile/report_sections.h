@@ -20,6 +20,18 @@ inline std::string kv_row(const std::string& k, const std::string& v) {
   return "<tr><th>" + svg::escape(k) + "</th><td>" + svg::escape(v) + "</td></tr>";
 }
 
+// A metrics row's number at `key`; NaN when absent or not a number.
+double num(const nlohmann::json& row, const char* key);
+// The median of the rows' finite values at `key`; NaN when there are none.
+double median_column(const std::vector<nlohmann::json>& rows, const char* key);
+
+// The "summary" section (report_summary.cc): the run's figures from the
+// metrics rows `m` (its steps), RUN/config.toml's essential keys, and for a
+// fine-tuning run (val_before: the validation loss before its first step,
+// metrics.jsonl's step 0; NaN otherwise) "fine-tuned from X: val loss A -> B".
+Result<std::string> summary_section(const std::string& run_dir, const std::vector<nlohmann::json>& m,
+                                    double val_before);
+
 // v with `digits` decimals and a unit; "-" when not finite.
 std::string fmt_fixed(double v, int digits, const std::string& unit = "");
 

@@ -1,5 +1,7 @@
 #include "runtime/config.h"
 
+#include "core/device.h"
+
 #include "runtime/config_schema.h"
 
 #include <toml++/toml.h>
@@ -69,6 +71,7 @@ std::vector<Field> fields(Config& c) {
       {"data.val_fraction", &c.data.val_fraction},
       {"data.vocab_size", &c.data.vocab_size},
       {"data.tokenizer", &c.data.tokenizer},
+      {"init.from", &c.init.from},
       {"train.steps", &c.train.steps},
       {"train.batch_size", &c.train.batch_size},
       {"train.grad_accum", &c.train.grad_accum},
@@ -98,6 +101,7 @@ std::vector<Field> fields(Config& c) {
       {"run.trace_from", &c.run.trace_from},
       {"run.trace_steps", &c.run.trace_steps},
       {"run.probe_max_age_days", &c.run.probe_max_age_days},
+      {"run.device", &c.run.device},
       {"dist.bucket_mb", &c.dist.bucket_mb},
       {"dist.zero", &c.dist.zero},
       {"dist.reproducible", &c.dist.reproducible},
@@ -286,6 +290,8 @@ Status validate(const Config& c) {
   if (c.run.trace_steps < 0) return bad("run.trace_steps", "must be >= 0 (0: no trace)");
   if (!(c.run.probe_max_age_days > 0 && c.run.probe_max_age_days <= 36500))
     return bad("run.probe_max_age_days", "must be > 0 and at most 36500");
+  if (auto d = Device::parse(c.run.device); !d)
+    return bad("run.device", "must be cpu, cuda or cuda:N, not '" + c.run.device + "'");
   return validate_curate(c);
 }
 

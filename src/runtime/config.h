@@ -1,5 +1,5 @@
 // The run configuration: one TOML file (configs/*.toml) with the sections
-// [model] [data] [train] [optim] [ckpt] [run] [dist] [fault], any key overridable with
+// [model] [data] [train] [optim] [ckpt] [run] [dist] [fault] [init], any key overridable with
 // `--set section.key=value`. Every key is declared once in a schema
 // (config.cc); parsing, overrides, validation, and writing the resolved config
 // all walk that schema, so a key cannot be known to one and not the others.
@@ -85,6 +85,9 @@ struct RunConfig {
   // A probe.json older than this is not consulted; the run measures this
   // machine instead (profile/local_probe.h).
   double probe_max_age_days = 30;
+  // Where the step runs: "cpu", or a GPU, "cuda" (= "cuda:0") or "cuda:N"
+  // (docs/gpu.md). Checked before anything is written (runtime/device_check.h).
+  std::string device = "cpu";
 };
 
 struct DistConfig {
@@ -142,8 +145,19 @@ struct CurateConfig : data::CurateSettings {
   std::string profile = "auto";
 };
 
+// Fine-tuning (docs/training.md, "Fine-tuning"): the weights and tokenizer a
+// fresh run starts from (runtime/init_source.h). The model's shape, the
+// tokenizer and data.vocab_size then come from the source; the optimizer
+// starts fresh at step 0 with this config's own schedule.
+struct InitConfig {
+  // A crucible run directory (its newest valid checkpoint) or a Hugging Face
+  // GPT-2 directory; empty: random initialisation. Written absolute.
+  std::string from;
+};
+
 struct Config {
   nn::GPTConfig model;
+  InitConfig init;
   DataConfig data;
   TrainConfig train;
   OptimConfig optim;

@@ -69,20 +69,30 @@ Result<Config> run_config(const nn::GPTConfig& model, int tokenizer_vocab,
 
 }  // namespace
 
+Result<HfModel> read_hf_dir(const std::string& hf_dir) {
+  if (!fs::is_directory(hf_dir)) return Status::invalid("[import] " + hf_dir + ": not a directory");
+  auto model = ckpt::read_hf_gpt2_config(hf_dir);
+  if (!model) return model.status();
+  std::string source;
+  auto tok = read_tokenizer(hf_dir, &source);
+  if (!tok) return tok.status();
+  if (tok->vocab_size() > model->vocab_size)
+    return Status::invalid("[import] " + source + ": " + std::to_string(tok->vocab_size()) +
+                           " tokens, more than config.json's vocab_size " + std::to_string(model->vocab_size));
+  return HfModel{*model, std::move(*tok), source};
+}
+
 Result<ImportSummary> import_hf_dir(const std::string& hf_dir, const std::string& run_dir) {
   if (!fs::is_directory(hf_dir)) return Status::invalid("[import] " + hf_dir + ": not a directory");
   CRUCIBLE_RETURN_IF_ERROR(check_new_dir(run_dir, "[import] -o"));
+  auto hf = read_hf_dir(hf_dir);
+  if (!hf) return hf.status();
+  const nn::GPTConfig* model = &hf->model;
+  const data::BpeTokenizer* tok = &hf->tokenizer;
   ImportSummary sum;
-  auto model = ckpt::read_hf_gpt2_config(hf_dir);
-  if (!model) return model.status();
   sum.model = *model;
-  auto tok = read_tokenizer(hf_dir, &sum.tokenizer_source);
-  if (!tok) return tok.status();
+  sum.tokenizer_source = hf->tokenizer_source;
   sum.tokenizer_vocab = tok->vocab_size();
-  if (tok->vocab_size() > model->vocab_size)
-    return Status::invalid(
-        "[import] " + sum.tokenizer_source + ": " + std::to_string(tok->vocab_size()) +
-        " tokens, more than config.json's vocab_size " + std::to_string(model->vocab_size));
   auto cfg = run_config(*model, tok->vocab_size(), run_dir);
   if (!cfg) return cfg.status();
   // Step 0 in the normal checkpoint format: the weights, zero AdamW moments

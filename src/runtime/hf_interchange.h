@@ -18,6 +18,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "data/bpe_tokenizer.h"
 #include "nn/gpt.h"
 #include "nn/params.h"
 
@@ -34,6 +35,17 @@ struct ImportSummary {
   std::string tokenizer_source;  // the file the tokenizer came from
   size_t params = 0;
 };
+
+// A GPT-2 directory's model shape and tokenizer, read and checked (the
+// tokenizer fits the model's vocabulary), its weights not yet read
+// (ckpt::load_hf_weights loads them into a GPT of `model`). What import
+// writes as a run and fine-tuning (runtime/init_source.h) starts from.
+struct HfModel {
+  nn::GPTConfig model;
+  data::BpeTokenizer tokenizer;
+  std::string tokenizer_source;  // the file the tokenizer came from
+};
+Result<HfModel> read_hf_dir(const std::string& hf_dir);
 
 // Reads the GPT-2 directory hf_dir into the new run directory run_dir.
 Result<ImportSummary> import_hf_dir(const std::string& hf_dir, const std::string& run_dir);

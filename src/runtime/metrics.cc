@@ -19,7 +19,7 @@ Status MetricsWriter::open(const std::string& path, int64_t keep_until,
                            const nlohmann::json& row_at_keep_until) {
   path_ = path;
   std::string kept;
-  int64_t last = 0;
+  int64_t last = -1;  // a fine-tuning run's step 0 (the loss before training) is kept
   if (keep_until > 0) {
     std::ifstream in(path);
     for (std::string line; std::getline(in, line);) {

@@ -1,4 +1,6 @@
-// metrics.jsonl: one JSON object per optimizer step (docs/training.md, "metrics.jsonl").
+// metrics.jsonl: one JSON object per optimizer step (docs/training.md, "metrics.jsonl"),
+// and for a fine-tuning run (init.from) a first row of step 0: the validation
+// loss before training.
 // On resume the file is cut back to the checkpoint's step, so a resumed run's
 // file reads as if it had never stopped. Each line is flushed as written.
 #pragma once

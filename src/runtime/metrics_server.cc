@@ -1,18 +1,12 @@
 #include "runtime/metrics_server.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-
 #include <prometheus/exposer.h>
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
 #include <exception>
+
+#include "core/listen_check.h"
 
 namespace crucible::runtime {
 
@@ -46,24 +40,8 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& b
                                                             const std::string& run_name, int rank) {
   auto impl = std::make_unique<Impl>();
   const std::string addr = bind + ":" + std::to_string(port);
-  // Bind once ourselves first: CivetServer reports a busy port as "null
-  // context when constructing CivetServer".
-  {
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(uint16_t(port));
-    if (fd < 0 || ::inet_pton(AF_INET, bind.c_str(), &a.sin_addr) != 1) {
-      if (fd >= 0) ::close(fd);
-      return Status::invalid("[metrics] " + bind + " is not an IPv4 address to listen on");
-    }
-    int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    const int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    const int err = errno;
-    ::close(fd);
-    if (rc != 0) return Status::invalid("[metrics] cannot listen on " + addr + ": " + std::strerror(err));
-  }
+  // CivetServer reports a busy port as "null context when constructing CivetServer".
+  if (Status s = check_listen(bind, port, "[metrics]"); !s) return s;
   try {
     impl->exposer = std::make_unique<prometheus::Exposer>(addr, 2);
   } catch (const std::exception& e) {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/file_io.h"
 #include "core/json_io.h"
 #include "profile/machine.h"
 #include "profile/probe_schema.h"
@@ -65,24 +66,48 @@ Result<plan::Cluster> local_cluster(const std::string& run_dir) {
   return local_cluster(run_dir, profile::LocalProbe{});
 }
 
-std::vector<profile::GemmShape> run_gemm_shapes(const Config& cfg, int world) {
-  std::vector<profile::GemmShape> out;
+profile::StepGemms run_step_gemms(const Config& cfg, int world) {
+  const plan::Candidate c = candidate_of(cfg, world);
   const bool bf16 = cfg.train.precision == "bf16";
-  auto add = [&](double m, double n, double k, bool ta, bool tb, bool acc, bool bf16_out) {
-    const int mi = int(m), ni = int(n), ki = int(k);
-    for (const auto& s : out)
-      if (s.m == mi && s.n == ni && s.k == ki) return;
-    out.push_back({"run " + std::to_string(mi) + "x" + std::to_string(ni) + "x" + std::to_string(ki), mi, ni, ki,
-                   ta, tb, acc, bf16_out, true});
+  profile::StepGemms step;
+  step.blocks = std::max(1, cfg.model.n_layer / std::max(1, c.pp));
+  auto layout = plan::check(cfg.model, c);
+  const int head_chunk = layout ? plan::part_of(cfg.model, *layout, layout->coords(0), c).head_chunk : 0;
+  auto call = [](int m, int n, int k, bool ta, bool tb, bool acc, bool bf16_out) {
+    return profile::GemmShape{"", m, n, k, ta, tb, acc, bf16_out};
   };
-  // As nn/linear.cc calls them: y = x W (weights stored (in, out)), dx = dy
-  // W^T, dW += x^T dy into f32; the tied head takes wte transposed.
-  for (const plan::GemmShape& g : plan::forward_gemms(cfg.model, candidate_of(cfg, world))) {
-    add(g.m, g.n, g.k, false, !g.block, false, bf16);
-    add(g.m, g.k, g.n, false, true, false, false);
-    add(g.k, g.n, g.m, true, false, true, false);
+  // As nn/linear.cc calls them: y = x W (weights stored (in, out); the
+  // branches' first linears write bf16, those adding into the residual f32);
+  // backward dW += x^T dy into f32, then dx = dy W^T; blocks backward in
+  // reverse order of their linears. The planner counts (m, n, k) forward and
+  // (m, k, n), (k, n, m) backward.
+  std::vector<profile::StepGemm> block_bwd;
+  int linear = 0;
+  for (const plan::GemmShape& g : plan::forward_gemms(cfg.model, c)) {
+    const int m = int(g.m), n = int(g.n), k = int(g.k);
+    if (g.block) {
+      const bool residual = linear++ % 2 == 1;
+      step.calls.push_back({call(m, n, k, false, false, false, bf16 && !residual), m, n, k, true, false});
+      block_bwd.insert(block_bwd.begin(), {{call(k, n, m, true, false, true, false), k, n, m, true, true},
+                                           {call(m, k, n, false, true, false, false), m, k, n, true, true}});
+      continue;
+    }
+    // The tied head (nn/gpt.cc): logits (M, V) = h wte^T, in bf16 where the
+    // step is; dh (M, C) = dlogits wte; dwte (V, C) += dlogits^T h. Fused,
+    // all three run in forward, head_chunk rows at a time.
+    const int rows = head_chunk > 0 ? std::min(head_chunk, m) : m;
+    for (int r0 = 0; r0 < m; r0 += rows) {
+      const int r = std::min(rows, m - r0);
+      const bool bwd = head_chunk == 0;
+      step.calls.push_back({call(r, n, k, false, true, false, bf16), m, n, k, false, false});
+      step.calls.push_back({call(r, k, n, false, false, false, false), m, k, n, false, bwd});
+      step.calls.push_back({call(n, k, r, true, false, true, false), k, n, m, false, bwd});
+    }
   }
-  return out;
+  step.calls.insert(step.calls.end(), block_bwd.begin(), block_bwd.end());
+  // One block's attention on this rank: its heads' share of the channels.
+  step.attention = {c.mb, cfg.model.seq_len, cfg.model.n_embd / std::max(1, c.tp), cfg.model.n_head / std::max(1, c.tp)};
+  return step;
 }
 
 nlohmann::json run_prediction(const Config& cfg, int world, const Result<plan::Cluster>& cluster) {
@@ -170,6 +195,30 @@ Result<plan::Observation> observe_run(const std::string& run_dir) {
   m.optimizer = median(cols[4]), m.dp_comm = median(cols[5]), m.tp_comm = median(cols[6]);
   m.pipeline_wait = median(cols[7]);
   return o;
+}
+
+profile::LocalProbe predict_run(const Config& cfg, int world, const std::string& run,
+                                const std::function<void(const std::string&)>& log) {
+  profile::LocalProbe probe;
+  nlohmann::json prediction;
+  const bool cpu = Device::parse(cfg.run.device)->is_cpu();
+  if (cpu) {
+    profile::LocalProbeOptions po;
+    po.candidates = {run + "/probe.json", "probe.json"};
+    po.write_to = run + "/probe.json";
+    po.max_age_days = cfg.run.probe_max_age_days;
+    po.log = log;
+    po.step = run_step_gemms(cfg, world);
+    po.dtype = cfg.train.precision == "bf16" ? "bf16" : "f32";
+    probe = profile::local_probe(po);
+    prediction = run_prediction(cfg, world, local_cluster(run, probe));
+  } else {
+    prediction = run_prediction(cfg, world, Status::not_found("[plan] no probe of " + cfg.run.device + " yet"));
+  }
+  if (Status ps = write_file_atomic(run + "/plan.json", prediction.dump(1) + "\n"); !ps)
+    log("[plan] warning: " + ps.message());
+  if (cpu) log(describe_prediction(prediction));
+  return probe;
 }
 
 }  // namespace crucible::runtime

@@ -3,6 +3,7 @@
 // that the trainer stores before its first step and the report sets beside
 // what the run measured (docs/plan.md, "Closed loop").
 #pragma once
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -30,10 +31,11 @@ Result<plan::Cluster> local_cluster(const std::string& run_dir, const profile::L
 // why); nothing is measured and the machine cache is not consulted.
 Result<plan::Cluster> local_cluster(const std::string& run_dir);
 
-// The GEMMs one step of this run executes as the planner counts them
-// (plan::forward_gemms: forward (m, n, k), backward (m, k, n) and (k, n, m)),
-// without repeats, for the probe to measure (profile/local_probe.h).
-std::vector<profile::GemmShape> run_gemm_shapes(const Config& cfg, int world);
+// The GEMM calls of one step of this run, as nn makes them, each with the
+// planner's shape it counts toward (plan::forward_gemms: forward (m, n, k),
+// backward (m, k, n) and (k, n, m)), for the probe to time inside a replayed
+// step (profile/probe_step_gemms.h).
+profile::StepGemms run_step_gemms(const Config& cfg, int world);
 
 // RUN/plan.json's object: the prediction for the run's own layout on
 // `cluster` (null: memory only, with the reason), and which cluster file it
@@ -45,6 +47,16 @@ nlohmann::json run_prediction(const Config& cfg, int world, const Result<plan::C
 // backward 159, ...), 8571 tokens/s, peak 285 MB on rank 0 (this machine
 // (vm), cluster.toml)", or the memory alone and why.
 std::string describe_prediction(const nlohmann::json& prediction);
+
+// A training run's prediction (docs/plan.md), by rank 0 before its first
+// step: on this machine's probe (profile/local_probe.h: one made here, else
+// a quick probe now, the run's own GEMMs and attention timed in its step),
+// written to RUN/plan.json and logged. A GPU run has no probe of its device
+// yet (the probe's GPU section): its plan.json holds the memory only, and
+// the probe returned is null (no MFU). Failing to write plan.json is a
+// warning.
+profile::LocalProbe predict_run(const Config& cfg, int world, const std::string& run,
+                                const std::function<void(const std::string&)>& log);
 
 // A finished run as the calibration sees it: RUN/config.toml's model and
 // layout (the world from RUN/plan.json, else the config's tp x pp) and the

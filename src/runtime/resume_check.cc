@@ -64,14 +64,24 @@ Status check_tokenizer_pin(const DataPin& pinned, uint64_t fingerprint, const st
 Status check_resume_config(const nlohmann::json& ckpt_config, const Config& cfg,
                            const std::string& ckpt_name) {
   const nlohmann::json mine = to_json(cfg);
-  if (!ckpt_config.is_object() || !ckpt_config.contains("model") || !ckpt_config["model"].is_object())
-    return Status::ok();  // nothing recorded to compare with; the tensors' shapes are checked on load
-  for (const auto& [key, value] : mine["model"].items()) {
-    const nlohmann::json theirs = ckpt_config["model"].contains(key) ? ckpt_config["model"][key] : nlohmann::json();
-    if (theirs != value)
-      return Status::invalid("[config] model." + key + ": this run asks for " + value.dump() + ", " +
-                             ckpt_name + " was trained with " + theirs.dump() +
-                             " (a resumed run keeps the model's shape; start a new run to change it)");
+  if (!ckpt_config.is_object()) return Status::ok();  // nothing recorded; the tensors' shapes are checked on load
+  // The source of a fine-tuned run (a checkpoint from before [init] existed
+  // had none: the default), then the model's shape (one recorded or none).
+  const nlohmann::json defaults = to_json(Config{});
+  const std::pair<const char*, const char*> pinned[] = {
+      {"init", "a resumed run continues from its own checkpoints; start a new run to fine-tune from another"},
+      {"model", "a resumed run keeps the model's shape; start a new run to change it"}};
+  for (const auto& [section, why] : pinned) {
+    const bool recorded = ckpt_config.contains(section) && ckpt_config[section].is_object();
+    if (!recorded && std::string(section) == "model") continue;
+    const nlohmann::json& theirs_all = recorded ? ckpt_config[section] : defaults[section];
+    for (const auto& [key, value] : mine[section].items()) {
+      const nlohmann::json theirs = theirs_all.contains(key) ? theirs_all[key] : nlohmann::json();
+      if (theirs != value)
+        return Status::invalid("[config] " + std::string(section) + "." + key + ": this run asks for " +
+                               value.dump() + ", " + ckpt_name + " was trained with " + theirs.dump() + " (" +
+                               why + ")");
+    }
   }
   return Status::ok();
 }

@@ -39,7 +39,7 @@ Status check_data_pin(const DataPin& pinned, const DataPin& now, const std::stri
 Status check_tokenizer_pin(const DataPin& pinned, uint64_t fingerprint, const std::string& path,
                            const std::string& ckpt_name);
 
-// Keys a resumed run must share with its checkpoint (the model's shape):
+// Keys a resumed run must share with its checkpoint (init.from, the model's shape):
 // the first that differs, as "[config] model.n_layer: this run asks for 8,
 // step_0000010 was trained with 4 (...)". `ckpt_config` is the manifest's
 // "config" member (to_json of the run's Config).

@@ -75,8 +75,22 @@ Result<RunPlan> plan_run(const RunRequest& req) {
   auto located = locate_run<Config>(req.run_dir, req.config_path, req.resume, "training run",
                                     [&](const std::string& path) { return load_config(path, req.overrides); });
   if (!located) return located.status();
-  RunPlan plan{std::move(located->first), std::move(located->second), req.resume};
+  RunPlan plan{std::move(located->first), std::move(located->second), req.resume, std::nullopt};
   CRUCIBLE_RETURN_IF_ERROR(resolve_config(plan.config));
+  // Absolute, so a resume from another directory names the same source.
+  plan.config.init.from = absolute_init_path(plan.config.init.from);
+  if (plan.config.init.from.empty()) return plan;
+  if (!plan.resume) {
+    auto src = find_init_source(plan.config.init.from);
+    if (!src) return src.status();
+    CRUCIBLE_RETURN_IF_ERROR(apply_init_source(*src, req.overrides, plan.config));
+    plan.init = std::move(*src);
+  } else if (auto own = load_config(plan.run_dir + "/config.toml"); own && own->init.from == plan.config.init.from) {
+    // The same command again with --resume (as `crucible launch` restarts
+    // it): the source's shape as the run recorded it, never read again. A
+    // changed init.from is the checkpoint's to refuse.
+    CRUCIBLE_RETURN_IF_ERROR(apply_init_source(recorded_init_source(*own), req.overrides, plan.config));
+  }
   return plan;
 }
 

@@ -9,6 +9,7 @@
 //     holding a checkpoint) with its resolved config.toml, unless a config
 //     file is given; --set overrides apply either way.
 #pragma once
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "core/dir_lock.h"
 #include "core/status.h"
 #include "runtime/config.h"
+#include "runtime/init_source.h"
 
 namespace crucible::runtime {
 
@@ -30,6 +32,10 @@ struct RunPlan {
   Config config;
   std::string run_dir;
   bool resume = false;
+  // A fresh run with init.from: the source, read when planned (config's
+  // model.*, data.tokenizer and data.vocab_size are its). A resume never
+  // reads it: the run's own checkpoints hold the weights and its record.
+  std::optional<InitSource> init;
 };
 
 Result<RunPlan> plan_run(const RunRequest& req);

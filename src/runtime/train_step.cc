@@ -15,6 +15,7 @@ nn::GPTPart computing(nn::GPTPart part, const Config& cfg) {
   part.precision = dtype_named(cfg.train.precision);
   part.recompute = nn::recompute_policy(cfg.train.recompute);
   part.head_chunk = cfg.train.fused_head ? nn::fused_head_rows(cfg.model, part) : 0;
+  part.device = *Device::parse(cfg.run.device);  // validated with the config
   return part;
 }
 }  // namespace

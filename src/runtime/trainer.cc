@@ -15,9 +15,7 @@
 #include "core/allocator.h"
 #include "core/check.h"
 #include "core/clock.h"
-#include "core/file_io.h"
 #include "core/json_io.h"
-#include "core/kernel_stats.h"
 #include "core/process.h"
 #include "core/threads.h"
 #include "core/trace.h"
@@ -33,17 +31,20 @@
 #include "profile/analysis.h"
 #include "profile/cpu_peak.h"
 #include "profile/probe.h"
-#include "profile/report.h"
 #include "profile/trace_file.h"
 #include "runtime/faults.h"
 #include "runtime/checkpointer.h"
 #include "runtime/heartbeat.h"
+#include "runtime/init_source.h"
+#include "kernels/device_scope.h"
+#include "runtime/device_check.h"
 #include "runtime/memory_estimate.h"
 #include "runtime/metrics.h"
 #include "runtime/plan_run.h"
 #include "runtime/metrics_server.h"
 #include "runtime/resume_check.h"
 #include "runtime/run_health.h"
+#include "runtime/run_report.h"
 #include "runtime/stop_signals.h"
 #include "runtime/train_setup.h"
 #include "runtime/train_step.h"
@@ -106,6 +107,8 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     CRUCIBLE_RETURN_IF_ERROR(agree(comm, check_memory_fits(plan.config, W, rank, here, available_memory())));
     CRUCIBLE_RETURN_IF_ERROR(agree(comm, check_memory_budget(plan.config, W)));
   }
+  CRUCIBLE_RETURN_IF_ERROR(agree(comm, check_device(plan.config, W)));
+  const Device device = *Device::parse(plan.config.run.device);
 
   // ---- the run directory's owner, the checkpoint to resume, the data ----
   // Decided before anything is written: a second job on a directory that a
@@ -170,6 +173,11 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
                          setup.val_shard->info().checksum, setup.tok->fingerprint()};
   if (pinned)
     CRUCIBLE_RETURN_IF_ERROR(agree(comm, check_data_pin(*pinned, data_pin, ckpt_name(resume_from->dir))));
+  // A fine-tuning run's origin (runtime/init_source.h): read from its source
+  // when fresh, from its own checkpoint when resumed.
+  nlohmann::json init_record = plan.init ? plan.init->record() : resume_from ? resume_from->state.init : nullptr;
+  if (!init_record.is_null())
+    CRUCIBLE_RETURN_IF_ERROR(agree(comm, check_init_tokenizer(init_record, *setup.tok, setup.ds->dir)));
   CRUCIBLE_RETURN_IF_ERROR(agree(comm, rank == 0 ? prepare_run(plan, setup) : Status::ok()));
   if (rank == 0) console.open_log(run + "/log.txt");
   if (resume_from)
@@ -188,24 +196,6 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   log("[run] " + run + (plan.resume ? " (resuming)" : "") + ", " + std::to_string(W) +
       (W > 1 ? " ranks (" + comm.backend() + ") x " : " process x ") +
       std::to_string(num_threads()) + " threads");
-  profile::LocalProbe probe;  // rank 0's: the metrics' GEMM ceiling below comes from it too
-  if (rank == 0) {  // the planner's prediction for this layout, before the first step (docs/plan.md)
-    // On this machine's probe (profile/local_probe.h): one made here, else a
-    // quick probe now while the other ranks wait without spinning.
-    profile::LocalProbeOptions po;
-    po.candidates = {run + "/probe.json", "probe.json"};
-    po.write_to = run + "/probe.json";
-    po.max_age_days = cfg.run.probe_max_age_days;
-    po.log = log;
-    po.shapes = run_gemm_shapes(cfg, W);
-    po.dtype = cfg.train.precision == "bf16" ? "bf16" : "f32";
-    probe = profile::local_probe(po);
-    const nlohmann::json prediction = run_prediction(cfg, W, local_cluster(run, probe));
-    Status ps = write_file_atomic(run + "/plan.json", prediction.dump(1) + "\n");
-    if (!ps) log("[plan] warning: " + ps.message());
-    log(describe_prediction(prediction));
-  }
-  if (W > 1) CRUCIBLE_RETURN_IF_ERROR(comm::quiet_barrier(comm));
   const data::TextTokenizer& tok = *setup.tok;
 
   const int B = cfg.train.batch_size, T = cfg.model.seq_len, accum = cfg.train.grad_accum;
@@ -217,6 +207,11 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   auto val_loader = data::Loader::create(setup.val_shard, {B, T, cfg.train.seed, 0, 1, 1, false});
   Status ls = !loader ? loader.status() : !val_loader ? val_loader.status() : Status::ok();
   CRUCIBLE_RETURN_IF_ERROR(agree(comm, ls));
+  // The planner's prediction for this layout, after the data's checks (a
+  // run they refuse measures nothing) and before the first step.
+  profile::LocalProbe probe;  // rank 0's: the metrics' GEMM ceiling below comes from it too
+  if (rank == 0) probe = predict_run(cfg, W, run, log);
+  if (W > 1) CRUCIBLE_RETURN_IF_ERROR(comm::quiet_barrier(comm));
   // The validation set is train.eval_batches global batches (B x accum x dp
   // sequences each) from the start of the validation shard, so every layout
   // of one global batch evaluates the same tokens; it is cut to whole global
@@ -230,6 +225,9 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   auto made = TrainStep::create(cfg, comm);
   CRUCIBLE_RETURN_IF_ERROR(agree(comm, made.status()));
   TrainStep& ts = **made;
+  // From here on this thread's kernels run on the run's device
+  // (kernels/device_scope.h); the model's parameters and arenas live there.
+  kernels::DeviceScope on_device(device);
   if (layout.tp() > 1) {
     auto hosts = comm::host_names(comm);
     CRUCIBLE_RETURN_IF_ERROR(hosts.status());
@@ -274,6 +272,9 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
       return Status::ok();
     };
     CRUCIBLE_RETURN_IF_ERROR(agree(comm, resume()));
+  } else if (plan.init) {  // every rank reads the weights, as a resume does; fresh AdamW moments
+    CRUCIBLE_RETURN_IF_ERROR(agree(comm, load_init_weights(*plan.init, model.params(), parts)));
+    log(plan.init->describe());
   }
   std::unique_ptr<MetricsServer> live;
   if (topt.metrics_port > 0) {
@@ -305,6 +306,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
                 {"grad_accum", accum},   {"threads", num_threads()},  {"dp", dp_size},
                 {"tp", layout.tp()},     {"pp", layout.pp()},         {"pp_virtual", layout.virtual_stages()}};
     st.data = data_pin.to_json();
+    st.init = init_record;
     st.metrics = row;
     // No random draws happen during training (no dropout); the seed and the
     // stream layout are all the RNG state there is.
@@ -325,8 +327,11 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   // f32's with a native bf16 matmul (profile/cpu_peak.h). Not plausible (a
   // clock out of physical bounds): no MFU is shown, and the log says why.
   const bool bf16 = cfg.train.precision == "bf16";
-  const double peak_gflops = profile::precision_peak_gflops(peak, bf16, kernels::gemm_bf16_native());
-  if (!peak.plausible)
+  const double peak_gflops =
+      device.is_cpu() ? profile::precision_peak_gflops(peak, bf16, kernels::gemm_bf16_native()) : 0.0;
+  if (!device.is_cpu())
+    log("[train] MFU not shown: " + device.str() + "'s ceiling is not measured yet (the probe's GPU section)");
+  else if (!peak.plausible)
     log("[train] MFU not shown: this CPU's peak could not be measured (" +
         (peak.notes.empty() ? std::string("?") : peak.notes[0]) + ")");
   // The probe's best GEMM of this precision at this thread count: the
@@ -373,6 +378,17 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   // run's, whatever happens.
   ownership.keep();
   auto in_trace_window = [&](int64_t s) { return s >= cfg.run.trace_from && s < trace_end; };
+  if (plan.init && step == 0) {  // fine-tuning: the source's loss on this corpus, metrics.jsonl's step 0
+    phases.enter(step, Phase::kEval);
+    Stopwatch sw;
+    auto val = evaluate();
+    if (!val) return val.status();
+    init_record["val_loss_before"] = *val;
+    if (rank == 0)
+      CRUCIBLE_RETURN_IF_ERROR(metrics.write(nlohmann::json{{"step", 0}, {"val_loss", *val}, {"eval_ms", sw.elapsed_ms()}}));
+    log(finetune_summary(init_record, -1));
+  }
+  result.val_loss_before = init_record.is_null() ? -1.0 : init_record.value("val_loss_before", -1.0);
   while (step < total) {
     trace::set_active(in_trace_window(step + 1));
     StepMetrics m;
@@ -526,36 +542,10 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   auto warnings = health.finish(comm, expected_comm);
   if (!warnings) return warnings.status();
   for (const std::string& w : *warnings) log(w);
-  // The HTML report, at the end of every run that ends well (stopped early too),
-  // after kernels.json: what each kernel class did in this process, for its
-  // roofline (FLOPs and bytes from the cost models, kernels/cost.h).
-  auto report = [&] {
-    nlohmann::json kernels = nlohmann::json::array();
-    const KernelStatsTable& table = kernel_stats();
-    for (int c = 0; c < int(KernelClass::count); ++c)
-      if (table[size_t(c)].calls > 0)
-        kernels.push_back({{"class", kernel_class_name(KernelClass(c))},
-                           {"calls", table[size_t(c)].calls},
-                           {"flops", table[size_t(c)].flops},
-                           {"bytes", table[size_t(c)].bytes},
-                           {"seconds", table[size_t(c)].ns * 1e-9}});
-    Status k = write_file_atomic(run + "/kernels.json", kernels.dump(1) + "\n");
-    if (!k) log("[report] warning: " + k.message());
-    // The up-front memory estimate of this rank, by kind, for the report's
-    // memory section beside what the allocator measured.
-    const MemoryEstimate est = estimate_memory(cfg, W, rank);
-    const nlohmann::json mem = {{"precision", cfg.train.precision},  {"recompute", cfg.train.recompute},
-                                {"weights", est.weights},            {"gradients", est.grads},
-                                {"optimizer", est.optimizer},        {"activations", est.activations},
-                                {"other", est.other},                {"checkpoint_copy", est.snapshot}};
-    Status me = write_file_atomic(run + "/memory.json", mem.dump(1) + "\n");
-    if (!me) log("[report] warning: " + me.message());
-    Status s = profile::write_report(run);
-    log(s ? "[report] " + run + "/report.html" : "[report] warning: " + s.message());
-  };
+  // The HTML report, at the end of every run that ends well (stopped early too).
   if (rank != 0) return result;
   if (result.stopped_early) {
-    report();
+    write_run_report(run, cfg, W, rank, log);
     return result;
   }
 
@@ -569,8 +559,11 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
                 result.unigram_entropy, std::fabs(gap),
                 gap >= 0 ? "below" : "ABOVE: not learned yet");
   log(buf);
+  if (result.val_loss_before >= 0) log(finetune_summary(init_record, result.val_loss));
 
-  if (cfg.run.sample_tokens > 0 && parts) {
+  if (cfg.run.sample_tokens > 0 && !device.is_cpu()) {
+    log("[train] samples run on the CPU: crucible generate --run-dir " + run + " samples from this run's checkpoint");
+  } else if (cfg.run.sample_tokens > 0 && parts) {
     log("[train] samples need the whole model on one rank: crucible generate --run-dir " + run +
         " samples from this run's checkpoint");
   } else if (cfg.run.sample_tokens > 0) {
@@ -589,7 +582,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
       log("[sample " + std::to_string(i + 1) + "] " + tok.decode(ids));
     }
   }
-  report();
+  write_run_report(run, cfg, W, rank, log);
   return result;
 }
 

@@ -34,6 +34,9 @@ struct TrainResult {
   bool already_finished = false;  // --resume of a run at train.steps: nothing was done
   bool reporter = true;        // this process prints the job's messages (rank 0)
   double last_loss = 0, val_loss = 0, unigram_entropy = 0;
+  // A fine-tuning run (init.from): the validation loss before its first step
+  // (< 0: not a fine-tuning run).
+  double val_loss_before = -1;
 };
 
 Result<TrainResult> train(const RunPlan& plan, const TrainOptions& opt, Console& console);

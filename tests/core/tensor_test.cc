@@ -50,6 +50,20 @@ TEST(Tensor, ZerosIsZeroEvenOnAReusedBlock) {
   for (int i = 0; i < 64; ++i) ASSERT_EQ(z.f32()[i], 0.0f);
 }
 
+// Every tensor knows its device: the host's by default, an arena's from its
+// allocator's memory, a borrowed one's as told; views keep it. A tensor on a
+// GPU whose memory no backend registered is a bug, refused by name.
+TEST(Tensor, KnowsItsDevice) {
+  Tensor t = Tensor::zeros({4, 3}, DType::f32, "tensor_test");
+  EXPECT_EQ(t.device(), Device::cpu());
+  EXPECT_EQ(t.slice(0, 1, 2).device(), Device::cpu());
+  Arena arena("tensor_test arena");
+  EXPECT_EQ(Tensor::arena(arena, {8}, DType::bf16).device(), Device::cpu());
+  EXPECT_EQ(Tensor::borrow(t.data(), {12}, DType::f32, Device::cuda(1)).transpose(0, 0).device(), Device::cuda(1));
+  if (memory_of(Device::cuda(7)) == nullptr)
+    EXPECT_DEATH(Tensor::empty({4}, DType::f32, "tensor_test", Device::cuda(7)), "no backend registered");
+}
+
 TEST(Tensor, SliceIsAViewAtTheRightOffset) {
   Tensor t = Tensor::empty({4, 3, 5}, DType::f32, "tensor_test");
   for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = float(i);

@@ -16,6 +16,7 @@
 #include "data/bpe_tokenizer.h"
 #include "nn/gpt.h"
 #include "support/cli_runner.h"
+#include "support/hf_dir.h"
 
 namespace crucible {
 namespace {
@@ -24,23 +25,7 @@ namespace fs = std::filesystem;
 using e2e::run_crucible;
 using testutil::TempDir;
 
-// 2 layers, 32 wide, context 16, vocab 300 (the tokenizer's 257 padded).
-const nn::GPTConfig kModel{2, 2, 32, 300, 16};
-
-void write_hf_dir(const std::string& dir) {
-  fs::create_directories(dir);
-  nn::GPT gpt(kModel);
-  gpt.init_weights(11);
-  ASSERT_TRUE(ckpt::save_params(gpt.params(), dir + "/model.safetensors", false, {{"format", "pt"}})
-                  .is_ok());
-  testutil::write_file(dir + "/config.json", ckpt::hf_gpt2_config(kModel, 256).dump(2));
-  std::vector<std::pair<std::string, int32_t>> vocab;
-  for (int b = 0; b < 256; ++b) vocab.emplace_back(data::gpt2_byte_char(uint8_t(b)), b);
-  vocab.emplace_back("<|endoftext|>", 256);
-  auto tok = data::BpeTokenizer::from_parts(vocab, {}, "test");
-  ASSERT_TRUE(tok.is_ok()) << tok.status().message();
-  ASSERT_TRUE(tok->save(dir).is_ok());
-}
+void write_hf_dir(const std::string& dir) { testutil::write_tiny_hf_dir(dir); }
 
 void edit_config(const std::string& dir, const std::function<void(nlohmann::json&)>& edit) {
   nlohmann::json j = nlohmann::json::parse(testutil::read_file(dir + "/config.json"));

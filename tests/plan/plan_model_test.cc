@@ -148,6 +148,20 @@ TEST(ClusterFile, FromAProbeDocument) {
   ASSERT_EQ(c->device.gemm_efficiency[1].size(), 1u);  // the invalid row is not believed
   EXPECT_DOUBLE_EQ(c->device.memory_bandwidth_Bps, 30e9);
   EXPECT_DOUBLE_EQ(c->device.memory_bytes, 8e9);
+  // Attention without a measurement: a fraction of the GEMMs' efficiency;
+  // with the run's own rows, the last valid one of each precision.
+  EXPECT_NEAR(c->device.attention_efficiency[0], 0.5 * 105.0 / 210, 1e-12);
+  probe["compute"]["attention"] = {
+      {{"B", 8}, {"T", 256}, {"C", 256}, {"NH", 4}, {"dtype", "f32"}, {"threads", 2}, {"gflops", 21.0}, {"valid", true}},
+      {{"B", 8}, {"T", 512}, {"C", 256}, {"NH", 4}, {"dtype", "f32"}, {"threads", 2}, {"gflops", 42.0}, {"valid", true}},
+      {{"B", 8}, {"T", 512}, {"C", 256}, {"NH", 4}, {"dtype", "f32"}, {"threads", 1}, {"gflops", 30.0}, {"valid", true}},
+      {{"B", 8}, {"T", 256}, {"C", 256}, {"NH", 4}, {"dtype", "bf16"}, {"threads", 2}, {"gflops", 63.0}, {"valid", true}},
+      {{"B", 8}, {"T", 256}, {"C", 256}, {"NH", 4}, {"dtype", "bf16"}, {"threads", 2}, {"gflops", 99.0}, {"valid", false}}};
+  c = cluster_from_probe(probe, "probe.json");
+  ASSERT_TRUE(c) << c.status().message();
+  EXPECT_NEAR(c->device.attention_efficiency[0], 42.0 / 210, 1e-12);
+  EXPECT_NEAR(c->device.attention_efficiency[1], 63.0 / 420, 1e-12);
+  probe["compute"].erase("attention");
   // A derived clock far from the FMA loop's: the loop's figure is the peak.
   probe["compute"]["peak"]["derived_gflops_all"] = 1000.0;
   EXPECT_DOUBLE_EQ(cluster_from_probe(probe, "probe.json")->device.peak_flops[0], 200e9);

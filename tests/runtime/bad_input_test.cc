@@ -155,6 +155,26 @@ TEST(BadInput, ALayoutThatCannotBeIsRefusedBeforeAnyWork) {
   for (const char* d : {"a", "b", "c"}) EXPECT_FALSE(fs::exists(dir / d)) << d << " left behind";
 }
 
+// run.device: a name that is no device, and a GPU this machine cannot train
+// on (none here: no GPU or no driver, or a build without CUDA; on a GPU
+// machine the backend cannot run the step yet), by train and by launch.
+TEST(BadInput, ADeviceThatCannotRunTheStepIsRefusedBeforeAnyWork) {
+  TempDir dir("bad_device");
+  const std::string cfg = small_config(dir);
+  ::setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
+  expect_refused(run_crucible({"train", cfg, "--run-dir", dir / "a", "--set", "run.device=tpu"}),
+                 "[config] run.device: must be cpu, cuda or cuda:N, not 'tpu'");
+  for (const char* device : {"cuda", "cuda:3"}) {
+    const std::string name = std::string(device) == "cuda" ? "cuda:0" : device;
+    auto r = run_crucible({"train", cfg, "--run-dir", dir / "b", "--set", std::string("run.device=") + device});
+    expect_refused(r, "[train] run.device = " + name);
+    auto l = run_crucible({"launch", "-n", "2", "--threads", "1", "--", "train", cfg, "--run-dir", dir / "c", "--set",
+                           std::string("run.device=") + device});
+    expect_refused(l, "[train] run.device = " + name);
+  }
+  for (const char* d : {"a", "b", "c"}) EXPECT_FALSE(fs::exists(dir / d)) << d << " left behind";
+}
+
 TEST(BadInput, RunsThatCannotFitAreRefusedBeforeAnythingIsWritten) {
   TempDir dir("bad_memory");
   const std::string cfg = small_config(dir);

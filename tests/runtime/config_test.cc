@@ -144,7 +144,7 @@ TEST(Config, ResolvedTomlNestsKeysWhereTheSchemaPutsThem) {
     top.insert(std::string(k.str()));
     EXPECT_TRUE(v.is_table()) << k.str();
   }
-  EXPECT_EQ(top, (std::set<std::string>{"ckpt", "curate", "data", "dist", "fault", "model", "optim",
+  EXPECT_EQ(top, (std::set<std::string>{"ckpt", "curate", "data", "dist", "fault", "init", "model", "optim",
                                         "run", "train"}));
   for (const char* sub : {"quality", "repetition", "c4_lines", "near"})
     EXPECT_TRUE(root["curate"][sub].is_table()) << sub;

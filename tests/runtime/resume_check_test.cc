@@ -72,6 +72,28 @@ TEST(ResumeConfig, AChangedModelShapeNamesTheKey) {
   EXPECT_TRUE(check_resume_config(nlohmann::json(), deeper, "old").is_ok());  // nothing recorded
 }
 
+// A fine-tuning run resumes from its own checkpoints: another init.from is
+// refused; a checkpoint from before [init] existed counts as no source.
+TEST(ResumeConfig, AChangedInitSourceNamesTheKey) {
+  auto cfg = load_config("", {"init.from=/src/a"});
+  ASSERT_TRUE(cfg);
+  const nlohmann::json recorded = to_json(*cfg);
+  EXPECT_TRUE(check_resume_config(recorded, *cfg, "step_0000010").is_ok());
+  Config other = *cfg;
+  other.init.from = "/src/b";
+  Status s = check_resume_config(recorded, other, "step_0000010");
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("[config] init.from: this run asks for \"/src/b\", step_0000010 was trained with "
+                             "\"/src/a\""),
+            std::string::npos)
+      << s.message();
+  nlohmann::json before_init = recorded;
+  before_init.erase("init");
+  EXPECT_FALSE(check_resume_config(before_init, *cfg, "old").is_ok());
+  other.init.from.clear();
+  EXPECT_TRUE(check_resume_config(before_init, other, "old").is_ok());
+}
+
 // A resume keeps the global batch (batch_size x grad_accum x data-parallel
 // ranks): the layout may change around it, the batch may not.
 TEST(ResumeBatch, AnotherGlobalBatchIsRefusedNamingTheChange) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <csignal>
 #include <unistd.h>
 
 #include <chrono>
@@ -12,9 +13,18 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include <cstdlib>
+
 namespace crucible::e2e {
 
 namespace {
+// The crucible under test: this build's, or $CRUCIBLE_BIN (the GPU machine
+// runs a packed copy, scripts/gpu_check.sh).
+std::string crucible_binary() {
+  if (const char* b = std::getenv("CRUCIBLE_BIN"); b && *b) return b;
+  return std::string(CRUCIBLE_BINARY_DIR) + "/crucible";
+}
+
 std::string shell_quote(const std::string& s) {
   std::string q = "'";
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -24,7 +34,7 @@ std::string shell_quote(const std::string& s) {
 
 CliResult run_crucible(const std::vector<std::string>& args, const std::string& cwd) {
   std::string cmd = "cd " + shell_quote(cwd) + " && exec " +
-                    shell_quote(std::string(CRUCIBLE_BINARY_DIR) + "/crucible");
+                    shell_quote(crucible_binary());
   for (const auto& a : args) cmd += " " + shell_quote(a);
   cmd += " 2>&1";
   CliResult r;
@@ -46,7 +56,7 @@ Background::Background(const std::vector<std::string>& args, const std::string& 
     if (::chdir(cwd.c_str()) != 0) ::_exit(126);
     FILE* f = std::freopen(log.c_str(), "w", stdout);
     if (!f || ::dup2(::fileno(stdout), 2) < 0) ::_exit(126);
-    std::vector<std::string> argv = {std::string(CRUCIBLE_BINARY_DIR) + "/crucible"};
+    std::vector<std::string> argv = {crucible_binary()};
     argv.insert(argv.end(), args.begin(), args.end());
     std::vector<char*> c;
     for (auto& a : argv) c.push_back(a.data());
@@ -59,6 +69,17 @@ Background::Background(const std::vector<std::string>& args, const std::string& 
 int Background::wait() {
   int st = 0;
   ::waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int Background::wait_for(double timeout_s) {
+  int st = 0;
+  const bool done = poll_until([&] { return ::waitpid(pid, &st, WNOHANG) == pid; }, timeout_s);
+  if (!done) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &st, 0);
+    return -1;
+  }
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 

@@ -28,6 +28,9 @@ struct Background {
   std::string log;
   Background(const std::vector<std::string>& args, const std::string& cwd, std::string log_path);
   int wait();
+  // wait(), but at most timeout_s: then SIGKILL, reap and return -1 (a test
+  // must fail, never hang, when the process ignores what it was asked).
+  int wait_for(double timeout_s);
 };
 
 // The "step" of every row of RUN/metrics.jsonl, in file order.

@@ -41,10 +41,15 @@ std::string hf_python(std::string* why) {
   return python;
 }
 
-int run_hf_side(const std::string& python, const std::vector<std::string>& args, std::string* out) {
-  std::string cmd = quote(python) + " " CRUCIBLE_SOURCE_DIR "/tests/hf/hf_side.py";
+int run_python(const std::string& python, const std::string& script,
+               const std::vector<std::string>& args, std::string* out) {
+  std::string cmd = quote(python) + " " + quote(script);
   for (const auto& a : args) cmd += " " + quote(a);
   return run(cmd, out);
+}
+
+int run_hf_side(const std::string& python, const std::vector<std::string>& args, std::string* out) {
+  return run_python(python, CRUCIBLE_SOURCE_DIR "/tests/hf/hf_side.py", args, out);
 }
 
 }  // namespace crucible::testutil

@@ -1,6 +1,7 @@
-// The Python side of the Hugging Face interchange tests (tests/hf): a virtual
-// environment with transformers and tokenizers over Debian's torch, made once
-// per build directory by tests/hf/hf_venv.sh, and tests/hf/hf_side.py run in it.
+// The Python side of the Hugging Face interchange and serving tests (tests/hf,
+// tests/serve): a virtual environment with transformers, tokenizers and the
+// openai client over Debian's torch, made once per build directory by
+// tests/hf/hf_venv.sh, and the tests' scripts run in it.
 #pragma once
 #include <string>
 #include <vector>
@@ -13,5 +14,8 @@ std::string hf_python(std::string* why);
 
 // Runs `python tests/hf/hf_side.py ARGS...`; its exit code, output in *out.
 int run_hf_side(const std::string& python, const std::vector<std::string>& args, std::string* out);
+// Runs `python SCRIPT ARGS...`; its exit code, output (stdout and stderr) in *out.
+int run_python(const std::string& python, const std::string& script,
+               const std::vector<std::string>& args, std::string* out);
 
 }  // namespace crucible::testutil

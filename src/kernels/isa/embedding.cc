@@ -7,6 +7,8 @@
 // channels and walks every token in order for it: no two threads touch the
 // same float, and each float receives its additions in token order, so the
 // result is bit-identical to the serial loop whatever the thread count.
+#include <cstring>
+
 #include "kernels/isa/isa.h"
 #include "kernels/isa/vec.h"
 
@@ -33,9 +35,9 @@ void embedding_forward(float* out, const int32_t* idx, const float* wte, const f
   }
 }
 
-// dwte (V,C) +=, dwpe (T_max,C) += ; dout (B,T,C), idx (B,T)
-void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* idx, int B,
-                        int T, int C) {
+// dwte (hi-lo,C) +=, dwpe (T_max,C) += ; dout (B,T,C), idx (B,T)
+void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* idx, int64_t lo,
+                        int64_t hi, int B, int T, int C) {
   int slices = (C + kSlice - 1) / kSlice;
 #pragma omp parallel
   {
@@ -44,14 +46,38 @@ void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32
     for (int t = 0; t < T; ++t)
       for (int b = 0; b < B; ++b) add_into(dwpe + size_t(t) * C, dout + (size_t(b) * T + t) * C, C);
 
-        // dwte: channel slices, every token in order within a slice.
+    // dwte: channel slices, every token in order within a slice.
+    if (dwte) {
 #pragma omp for schedule(static)
-    for (int s = 0; s < slices; ++s) {
-      int c0 = s * kSlice, n = C - c0 < kSlice ? C - c0 : kSlice;
-      for (int bt = 0; bt < B * T; ++bt)
-        add_into(dwte + size_t(idx[bt]) * C + c0, dout + size_t(bt) * C + c0, n);
+      for (int s = 0; s < slices; ++s) {
+        int c0 = s * kSlice, n = C - c0 < kSlice ? C - c0 : kSlice;
+        for (int bt = 0; bt < B * T; ++bt) {
+          const int64_t t = idx[bt];
+          if (t >= lo && t < hi) add_into(dwte + size_t(t - lo) * C + c0, dout + size_t(bt) * C + c0, n);
+        }
+      }
     }
   }
+}
+
+// out (N,C) = wte[idx - lo] (hi-lo,C) or 0
+void embedding_lookup(float* out, const int32_t* idx, const float* wte, int64_t lo, int64_t hi, int N,
+                      int C) {
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    float* o = out + size_t(n) * C;  // (C)
+    const int64_t t = idx[n];
+    if (t >= lo && t < hi)
+      std::memcpy(o, wte + size_t(t - lo) * C, size_t(C) * sizeof(float));
+    else
+      std::memset(o, 0, size_t(C) * sizeof(float));
+  }
+}
+
+// out (N,C) += wpe[(first + n) % T] (T_max,C)
+void add_positions(float* out, const float* wpe, int first, int N, int T, int C) {
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) add_into(out + size_t(n) * C, wpe + size_t((first + n) % T) * C, C);
 }
 
 }  // namespace crucible::kernels::CRUCIBLE_ISA

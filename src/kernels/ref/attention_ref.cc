@@ -79,3 +79,35 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
 }
 
 }  // namespace crucible::kernels::ref
+
+namespace crucible::kernels::ref {
+
+void attention_paged(float* out, const float* q, int ldq, const float* kv, size_t block_stride, int bt,
+                     const int32_t* const* tables, const int32_t* pos, int R, int C, int NH) {
+  const int hs = C / NH;
+  const double scale = 1.0 / std::sqrt(double(hs));
+  for (int r = 0; r < R; ++r) {
+    const int n = pos[r] + 1;
+    auto key = [&](int s) { return kv + size_t(tables[r][s / bt]) * block_stride + size_t(s % bt) * C; };
+    std::vector<double> p(static_cast<size_t>(n));
+    for (int h = 0; h < NH; ++h) {
+      const float* qh = q + size_t(r) * ldq + h * hs;
+      double mx = -INFINITY;
+      for (int s = 0; s < n; ++s) {
+        double d = 0;
+        for (int i = 0; i < hs; ++i) d += double(qh[i]) * key(s)[h * hs + i];
+        p[size_t(s)] = d * scale;
+        mx = std::max(mx, p[size_t(s)]);
+      }
+      double sum = 0;
+      for (int s = 0; s < n; ++s) sum += (p[size_t(s)] = std::exp(p[size_t(s)] - mx));
+      for (int i = 0; i < hs; ++i) {
+        double acc = 0;
+        for (int s = 0; s < n; ++s) acc += p[size_t(s)] * key(s)[size_t(bt) * C + h * hs + i];
+        out[size_t(r) * C + h * hs + i] = float(acc / sum);
+      }
+    }
+  }
+}
+
+}  // namespace crucible::kernels::ref
