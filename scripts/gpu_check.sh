@@ -3,9 +3,11 @@
 #   scripts/gpu_check.sh pack   here: builds crucible and the GPU tests, packs them with the
 #                               libraries the GPU machine lacks into .gpu-pack/ (../shared/device/pack.sh)
 #   scripts/gpu_check.sh run    on the GPU machine (the device tool's `run`, carry [".gpu-pack"]):
-#                               what the GPU is, every `gpu` test, then the peers' benchmark
+#                               what the GPU is, every `gpu` test, crucible's step benchmark
+#                               (bench step --device cuda), then the peers' benchmark
 #                               (bench/gpu_peers.py: PyTorch eager and compile, the bf16 GEMM
-#                               ceiling); output under $OUT when set. PEERS=0 skips the peers.
+#                               ceiling); output under $OUT when set. BENCH=0 and PEERS=0 skip
+#                               crucible's and the peers' benchmarks.
 # A test that needs a GPU reports itself skipped where there is none, never passed.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -28,6 +30,18 @@ case "${1:-}" in
     # The CLI tests run the packed crucible (run.sh unpacks into /tmp/pack).
     CRUCIBLE_BIN=/tmp/pack/bin/crucible bash .gpu-pack/run.sh crucible_gpu_tests --gtest_output="xml:$out/gpu_tests.xml" 2>&1 | tee "$out/gpu_tests.txt" ||
       tests_rc=$?
+    # crucible's own step on the GPU (docs/gpu.md): GPT-2 124M and 350M at T = 1024 in
+    # bf16, with the GEMM ceiling and copy bandwidth measured in the same process and
+    # each kernel class against its own ceiling. BENCH=0 skips it.
+    if [[ ${BENCH:-1} != 0 ]]; then
+      for run in "gpt2-124M-T1024 16" "gpt2-124M-T1024 32" "gpt2-350M-T1024 16"; do
+        set -- $run
+        name="crucible_${1}_b$2"
+        timeout 150 bash .gpu-pack/run.sh crucible bench step --device cuda --workload "$1" --batch "$2" \
+          --precision bf16 --steps 10 --warmup 3 --json > "$out/$name.json" 2> "$out/$name.err" || true
+        cat "$out/$name.json" "$out/$name.err"
+      done
+    fi
     # The peers crucible's GPU step is measured against (docs/gpu.md), bounded so the
     # call leaves device time for a rerun.
     if [[ ${PEERS:-1} != 0 ]]; then

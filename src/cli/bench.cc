@@ -164,8 +164,11 @@ void add_bench_command(CLI::App& app) {
   auto* step = bench->add_subcommand(
       "step",
       "Time the full training step (forward, loss, backward, AdamW) of a standard workload");
-  step->add_option("--workload", opt->workload, "Workload: tiny | gpt2-124M")
+  step->add_option("--workload", opt->workload,
+                   "Workload: tiny | gpt2-124M | gpt2-124M-T1024 | gpt2-350M-T1024 (the GPU ones)")
       ->capture_default_str();
+  step->add_option("--device", opt->device, "cpu | cuda | cuda:N (as run.device)")->capture_default_str();
+  step->add_option("--batch", opt->batch, "Sequences per step (default: the workload's)")->check(positive());
   step->add_option("--threads", opt->threads, "Threads (0 = all cores)")->capture_default_str();
   step->add_option("--steps", opt->steps, "Measured steps")
       ->capture_default_str()

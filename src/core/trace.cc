@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <memory>
+#include <set>
 #include <mutex>
 
 namespace crucible::trace {
@@ -32,6 +33,7 @@ struct Registry {
   std::vector<std::shared_ptr<ThreadBuffer>> buffers;
   // names[tid - 1]; kept after a thread exits, for its events still to be written.
   std::vector<std::string> names;
+  std::set<int> tracks;  // the tids of named_track()s, which no thread has
 };
 
 Registry& registry() {
@@ -64,7 +66,8 @@ ThreadBuffer& local_buffer() {
   return *holder.buf;
 }
 
-void push(const Event& e) {
+// tid 0: the calling thread's own.
+void push(const Event& e, int tid = 0) {
   ThreadBuffer& b = local_buffer();
   std::lock_guard lock(b.mu);
   if (b.events.size() >= kMaxEventsPerThread) {
@@ -72,7 +75,7 @@ void push(const Event& e) {
     return;
   }
   b.events.push_back(e);
-  b.events.back().tid = b.tid;
+  b.events.back().tid = tid > 0 ? tid : b.tid;
 }
 
 }  // namespace
@@ -91,6 +94,28 @@ void record_complete(const char* name, const char* cat, int64_t t0_ns, int64_t t
   e.ts_ns = t0_ns - origin_ns();
   e.dur_ns = t1_ns > t0_ns ? t1_ns - t0_ns : 0;
   push(e);
+}
+
+int named_track(const std::string& name) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  for (size_t i = 0; i < r.names.size(); ++i)
+    if (r.names[i] == name && r.tracks.count(int(i) + 1)) return int(i) + 1;
+  r.names.push_back(name);
+  const int tid = int(r.names.size());
+  r.tracks.insert(tid);
+  return tid;
+}
+
+void record_complete_on(int track, const char* name, const char* cat, int64_t t0_ns, int64_t t1_ns) {
+  if (!active()) return;
+  Event e;
+  e.name = name;
+  e.cat = cat;
+  e.ph = 'X';
+  e.ts_ns = t0_ns - origin_ns();
+  e.dur_ns = t1_ns > t0_ns ? t1_ns - t0_ns : 0;
+  push(e, track);
 }
 
 void counter(const char* name, double value) {

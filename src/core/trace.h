@@ -53,6 +53,13 @@ void set_origin_ns(int64_t t);
 // Records a complete event from t0 to t1 (now_ns() time) if the tracer is
 // active. For callers that already read the clock (ScopedKernelTimer).
 void record_complete(const char* name, const char* cat, int64_t t0_ns, int64_t t1_ns);
+// A device's timeline (a GPU stream's, from CUDA events): a track of its own
+// in the trace, named `name` ("cuda:0 stream"), with a tid no thread has.
+// The same name gives the same track. Events on it are recorded from the
+// host thread that learnt their times (record_complete_on), so they sit in
+// that thread's buffer but carry the track's tid.
+int named_track(const std::string& name);
+void record_complete_on(int track, const char* name, const char* cat, int64_t t0_ns, int64_t t1_ns);
 // A counter sample ("C": the value of `name` from now on), if active.
 void counter(const char* name, double value);
 

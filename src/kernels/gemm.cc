@@ -13,6 +13,7 @@
 #include "core/kernel_stats.h"
 #include "kernels/cuda/cuda.h"
 #include "kernels/device_scope.h"
+#include "kernels/kernel_timer.h"
 
 namespace crucible::kernels {
 namespace {
@@ -82,7 +83,8 @@ Entry make_entry(Gemm& g, bool ta, bool tb, int M, int N, int K, int lda, int ld
           dnnl::memory(b_md, g.eng, nullptr),
           dnnl::memory(c_md, g.eng, nullptr),
           dnnl::memory(bias_md, g.eng, nullptr),
-          pd.scratchpad_desc().get_size()};
+          pd.scratchpad_desc().get_size(),
+          {}};
   return e;
 }
 
@@ -157,8 +159,8 @@ void gemm(DType in, DType out, bool ta, bool tb, int M, int N, int K, const void
   // Traffic: each operand once (oneDNN blocks for cache), C read too when
   // accumulating. bf16 operands are half the bytes.
   const double ab = double(dtype_size(in)), cb = double(dtype_size(out));
-  ScopedKernelTimer timer(KernelClass::gemm, 2.0 * M * N * K,
-                          ab * (double(M) * K + double(K) * N) + cb * M * N * (accumulate ? 2 : 1));
+  KernelTimer timer(KernelClass::gemm, 2.0 * M * N * K,
+                    ab * (double(M) * K + double(K) * N) + cb * M * N * (accumulate ? 2 : 1));
   if (const ExecTarget& here = current_target(); here.device.is_cuda()) {
     cuda::gemm(in, out, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, accumulate, bias, here.stream);
     return;
@@ -266,7 +268,7 @@ void gemm_packed(int M, const void* A, int lda, const PackedWeights& B, float* C
     Entry e = pd.weights_desc() == w.md
                   ? Entry{dnnl::matmul(pd), dnnl::memory(a_md, g.eng, nullptr), dnnl::memory(w.md, g.eng, nullptr),
                           dnnl::memory(c_md, g.eng, nullptr), dnnl::memory(bias_md, g.eng, nullptr),
-                          pd.scratchpad_desc().get_size()}
+                          pd.scratchpad_desc().get_size(), {}}
                   // This M wants another layout: the plain B.
                   : make_entry(g, false, w.trans, M, w.N, w.K, lda, w.ldb, ldc, false, bias != nullptr, w.in,
                                DType::f32);

@@ -20,6 +20,7 @@
 #include "core/kernel_stats.h"
 #include "kernels/cost.h"
 #include "kernels/device_scope.h"
+#include "kernels/kernel_timer.h"
 #include "kernels/reference.h"
 
 namespace crucible::kernels {
@@ -80,8 +81,9 @@ std::vector<const KernelTable*> compiled_tables();
 bool select_isa(const std::string& name);
 
 // Call-site wrappers so code reads kernels::attention_forward(...); each call
-// is timed into its kernel class (core/kernel_stats.h) with its FLOPs and
-// bytes from the cost models (kernels/cost.h).
+// is timed into its kernel class (kernels/kernel_timer.h: the host clock on
+// the CPU, CUDA events on a GPU) with its FLOPs and bytes from the cost
+// models (kernels/cost.h).
 // They dispatch on the calling thread's device (kernels/device_scope.h).
 #define CRUCIBLE_FORWARD(fn, cls)                                        \
   template <typename... A>                                               \
@@ -89,7 +91,7 @@ bool select_isa(const std::string& name);
     const auto k_ = table_here().fn;                                     \
     if (!k_) no_kernel_here(#fn);                                        \
     const cost::Cost c_ = cost::fn(a...);                                \
-    ScopedKernelTimer timer_(KernelClass::cls, c_.flops, c_.bytes);      \
+    KernelTimer timer_(KernelClass::cls, c_.flops, c_.bytes);            \
     return k_(static_cast<A&&>(a)...);                                   \
   }
 CRUCIBLE_FORWARD(embedding_forward, embedding)

@@ -7,11 +7,14 @@
 #include <fmt/format.h>
 
 #include "core/allocator.h"
+#include "core/check.h"
 #include "core/clock.h"
 #include "core/kernel_stats.h"
 #include "core/rng.h"
 #include "core/stats.h"
 #include "core/threads.h"
+#include "kernels/cuda/cuda.h"
+#include "kernels/device_scope.h"
 #include "kernels/gemm.h"
 #include "kernels/kernels.h"
 #include "nn/workloads.h"
@@ -39,70 +42,121 @@ Result<StepBenchResult> run_step_bench(const StepBenchOptions& opt) {
     return Status::invalid("[bench] --kernels '" + opt.kernels +
                            "' is not a kernel table this CPU runs (it runs: " + names + ")");
   }
+  auto device = Device::parse(opt.device);
+  if (!device) return Status::invalid("[bench] --device: " + device.status().message());
+  const bool gpu = device->is_cuda();
+  if (gpu && !opt.kernels.empty())
+    return Status::invalid("[bench] --kernels picks a CPU kernel table; leave it out with --device " + device->str());
+  if (opt.batch < 0) return Status::invalid("[bench] --batch must be >= 1");
+  if (gpu) {
+    auto strip = [](const std::string& m) { return m.rfind("[cuda] ", 0) == 0 ? m.substr(7) : m; };
+    if (Status st = kernels::cuda::use_device(device->index); !st)
+      return Status::invalid("[bench] --device " + device->str() + ": " + strip(st.message()));
+  }
   set_num_threads(opt.threads);
   StepBenchResult r;
   r.workload = wl->name;
-  r.isa = kernels::active().isa;
+  r.device = device->str();
   r.threads = num_threads();
   r.steps = opt.steps;
-  r.batch = wl->batch;
+  r.batch = opt.batch > 0 ? opt.batch : wl->batch;
   r.seq_len = wl->model.seq_len;
-  r.peak = measure_cpu_peak(r.threads);
   r.precision = opt.precision;
   r.recompute = opt.recompute;
   r.fused_head = opt.fused_head;
   const bool bf = opt.precision == "bf16";
-  r.peak_gflops = precision_peak_gflops(r.peak, bf, kernels::gemm_bf16_native());
+  if (gpu) {
+    // The GPU's own ceilings, measured here before the model takes its memory.
+    auto ceiling = measure_gpu_ceiling(*device);
+    if (!ceiling) return ceiling.status();
+    r.gpu = *ceiling;
+    r.isa = "cuda (" + r.gpu.name + ")";
+    r.peak_gflops = 1e3 * (bf ? r.gpu.bf16_gemm_tflops : r.gpu.f32_gemm_tflops);
+  } else {
+    r.isa = kernels::active().isa;
+    r.peak = measure_cpu_peak(r.threads);
+    r.peak_gflops = precision_peak_gflops(r.peak, bf, kernels::gemm_bf16_native());
+  }
 
   nn::GPTPart part = nn::GPTPart::whole(wl->model);
   part.precision = dtype_named(opt.precision);
   part.recompute = nn::recompute_policy(opt.recompute);
   part.head_chunk = opt.fused_head ? nn::fused_head_rows(wl->model, part) : 0;
+  part.device = *device;
   nn::GPT gpt(wl->model, part);
   gpt.init_weights(opt.seed);
   optim::AdamWConfig acfg;
   acfg.moments = dtype_named(opt.moments);
   optim::AdamW adam(gpt.params(), acfg);
-  Arena arena("bench.activations");
-  const int B = wl->batch, T = wl->model.seq_len, V = wl->model.vocab_size;
+  Allocator& pool = Allocator::of(*device);
+  Arena arena("bench.activations", pool);
+  const int B = r.batch, T = wl->model.seq_len, V = wl->model.vocab_size;
   std::vector<int32_t> tokens(size_t(B) * T), targets(size_t(B) * T);
   Rng rng(opt.seed, 0xbe7c);
   for (auto& t : tokens) t = int32_t(rng.next_u32() % uint32_t(V));
   for (auto& t : targets) t = int32_t(rng.next_u32() % uint32_t(V));
 
+  // Everything below runs on the device (kernels/device_scope.h). On a GPU,
+  // each phase ends by waiting for the stream so the host clock times the
+  // kernels, not their launches; the measured steps run without kernel
+  // timing (its events cost host time a launch-bound step would show), and
+  // `kProfiledSteps` more steps with it give the per-class breakdown.
+  kernels::DeviceScope on_device(*device);
+  auto wait = [&] {
+    if (gpu) CRUCIBLE_CHECK(kernels::cuda::synchronize(nullptr).is_ok(), "[bench] a GPU step failed");
+  };
+  constexpr int kProfiledSteps = 3;
+  const int profiled = gpu ? kProfiledSteps : 0;
   std::vector<double> total, fwd, bwd, upd;
-  AllocatorStats before{};
+  AllocatorStats before{}, before_dev{};
   bool tty = opt.progress && isatty(STDERR_FILENO);
-  for (int s = 0; s < opt.warmup + opt.steps; ++s) {
+  for (int s = 0; s < opt.warmup + opt.steps + profiled; ++s) {
+    const bool measured = s >= opt.warmup && s < opt.warmup + opt.steps;
     if (s == opt.warmup) {
       reset_kernel_stats();
       before = Allocator::global().stats();
+      before_dev = pool.stats();
+    }
+    if (gpu && s == opt.warmup + opt.steps) {
+      reset_kernel_stats();
+      Status on = kernels::cuda::set_kernel_timing(true);
+      if (!on) return on;
     }
     int64_t t0 = now_ns();
     arena.reset();
     float loss = gpt.forward(arena, tokens.data(), targets.data(), B, T, 1.0f);
+    wait();
     int64_t t1 = now_ns();
     gpt.backward(arena);
+    wait();
     int64_t t2 = now_ns();
     adam.step(3e-4f);
     gpt.params().zero_grad();
+    wait();
     int64_t t3 = now_ns();
+    if (gpu && kernels::cuda::kernel_timing()) {
+      auto times = kernels::cuda::collect_kernel_times(nullptr);
+      if (!times) return times.status();
+    }
     if (s == 0) r.loss_first = loss;
     r.loss_last = loss;
-    if (s >= opt.warmup) {
+    if (measured) {
       total.push_back((t3 - t0) * 1e-6);
       fwd.push_back((t1 - t0) * 1e-6);
       bwd.push_back((t2 - t1) * 1e-6);
       upd.push_back((t3 - t2) * 1e-6);
     }
+    if (measured && s == opt.warmup + opt.steps - 1) {
+      const AllocatorStats host = Allocator::global().stats(), dev = pool.stats();
+      r.steady_state_allocs = host.allocs - before.allocs + (gpu ? dev.allocs - before_dev.allocs : 0);
+    }
     if (tty)
       std::fprintf(stderr, "\r[bench] %s step %d/%d  %.1f ms  loss %.4f   ", r.workload.c_str(),
-                   s + 1, opt.warmup + opt.steps, (t3 - t0) * 1e-6, loss);
+                   s + 1, opt.warmup + opt.steps + profiled, (t3 - t0) * 1e-6, loss);
   }
+  if (gpu) (void)kernels::cuda::set_kernel_timing(false);
   if (tty) std::fprintf(stderr, "\r%80s\r", "");
-  AllocatorStats after = Allocator::global().stats();
-  r.steady_state_allocs = after.allocs - before.allocs;
-  r.peak_bytes = after.peak;
+  r.peak_bytes = pool.stats().peak;
   r.activation_bytes = arena.high_water();
 
   r.ms_per_step = median(total);
@@ -115,22 +169,29 @@ Result<StepBenchResult> run_step_bench(const StepBenchOptions& opt) {
   r.tokens_per_s = tokens_per_step / (r.ms_per_step * 1e-3);
   r.gflop_per_step = wl->model.flops_per_token(T) * tokens_per_step * 1e-9;
   r.gflops = r.gflop_per_step / (r.ms_per_step * 1e-3);
-  r.mfu = honest_mfu(r.gflops, r.peak_gflops, r.peak.plausible);
+  r.mfu = honest_mfu(r.gflops, r.peak_gflops, gpu || r.peak.plausible);
   // Against the loops' measured rates (the FMA loop, AMX's in bf16 where it
-  // sets the ceiling): what the silicon showed in this run.
+  // sets the ceiling): what the silicon showed in this run. On a GPU the
+  // ceiling is already a measurement (the GEMM's rate).
   const double measured_ceiling =
-      bf ? std::max(r.peak.measured_gflops * (kernels::gemm_bf16_native() ? 2 : 1), r.peak.amx_gflops)
-         : r.peak.measured_gflops;
+      gpu  ? r.peak_gflops
+      : bf ? std::max(r.peak.measured_gflops * (kernels::gemm_bf16_native() ? 2 : 1), r.peak.amx_gflops)
+           : r.peak.measured_gflops;
   r.mfu_measured_peak = measured_ceiling > 0 ? honest_mfu(r.gflops, measured_ceiling, true) : 0;
   double accounted = 0;
+  const int covered = gpu ? profiled : opt.steps;  // the steps kernel_stats() holds
   for (int c = 0; c < int(KernelClass::count); ++c) {
     const KernelClassStats& k = kernel_stats()[c];
     if (k.calls == 0) continue;
     KernelClassTime kt;
     kt.name = kernel_class_name(KernelClass(c));
-    kt.ms_per_step = k.ns * 1e-6 / opt.steps;
+    kt.ms_per_step = k.ns * 1e-6 / covered;
     kt.fraction = kt.ms_per_step / r.ms_per_step;
-    kt.gflops = k.flops > 0 ? k.flops / (k.ns * 1e-9) * 1e-9 : 0;
+    kt.gflops = k.flops > 0 && k.ns > 0 ? k.flops / (k.ns * 1e-9) * 1e-9 : 0;
+    kt.gbs = k.bytes > 0 && k.ns > 0 ? k.bytes / (k.ns * 1e-9) * 1e-9 : 0;
+    if (gpu)
+      kt.of_ceiling = KernelClass(c) == KernelClass::gemm ? kt.gflops / r.peak_gflops
+                                                          : (r.gpu.copy_gbs > 0 ? kt.gbs / r.gpu.copy_gbs : 0);
     accounted += kt.ms_per_step;
     r.kernels.push_back(kt);
   }
@@ -143,8 +204,10 @@ Result<StepBenchResult> run_step_bench(const StepBenchOptions& opt) {
 nlohmann::json to_json(const StepBenchResult& r) {
   nlohmann::json k = nlohmann::json::object();
   for (auto& c : r.kernels)
-    k[c.name] = {{"ms_per_step", c.ms_per_step}, {"fraction", c.fraction}, {"gflops", c.gflops}};
-  return {{"workload", r.workload},
+    k[c.name] = {{"ms_per_step", c.ms_per_step}, {"fraction", c.fraction}, {"gflops", c.gflops},
+                 {"gbs", c.gbs}, {"of_ceiling", c.of_ceiling}};
+  nlohmann::json j = {{"workload", r.workload},
+          {"device", r.device},
           {"isa", r.isa},
           {"precision", r.precision},
           {"recompute", r.recompute},
@@ -182,6 +245,8 @@ nlohmann::json to_json(const StepBenchResult& r) {
           {"allocator_peak_bytes", r.peak_bytes},
           {"steady_state_allocs", r.steady_state_allocs},
           {"kernels", k}};
+  if (r.device != "cpu") j["gpu"] = to_json(r.gpu);
+  return j;
 }
 
 std::string to_table(const StepBenchResult& r) {
@@ -189,11 +254,15 @@ std::string to_table(const StepBenchResult& r) {
   s += fmt::format("workload {}  (batch {} x seq {}, {} threads, kernels {}, {}, recompute {}{})\n",
                    r.workload, r.batch, r.seq_len, r.threads, r.isa, r.precision, r.recompute,
                    r.fused_head ? ", fused head" : "");
-  s += fmt::format("peak     {:.0f} GFLOP/s fp32 = {} threads x {} FMA x {} lanes x 2 x {:.2f} GHz"
-                   " (FMA loop measured {:.0f}{})\n",
-                   r.peak.derived_gflops, r.threads, r.peak.fma_units, r.peak.lanes,
-                   r.peak.clock_ghz, r.peak.measured_gflops,
-                   r.peak.amx_gflops > 0 ? fmt::format(", AMX loop {:.0f}", r.peak.amx_gflops) : "");
+  if (r.device != "cpu")
+    s += fmt::format("ceiling  {}: GEMM {:.0f} TFLOP/s bf16, {:.1f} f32 ({}^3, measured now), copy {:.0f} GB/s\n",
+                     r.device, r.gpu.bf16_gemm_tflops, r.gpu.f32_gemm_tflops, r.gpu.gemm_n, r.gpu.copy_gbs);
+  else
+    s += fmt::format("peak     {:.0f} GFLOP/s fp32 = {} threads x {} FMA x {} lanes x 2 x {:.2f} GHz"
+                     " (FMA loop measured {:.0f}{})\n",
+                     r.peak.derived_gflops, r.threads, r.peak.fma_units, r.peak.lanes,
+                     r.peak.clock_ghz, r.peak.measured_gflops,
+                     r.peak.amx_gflops > 0 ? fmt::format(", AMX loop {:.0f}", r.peak.amx_gflops) : "");
   for (const std::string& n : r.peak.notes) s += "         note: " + n + "\n";
   s += fmt::format("step     {:.1f} ms median (min {:.1f}, max {:.1f}) over {} steps\n",
                    r.ms_per_step, r.ms_min, r.ms_max, r.steps);
@@ -205,10 +274,18 @@ std::string to_table(const StepBenchResult& r) {
                    format_mfu(r.mfu_measured_peak));
   s += fmt::format("memory   allocator peak {:.1f} MiB, activations {:.1f} MiB, {} allocations in measured steps\n",
                    r.peak_bytes / 1048576.0, r.activation_bytes / 1048576.0, r.steady_state_allocs);
-  s += "kernels  class            ms/step   share   GFLOP/s\n";
-  for (auto& k : r.kernels)
-    s += fmt::format("         {:<15} {:8.2f}  {:5.1f}%  {}\n", k.name, k.ms_per_step,
-                     100 * k.fraction, k.gflops > 0 ? fmt::format("{:.0f}", k.gflops) : "");
+  const bool gpu = r.device != "cpu";
+  s += gpu ? "kernels  class            ms/step   share   GFLOP/s     GB/s  of its ceiling\n"
+           : "kernels  class            ms/step   share   GFLOP/s\n";
+  for (auto& k : r.kernels) {
+    s += fmt::format("         {:<15} {:8.2f}  {:5.1f}%  {:>7}", k.name, k.ms_per_step, 100 * k.fraction,
+                     k.gflops > 0 ? fmt::format("{:.0f}", k.gflops) : "");
+    if (gpu && k.name != "unaccounted")
+      s += fmt::format("  {:>7.0f}  {:5.1f}%", k.gbs, 100 * k.of_ceiling);
+    s += "\n";
+  }
+  if (gpu)
+    s += "         (device time from CUDA events over 3 more steps; unaccounted: the GPU idle between kernels)\n";
   return s;
 }
 

@@ -1,6 +1,10 @@
 // `crucible bench step`: times the full training step (forward, loss,
 // backward, AdamW) of a standard workload on random tokens and reports it
-// against the CPU's FMA peak, with a per-kernel-class breakdown.
+// against the device's ceiling, with a per-kernel-class breakdown: on the CPU
+// the FMA peak (profile/cpu_peak.h) and host-clock kernel times; on a GPU the
+// GEMM rate and copy bandwidth measured in the same process
+// (profile/gpu_ceiling.h) and kernel times from CUDA events
+// (kernels/kernel_timer.h), each class against its own ceiling.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -9,6 +13,7 @@
 
 #include "core/status.h"
 #include "profile/cpu_peak.h"
+#include "profile/gpu_ceiling.h"
 
 namespace crucible::profile {
 
@@ -23,6 +28,8 @@ struct StepBenchOptions {
   std::string moments = "f32";     // "f32" | "bf16" (optim.moments)
   bool fused_head = false;         // train.fused_head
   std::string kernels;             // a kernel table by ISA name; empty: the CPU's best
+  std::string device = "cpu";      // "cpu" | "cuda" | "cuda:N" (as run.device)
+  int batch = 0;                   // sequences per step; 0: the workload's
   bool progress = false;  // live line on stderr
 };
 
@@ -31,10 +38,16 @@ struct KernelClassTime {
   double ms_per_step = 0;
   double fraction = 0;  // of the median step
   double gflops = 0;    // achieved, where FLOPs are counted (gemm)
+  double gbs = 0;       // achieved traffic by the cost models (kernels/cost.h)
+  // Of the class's own ceiling: GEMM's FLOPs against the measured GEMM rate,
+  // everything else's bytes against the measured copy bandwidth (GPU only).
+  double of_ceiling = 0;
 };
 
 struct StepBenchResult {
   std::string workload, isa, precision, recompute;
+  std::string device = "cpu";
+  GpuCeiling gpu;  // a GPU's measured ceilings (device != cpu)
   bool fused_head = false;
   size_t activation_bytes = 0;  // the arena's high water over a step
   int threads = 0, steps = 0, batch = 0, seq_len = 0;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fmt/format.h>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -30,12 +31,14 @@
 #include "optim/adamw.h"
 #include "profile/analysis.h"
 #include "profile/cpu_peak.h"
+#include "profile/gpu_ceiling.h"
 #include "profile/probe.h"
 #include "profile/trace_file.h"
 #include "runtime/faults.h"
 #include "runtime/checkpointer.h"
 #include "runtime/heartbeat.h"
 #include "runtime/init_source.h"
+#include "kernels/cuda/cuda.h"
 #include "kernels/device_scope.h"
 #include "runtime/device_check.h"
 #include "runtime/memory_estimate.h"
@@ -327,11 +330,22 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   // f32's with a native bf16 matmul (profile/cpu_peak.h). Not plausible (a
   // clock out of physical bounds): no MFU is shown, and the log says why.
   const bool bf16 = cfg.train.precision == "bf16";
-  const double peak_gflops =
+  double peak_gflops =
       device.is_cpu() ? profile::precision_peak_gflops(peak, bf16, kernels::gemm_bf16_native()) : 0.0;
-  if (!device.is_cpu())
-    log("[train] MFU not shown: " + device.str() + "'s ceiling is not measured yet (the probe's GPU section)");
-  else if (!peak.plausible)
+  bool peak_known = device.is_cpu() && peak.plausible;
+  if (!device.is_cpu()) {
+    // A GPU's ceiling: its GEMM rate of this precision, measured now through
+    // the step's own GEMM (profile/gpu_ceiling.h; ~0.5 s).
+    auto ceiling = profile::measure_gpu_ceiling(device);
+    if (ceiling) {
+      peak_gflops = 1e3 * (bf16 ? ceiling->bf16_gemm_tflops : ceiling->f32_gemm_tflops);
+      peak_known = true;
+      log(fmt::format("[train] {} ({}): GEMM {:.0f} TFLOP/s {} measured now, MFU's ceiling; copy {:.0f} GB/s",
+                      device.str(), ceiling->name, peak_gflops * 1e-3, bf16 ? "bf16" : "f32", ceiling->copy_gbs));
+    } else {
+      log("[train] MFU not shown: " + ceiling.status().message());
+    }
+  } else if (!peak.plausible)
     log("[train] MFU not shown: this CPU's peak could not be measured (" +
         (peak.notes.empty() ? std::string("?") : peak.notes[0]) + ")");
   // The probe's best GEMM of this precision at this thread count: the
@@ -391,6 +405,9 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   result.val_loss_before = init_record.is_null() ? -1.0 : init_record.value("val_loss_before", -1.0);
   while (step < total) {
     trace::set_active(in_trace_window(step + 1));
+    // On a GPU the trace window's kernels are timed by CUDA events
+    // (kernels/kernel_timer.h): their device time on the GPU's trace track.
+    if (!device.is_cpu()) CRUCIBLE_RETURN_IF_ERROR(kernels::cuda::set_kernel_timing(in_trace_window(step + 1)));
     StepMetrics m;
     m.step = step + 1;
     m.lr = optim::lr_schedule(step, float(cfg.optim.lr), cfg.optim.warmup_steps, total,
@@ -424,6 +441,8 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     };
     CRUCIBLE_RETURN_IF_ERROR(ts.run(m.lr, load, before, [&](Phase p) { phases.enter(step + 1, p); }, m));
     m.step_ms = step_clock.elapsed_ms();
+    if (!device.is_cpu() && kernels::cuda::kernel_timing())
+      CRUCIBLE_RETURN_IF_ERROR(kernels::cuda::collect_kernel_times(nullptr).status());
     phases.enter(step + 1, Phase::kSync);
     // The mean over the global batch: each pipeline's last stage holds its
     // data-parallel share's.
@@ -462,7 +481,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
       m.eval_ms = sw.elapsed_ms();
       result.val_loss = m.val_loss;
     }
-    AllocatorStats mem = Allocator::global().stats();
+    AllocatorStats mem = Allocator::of(device).stats();  // the memory the step computes in
     m.mem_in_use = mem.in_use;
     m.mem_peak = mem.peak;
     m.mem_cached = mem.cached;
@@ -475,7 +494,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
       agg.optimizer_ms = t[4], agg.comm_ms = t[5], agg.mem_peak = uint64_t(t[6]);
     }
     agg.tokens_per_s = tokens_per_step / (agg.step_ms * 1e-3);
-    agg.mfu = profile::honest_mfu(flops_per_step / (agg.step_ms * 1e-3) * 1e-9, W * peak_gflops, peak.plausible);
+    agg.mfu = profile::honest_mfu(flops_per_step / (agg.step_ms * 1e-3) * 1e-9, W * peak_gflops, peak_known);
     if (gemm_ceiling_gflops > 0)
       agg.mfu_of_gemm = flops_per_step / (agg.step_ms * 1e-3) / (W * gemm_ceiling_gflops * 1e9);
     const bool kill_after = faults.kills_after_checkpoint(step);

@@ -47,7 +47,12 @@ Admit Engine::submit(std::shared_ptr<Stream> stream) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (draining_ || stop_) return Admit::draining;
-    if (int(queue_.size()) >= opt_.max_queue) return Admit::queue_full;
+    // max_batch running and max_queue waiting, counted as one capacity: a
+    // request queued for a slot that is free (the engine takes it at its next
+    // step) is not yet running, and must not make the next one wait less or
+    // be refused sooner depending on when that step comes.
+    const int free_slots = std::max(0, opt_.max_batch - int(running_count_));
+    if (int(queue_.size()) >= opt_.max_queue + free_slots) return Admit::queue_full;
     queue_.push_back(std::move(stream));
     if (metrics_) metrics_->queue_depth(int(queue_.size()));
   }

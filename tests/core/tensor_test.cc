@@ -60,8 +60,9 @@ TEST(Tensor, KnowsItsDevice) {
   Arena arena("tensor_test arena");
   EXPECT_EQ(Tensor::arena(arena, {8}, DType::bf16).device(), Device::cpu());
   EXPECT_EQ(Tensor::borrow(t.data(), {12}, DType::f32, Device::cuda(1)).transpose(0, 0).device(), Device::cuda(1));
-  if (memory_of(Device::cuda(7)) == nullptr)
+  if (memory_of(Device::cuda(7)) == nullptr) {
     EXPECT_DEATH(Tensor::empty({4}, DType::f32, "tensor_test", Device::cuda(7)), "no backend registered");
+  }
 }
 
 TEST(Tensor, SliceIsAViewAtTheRightOffset) {

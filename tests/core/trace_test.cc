@@ -150,5 +150,36 @@ TEST_F(TraceTest, ClearDropsEvents) {
   EXPECT_TRUE(take_events().empty());
 }
 
+// A device's track (a GPU's kernels): its own tid and name, shared by name,
+// distinct from every thread's; its events carry it whichever thread records.
+TEST_F(TraceTest, NamedTracksHaveTheirOwnTidAndName) {
+  set_active(true);
+  const int gpu = named_track("cuda:0 kernels (test)");
+  EXPECT_EQ(named_track("cuda:0 kernels (test)"), gpu);
+  const int other = named_track("cuda:1 kernels (test)");
+  EXPECT_NE(other, gpu);
+  record_complete("host", "kernel", now_ns(), now_ns() + 5);
+  const int64_t t0 = now_ns();
+  record_complete_on(gpu, "gemm", "gpu", t0, t0 + 1000);
+  std::thread([&] { record_complete_on(gpu, "attention", "gpu", t0 + 1000, t0 + 3000); }).join();
+  auto ev = take_events();
+  const Event* host = find(ev, "host");
+  const Event* gemm = find(ev, "gemm");
+  const Event* attention = find(ev, "attention");
+  ASSERT_TRUE(host && gemm && attention);
+  EXPECT_NE(host->tid, gpu);
+  EXPECT_EQ(gemm->tid, gpu);
+  EXPECT_EQ(attention->tid, gpu);
+  EXPECT_EQ(gemm->dur_ns, 1000);
+  EXPECT_EQ(attention->ts_ns - gemm->ts_ns, 1000);
+  std::map<int, std::string> names;
+  for (auto& [tid, name] : thread_names()) names[tid] = name;
+  EXPECT_EQ(names[gpu], "cuda:0 kernels (test)");
+  EXPECT_EQ(names[other], "cuda:1 kernels (test)");
+  set_active(false);
+  record_complete_on(gpu, "late", "gpu", t0, t0 + 1);
+  EXPECT_TRUE(take_events().empty());
+}
+
 }  // namespace
 }  // namespace crucible::trace

@@ -17,12 +17,14 @@
 #include "kernels/device_scope.h"
 #include "kernels/kernels.h"
 #include "kernels/reference.h"
+#include "support/attention_bounds.h"
 #include "support/kernel_harness.h"
 
 namespace crucible {
 namespace {
 
 using gpu_test::DeviceBuffer;
+namespace cuda = kernels::cuda;
 
 std::vector<float> widen(const std::vector<bf16>& x) {
   std::vector<float> out(x.size());
@@ -222,6 +224,47 @@ TEST_F(CudaKernels, EmbeddingBackwardIsTheCpusBits) {
   }
 }
 
+// x within atol + (rtol + one bf16 ulp) |want| + bound of each element.
+void expect_within(const std::string& what, const std::vector<float>& got, const std::vector<float>& want,
+                   const std::vector<double>& bound, double atol, double rtol) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double w = want[i], b = atol + (rtol + 0x1p-7) * std::fabs(w) + bound[i];
+    ASSERT_NEAR(got[i], w, b) << what << " [" << i << "] (bf16 products' bound " << bound[i] << ")";
+  }
+}
+
+// The tensor-core bf16 attention (attention_tc.cu) rounds P, dO and dS to
+// bf16 as the CPU's pairs form does: checked as tests/kernels checks that
+// form, against the references plus the worst case of those roundings
+// (support/attention_bounds.h), dQ and dK against the oracle that reads the
+// kernel's own stored out. Run through the table, as the step runs it.
+void check_attention_tc(const std::vector<bf16>& qkv16, const std::vector<float>& dout, int B, int T, int C, int NH,
+                        double atol, double rtol) {
+  SCOPED_TRACE("tensor cores");
+  const size_t n = size_t(B) * T * C, nl = size_t(B) * NH * T;
+  const std::vector<float> qkv = widen(qkv16);
+  std::vector<float> want_out(n), want_lse(nl);
+  kernels::ref::attention_forward(want_out.data(), want_lse.data(), qkv.data(), B, T, C, NH);
+  DeviceBuffer<bf16> dq(qkv16), out(n), dqkv(3 * n);
+  DeviceBuffer<float> ddout(dout), lse(nl);
+  kernels::attention_forward_bf16(out.get(), lse.get(), dq.get(), B, T, C, NH);
+  kernels::attention_backward_bf16(dqkv.get(), ddout.get(), dq.get(), out.get(), lse.get(), B, T, C, NH);
+  const std::vector<float> stored = widen(out.host());
+  const testing::DotBounds bd = testing::dot_bounds(qkv, dout, stored, B, T, C, NH);
+  const std::vector<float> reading = testing::attention_backward_reading_out(dout, qkv, stored, B, T, C, NH);
+  expect_within("out", stored, want_out, bd.out, atol, rtol);
+  expect_close("lse", lse.host(), want_lse, atol, rtol);
+  const std::vector<float> got = widen(dqkv.host());
+  for (size_t row = 0; row < size_t(B) * T; ++row)
+    for (int part = 0; part < 3; ++part) {
+      const size_t o = row * 3 * C + size_t(part) * C;
+      const std::vector<float> g(got.begin() + o, got.begin() + o + C), w(reading.begin() + o, reading.begin() + o + C);
+      const std::vector<double> b(bd.dqkv.begin() + o, bd.dqkv.begin() + o + C);
+      expect_within(part == 0 ? "dq" : part == 1 ? "dk" : "dv", g, w, b, atol, rtol);
+    }
+}
+
 // Attention against the double reference, the CPU attention test's shapes
 // and bounds (and GPT-2's heads), with scores up to ~500 in magnitude too.
 // bf16: out within a bf16 ulp; dV likewise; dQ and dK are formed from D =
@@ -252,7 +295,9 @@ TEST_F(CudaKernels, AttentionMatchesTheReference) {
     expect_close("out", out.host(), want_out, atol, rtol);
     expect_close("lse", lse.host(), want_lse, atol, rtol);
     expect_close("dqkv", dqkv.host(), want_dqkv, atol, rtol);
-    // bf16 against the bf16 reference (widened inputs, one rounding of each output).
+    // bf16 against the bf16 reference (widened inputs, one rounding of each
+    // output): the CUDA-core kernels, called directly (the table runs the
+    // tensor-core ones where the head size allows, checked below).
     const std::vector<bf16> qkv16 = narrow(qkv);
     std::vector<bf16> want_out16(n), want_dqkv16(3 * n);
     std::vector<float> want_lse16(nl);
@@ -261,8 +306,9 @@ TEST_F(CudaKernels, AttentionMatchesTheReference) {
                                           want_lse16.data(), B, T, C, NH);
     DeviceBuffer<bf16> dq16(qkv16), out16(n), dqkv16(3 * n);
     DeviceBuffer<float> lse16(nl);
-    kernels::attention_forward_bf16(out16.get(), lse16.get(), dq16.get(), B, T, C, NH);
-    kernels::attention_backward_bf16(dqkv16.get(), ddout.get(), dq16.get(), out16.get(), lse16.get(), B, T, C, NH);
+    cuda::attention_forward_bf16(out16.get(), lse16.get(), dq16.get(), B, T, C, NH, nullptr);
+    cuda::attention_backward_bf16(dqkv16.get(), ddout.get(), dq16.get(), out16.get(), lse16.get(), B, T, C, NH,
+                                  nullptr);
     expect_close("out bf16", widen(out16.host()), widen(want_out16), atol, rtol, true);
     expect_close("lse bf16", lse16.host(), want_lse16, atol, rtol);
     const std::vector<float> got = widen(dqkv16.host()), want = widen(want_dqkv16);
@@ -272,6 +318,7 @@ TEST_F(CudaKernels, AttentionMatchesTheReference) {
         const std::vector<float> g(got.begin() + o, got.begin() + o + C), w(want.begin() + o, want.begin() + o + C);
         expect_close(part == 2 ? "dv bf16" : "dq/dk bf16", g, w, part == 2 ? atol : 3e-3 * sh.mag, rtol, true);
       }
+    if (cuda::attention_tc_supports(C, NH)) check_attention_tc(qkv16, dout, B, T, C, NH, atol, rtol);
   }
 }
 

@@ -54,7 +54,9 @@ TEST(GpuTrain, Bf16TracksTheCpuRunOfTheDefault) {
   const auto c = losses(dir / "cpu"), g = losses(dir / "gpu");
   ASSERT_EQ(c.size(), g.size());
   for (const auto& [step, loss] : c)
-    if (step > 10) EXPECT_NEAR(g.at(step), loss, 0.05) << "step " << step;
+    if (step > 10) {
+      EXPECT_NEAR(g.at(step), loss, 0.05) << "step " << step;
+    }
   EXPECT_NEAR(final_val_loss(dir / "gpu"), final_val_loss(dir / "cpu"), 0.03);
 }
 

@@ -22,11 +22,16 @@
 #include "core/dtype.h"
 #include "core/threads.h"
 #include "kernels/reference.h"
+#include "support/attention_bounds.h"
 #include "support/bf16_checks.h"
 #include "support/kernel_harness.h"
 
 namespace crucible {
 namespace {
+
+using testing::attention_backward_reading_out;
+using testing::dot_bounds;
+using testing::DotBounds;
 
 using namespace bf16check;
 
@@ -138,127 +143,6 @@ std::vector<std::vector<E>> split_qkv(const std::vector<E>& x, int BT, int C) {
   return parts;
 }
 
-// Row t of head h's causal softmax, in double: p[j] = P_tj for j <= t.
-//   qkv (B,T,3C)
-struct SoftmaxRows {
-  const std::vector<float>& qkv;
-  int T, C, hs;
-  double scale;
-  SoftmaxRows(const std::vector<float>& qkv_, int T_, int C_, int NH)
-      : qkv(qkv_), T(T_), C(C_), hs(C_ / NH), scale(1.0 / std::sqrt(double(C_ / NH))) {}
-  // Where part (0 q, 1 k, 2 v) of head h starts in row (b, t).
-  size_t at(int b, int t, int part, int h) const {
-    return (size_t(b) * T + t) * 3 * C + part * C + h * hs;
-  }
-  void probs(int b, int h, int t, std::vector<double>& p) const {
-    const float* q = &qkv[at(b, t, 0, h)];
-    double mx = -INFINITY, sum = 0;
-    for (int j = 0; j <= t; ++j) {
-      double sc = 0;
-      for (int c = 0; c < hs; ++c) sc += double(q[c]) * qkv[at(b, j, 1, h) + c];
-      mx = std::max(mx, p[j] = sc * scale);
-    }
-    for (int j = 0; j <= t; ++j) sum += (p[j] = std::exp(p[j] - mx));
-    for (int j = 0; j <= t; ++j) p[j] /= sum;
-  }
-};
-
-// The attention gradient as a kernel that reads `out` computes it, in
-// double: D_i = dO_i . out_i from the out given, where ref::attention_backward
-// recomputes D_i = sum_j P_ij dP_ij exactly and ignores out. With the exact
-// out the two agree; with the bf16-rounded out the backward reads, D is off
-// by dD_i = dO_i . (bf16(O_i) - O_i), up to 2^-8 sum_c |dO_ic O_ic|, and dQ_i
-// by -scale dD_i sum_j P_ij k_j, dK_j by -scale sum_i P_ij dD_i q_i (dV does
-// not use D): absolute errors of up to ~1e-3 at these shapes (hs 64), so
-// many bf16 ulps of the smaller entries. That is the storage's effect, not
-// the kernel's, so the kernel's dQ and dK are checked against this.
-//   dqkv (B,T,3C) = ; dout, out (B,T,C) ; qkv (B,T,3C)
-std::vector<float> attention_backward_reading_out(const std::vector<float>& dout,
-                                                  const std::vector<float>& qkv,
-                                                  const std::vector<float>& out, int B, int T,
-                                                  int C, int NH) {
-  const SoftmaxRows sm(qkv, T, C, NH);
-  const int hs = sm.hs;
-  std::vector<double> d(qkv.size(), 0.0), p(T);
-  for (int b = 0; b < B; ++b)
-    for (int h = 0; h < NH; ++h)
-      for (int t = 0; t < T; ++t) {
-        const float* q = &qkv[sm.at(b, t, 0, h)];
-        const float* dO = &dout[(size_t(b) * T + t) * C + h * hs];
-        const float* O = &out[(size_t(b) * T + t) * C + h * hs];
-        sm.probs(b, h, t, p);
-        double D = 0;
-        for (int c = 0; c < hs; ++c) D += double(dO[c]) * O[c];
-        for (int j = 0; j <= t; ++j) {
-          const double P = p[j];
-          double dP = 0;
-          for (int c = 0; c < hs; ++c) dP += double(dO[c]) * qkv[sm.at(b, j, 2, h) + c];
-          const double dS = P * (dP - D) * sm.scale;
-          for (int c = 0; c < hs; ++c) {
-            d[sm.at(b, t, 0, h) + c] += dS * qkv[sm.at(b, j, 1, h) + c];
-            d[sm.at(b, j, 1, h) + c] += dS * q[c];
-            d[sm.at(b, j, 2, h) + c] += P * dO[c];
-          }
-        }
-      }
-  return std::vector<float>(d.begin(), d.end());
-}
-
-// How far the fast kernels may be from the exact results because they run
-// every product of attention in bf16 pairs (tile_gemm<uint32_t>: vdpbf16ps on
-// AVX512_BF16, its arithmetic in two FMAs elsewhere), as FlashAttention-2
-// does in bf16, while the references keep f32 operands. With u = 2^-8, one
-// rounding's relative error, and P, dP, D, dS the exact values (D from the
-// stored out, as the kernel reads it):
-//   out_ic  P rounded:            u sum_j P_ij |v_jc|
-//   dv_jc   P and dO rounded:     (2u + u^2) sum_i P_ij |dO_ic|
-//   dS_ij   dO rounded in dP and D alike, so dS moves by
-//           P_ij (dO'_i - dO_i) . (v_j - out_i):  e_ij = u P_ij sum_c |dO_ic| |v_jc - out_ic|,
-//           then rounded:         f_ij = (1 + u) e_ij + u |dS_ij|
-//   dk_jc   scale sum_i f_ij |q_ic|        dq_ic   scale sum_j f_ij |k_jc|
-// Each is a worst case (every rounding one way); the f32 kernels' own
-// tolerances and the output's bf16 rounding come on top.
-//   out (B,T,C) ; dqkv (B,T,3C) ; qkv (B,T,3C), dout, out_stored (B,T,C)
-struct DotBounds {
-  std::vector<double> out, dqkv;
-};
-DotBounds dot_bounds(const std::vector<float>& qkv, const std::vector<float>& dout,
-                     const std::vector<float>& out_stored, int B, int T, int C, int NH) {
-  const SoftmaxRows sm(qkv, T, C, NH);
-  const int hs = sm.hs;
-  const double u = std::ldexp(1.0, -8), scale = sm.scale;
-  DotBounds bd{std::vector<double>(size_t(B) * T * C, 0.0),
-               std::vector<double>(size_t(B) * T * 3 * C, 0.0)};
-  std::vector<double> p(T);
-  for (int b = 0; b < B; ++b)
-    for (int h = 0; h < NH; ++h)
-      for (int t = 0; t < T; ++t) {
-        const size_t row = (size_t(b) * T + t) * C + h * hs;
-        const float* q = &qkv[sm.at(b, t, 0, h)];
-        const float* dO = &dout[row];
-        const float* O = &out_stored[row];
-        sm.probs(b, h, t, p);
-        double D = 0;
-        for (int c = 0; c < hs; ++c) D += double(dO[c]) * O[c];
-        for (int j = 0; j <= t; ++j) {
-          const double P = p[j];
-          const float* v = &qkv[sm.at(b, j, 2, h)];
-          double dP = 0, spread = 0;
-          for (int c = 0; c < hs; ++c) {
-            dP += double(dO[c]) * v[c];
-            spread += std::fabs(double(dO[c])) * std::fabs(double(v[c]) - O[c]);
-          }
-          const double f = (1 + u) * u * P * spread + u * std::fabs(P * (dP - D));
-          for (int c = 0; c < hs; ++c) {
-            bd.out[row + c] += u * P * std::fabs(v[c]);
-            bd.dqkv[sm.at(b, j, 2, h) + c] += (2 * u + u * u) * P * std::fabs(dO[c]);
-            bd.dqkv[sm.at(b, j, 1, h) + c] += scale * f * std::fabs(q[c]);
-            bd.dqkv[sm.at(b, t, 0, h) + c] += scale * f * std::fabs(qkv[sm.at(b, j, 1, h) + c]);
-          }
-        }
-      }
-  return bd;
-}
 
 // A bf16 output within atol + (rtol + one bf16 ulp) |want| + bound of each
 // element; the Compare returned gives the harness the same with the largest

@@ -76,8 +76,9 @@ TEST(Embedding, VocabularyShardsMatchReferenceExactly) {
         kernels::ref::embedding_backward(nullptr, dwpe_only_ref.data(), dout.data(), idx.data(), lo, hi, B, T, C);
         // Rows outside the shard look up zeros (plus their position).
         for (int n = 0; n < N; ++n)
-          if (idx[size_t(n)] < lo || idx[size_t(n)] >= hi)
+          if (idx[size_t(n)] < lo || idx[size_t(n)] >= hi) {
             EXPECT_EQ(out_ref[size_t(n) * C], wpe[size_t((first + n) % T) * C]);
+          }
         return std::vector<Compare>{{"out", out, out_ref, 0, 0},
                                     {"dwte", dwte, dwte_ref, 0, 0},
                                     {"dwpe", dwpe, dwpe_ref, 0, 0},

@@ -73,7 +73,9 @@ TEST(StepPasses, VocabularyParallelPiecesMatchReferenceExactly) {
         kernels::ref::combine_vocab_stats(mx_ref.data(), ls_ref.data(), loss_ref.data(), all.data(), targets.data(),
                                           R, N);
         for (int n = 0; n < N; ++n)
-          if (targets[size_t(n)] < 0) EXPECT_EQ(loss[size_t(n)], 0.0f);
+          if (targets[size_t(n)] < 0) {
+            EXPECT_EQ(loss[size_t(n)], 0.0f);
+          }
         return std::vector<Compare>{{"target logits", x, x_ref, 0, 0},
                                     {"target logits bf16", x16, x16_ref, 0, 0},
                                     {"max", mx, mx_ref, 0, 0},

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "core/dtype.h"
+#include "core/kernel_stats.h"
 #include "core/memory_source.h"
 #include "core/status.h"
 
@@ -59,6 +60,26 @@ Status synchronize(Stream s);
 // The last launch's error, if any (launchers do not check, so a step checks
 // once).
 Status last_error(const char* where);
+
+// ---- kernel timing (kernel_timing.cc) ----
+// A launch returns before its kernel runs, so a host clock around it times the
+// launch. With timing on, every kernels:: call on a GPU (kernels/kernel_timer.h)
+// records a pair of CUDA events around its kernel, from a pool made once;
+// collect_kernel_times() waits for the stream and adds each kernel's device
+// time to core/kernel_stats.h's table, and, with the tracer on, records it on
+// the GPU's trace track ("cuda:N kernels"). Off by default: the events cost
+// ~2 us of host time per kernel. Thread-safe; meant for the training thread.
+Status set_kernel_timing(bool on);
+bool kernel_timing();
+// A pair's slot, or -1 (timing off, or the pool full: counted as dropped).
+int kernel_begin(Stream s);
+void kernel_end(int slot, KernelClass cls, Stream s);
+struct KernelTimes {
+  int64_t kernels = 0;    // pairs read
+  int64_t kernel_ns = 0;  // their device time, summed
+  int64_t dropped = 0;    // kernels left untimed since the last collect (pool full)
+};
+Result<KernelTimes> collect_kernel_times(Stream s);
 
 // The backend's kernel table (kernels/device_scope.h dispatches to it under a
 // GPU's DeviceScope): every entry launches on the scope's stream; entries the
@@ -120,6 +141,13 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
                         int T, int C, int NH, Stream s);
 void attention_backward_bf16(bf16* dqkv, const float* dout, const bf16* qkv, const bf16* out, const float* lse, int B,
                              int T, int C, int NH, Stream s);
+// The same in bf16 on the tensor cores (attention_tc.cu: WMMA, P, dO and dS
+// rounded to bf16 as the CPU's pairs form and FlashAttention-2 do), for head
+// sizes 32, 64 and 128; the table runs these where attention_tc_supports().
+bool attention_tc_supports(int C, int NH);
+void attention_forward_bf16_tc(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH, Stream s);
+void attention_backward_bf16_tc(bf16* dqkv, const float* dout, const bf16* qkv, const bf16* out, const float* lse,
+                                int B, int T, int C, int NH, Stream s);
 
 // The embedding (embedding.cu): its backward adds each dwte float's terms
 // in token order, as the CPU does (the same bits).

@@ -30,6 +30,11 @@ Status copy_to_device(void*, const void*, size_t, Stream) { return absent(); }
 Status copy_to_host(void*, const void*, size_t, Stream) { return absent(); }
 Status synchronize(Stream) { return absent(); }
 Status last_error(const char*) { return absent(); }
+Status set_kernel_timing(bool) { return absent(); }
+bool kernel_timing() { return false; }
+int kernel_begin(Stream) { return -1; }
+void kernel_end(int, KernelClass, Stream) {}
+Result<KernelTimes> collect_kernel_times(Stream) { return absent(); }
 void adamw(float*, bf16*, const float*, float*, float*, size_t, float, float, float, float, float, float, int,
            Stream) {
   unreachable();
@@ -84,6 +89,12 @@ void embedding_backward(float*, float*, const float*, const int32_t*, int64_t, i
   unreachable();
 }
 void attention_forward(float*, float*, const float*, int, int, int, int, Stream) { unreachable(); }
+bool attention_tc_supports(int, int) { return false; }
+void attention_forward_bf16_tc(bf16*, float*, const bf16*, int, int, int, int, Stream) { unreachable(); }
+void attention_backward_bf16_tc(bf16*, const float*, const bf16*, const bf16*, const float*, int, int, int, int,
+                                Stream) {
+  unreachable();
+}
 void attention_forward_bf16(bf16*, float*, const bf16*, int, int, int, int, Stream) { unreachable(); }
 void attention_backward(float*, const float*, const float*, const float*, const float*, int, int, int, int, Stream) {
   unreachable();

@@ -74,11 +74,18 @@ const KernelTable table = {
                                  int C) { bias_gelu_forward_bf16(out, pre, bias, N, C, stream()); },
     .bias_gelu_backward_bf16 = [](bf16* dpre, float* dbias, const float* dout, const bf16* pre, int N,
                                   int C) { bias_gelu_backward_bf16(dpre, dbias, dout, pre, N, C, stream()); },
-    .attention_forward_bf16 = [](bf16* out, float* lse, const bf16* qkv, int B, int T, int C,
-                                 int NH) { attention_forward_bf16(out, lse, qkv, B, T, C, NH, stream()); },
+    // bf16 attention on the tensor cores where the head size allows
+    // (attention_tc.cu), else the CUDA-core kernels.
+    .attention_forward_bf16 = [](bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH) {
+      if (attention_tc_supports(C, NH)) return attention_forward_bf16_tc(out, lse, qkv, B, T, C, NH, stream());
+      attention_forward_bf16(out, lse, qkv, B, T, C, NH, stream());
+    },
     .attention_backward_bf16 = [](bf16* dqkv, const float* dout, const bf16* qkv, const bf16* out, const float* lse,
-                                  int B, int T, int C,
-                                  int NH) { attention_backward_bf16(dqkv, dout, qkv, out, lse, B, T, C, NH, stream()); },
+                                  int B, int T, int C, int NH) {
+      if (attention_tc_supports(C, NH))
+        return attention_backward_bf16_tc(dqkv, dout, qkv, out, lse, B, T, C, NH, stream());
+      attention_backward_bf16(dqkv, dout, qkv, out, lse, B, T, C, NH, stream());
+    },
     .attention_forward_bf16_pairs = nullptr,  // the CPU's emulation of vdpbf16ps: no GPU counterpart
     .attention_backward_bf16_pairs = nullptr,
     .softmax_cross_entropy_bf16 = [](float* losses, bf16* logits, const int32_t* targets, int N, int V,

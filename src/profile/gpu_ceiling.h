@@ -1,0 +1,32 @@
+// What one GPU shows it can do, measured in the calling process: the ceilings
+// a GPU step's MFU and its kernels' shares are quoted against (the CPU's are
+// profile/cpu_peak.h's). bf16 and f32 GEMM through the same kernels::gemm the
+// step uses (cuBLASLt), on square problems large enough to reach the rate, and
+// device-to-device copy bandwidth (HBM: each byte read once, written once).
+// Runs under the caller's kernels::DeviceScope-free thread: it opens its own
+// scope on `device`, whose memory sources must be registered
+// (kernels::cuda::use_device). Allocates from the device's pool and gives
+// everything back. Not thread-safe with other work on the same GPU.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/device.h"
+#include "core/status.h"
+
+namespace crucible::profile {
+
+struct GpuCeiling {
+  std::string name;                 // cudaDeviceProp's
+  int gemm_n = 0;                   // the square GEMM's size
+  double bf16_gemm_tflops = 0;      // bf16 in, f32 accumulate, bf16 out
+  double f32_gemm_tflops = 0;       // f32 in and out, no TF32
+  double copy_gbs = 0;              // device-to-device, bytes read + written per second
+};
+
+// `n`: the GEMM's size (8192 on a datacenter GPU: ~1.4 ms per bf16 call on
+// an H100/H200). Returns invalid when the device is not a GPU in use.
+Result<GpuCeiling> measure_gpu_ceiling(Device device, int n = 8192);
+nlohmann::json to_json(const GpuCeiling& c);
+
+}  // namespace crucible::profile
