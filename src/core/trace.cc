@@ -86,14 +86,7 @@ int64_t origin_ns() { return g_origin.load(std::memory_order_relaxed); }
 void set_origin_ns(int64_t t) { g_origin.store(t, std::memory_order_relaxed); }
 
 void record_complete(const char* name, const char* cat, int64_t t0_ns, int64_t t1_ns) {
-  if (!active()) return;
-  Event e;
-  e.name = name;
-  e.cat = cat;
-  e.ph = 'X';
-  e.ts_ns = t0_ns - origin_ns();
-  e.dur_ns = t1_ns > t0_ns ? t1_ns - t0_ns : 0;
-  push(e);
+  record_complete_on(0, name, cat, t0_ns, t1_ns);
 }
 
 int named_track(const std::string& name) {
@@ -107,6 +100,7 @@ int named_track(const std::string& name) {
   return tid;
 }
 
+// track 0: the calling thread's own.
 void record_complete_on(int track, const char* name, const char* cat, int64_t t0_ns, int64_t t1_ns) {
   if (!active()) return;
   Event e;

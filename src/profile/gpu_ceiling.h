@@ -2,7 +2,8 @@
 // a GPU step's MFU and its kernels' shares are quoted against (the CPU's are
 // profile/cpu_peak.h's). bf16 and f32 GEMM through the same kernels::gemm the
 // step uses (cuBLASLt), on square problems large enough to reach the rate, and
-// device-to-device copy bandwidth (HBM: each byte read once, written once).
+// device-to-device copy bandwidth (HBM: each byte read once, written once),
+// in 3 x gemm_n^2 bf16 of the device's pool (384 MiB at 8192).
 // Runs under the caller's kernels::DeviceScope-free thread: it opens its own
 // scope on `device`, whose memory sources must be registered
 // (kernels::cuda::use_device). Allocates from the device's pool and gives
@@ -18,9 +19,9 @@ namespace crucible::profile {
 
 struct GpuCeiling {
   std::string name;                 // cudaDeviceProp's
-  int gemm_n = 0;                   // the square GEMM's size
+  int gemm_n = 0;                   // the square bf16 GEMM's size (f32: half of it)
   double bf16_gemm_tflops = 0;      // bf16 in, f32 accumulate, bf16 out
-  double f32_gemm_tflops = 0;       // f32 in and out, no TF32
+  double f32_gemm_tflops = 0;       // f32 in and out, no TF32, at gemm_n / 2
   double copy_gbs = 0;              // device-to-device, bytes read + written per second
 };
 

@@ -255,8 +255,9 @@ std::string to_table(const StepBenchResult& r) {
                    r.workload, r.batch, r.seq_len, r.threads, r.isa, r.precision, r.recompute,
                    r.fused_head ? ", fused head" : "");
   if (r.device != "cpu")
-    s += fmt::format("ceiling  {}: GEMM {:.0f} TFLOP/s bf16, {:.1f} f32 ({}^3, measured now), copy {:.0f} GB/s\n",
-                     r.device, r.gpu.bf16_gemm_tflops, r.gpu.f32_gemm_tflops, r.gpu.gemm_n, r.gpu.copy_gbs);
+    s += fmt::format("ceiling  {} ({}), measured now: GEMM {:.0f} TFLOP/s bf16 ({}^3), {:.1f} f32 ({}^3); copy {:.0f} GB/s\n",
+                     r.device, r.gpu.name, r.gpu.bf16_gemm_tflops, r.gpu.gemm_n, r.gpu.f32_gemm_tflops,
+                     r.gpu.gemm_n / 2, r.gpu.copy_gbs);
   else
     s += fmt::format("peak     {:.0f} GFLOP/s fp32 = {} threads x {} FMA x {} lanes x 2 x {:.2f} GHz"
                      " (FMA loop measured {:.0f}{})\n",

@@ -69,15 +69,15 @@ uint64_t available_memory() {
   return avail;
 }
 
-Status check_memory_fits(const MemoryEstimate& per_rank, int ranks_here, uint64_t available) {
+Status check_memory_fits(const MemoryEstimate& per_rank, int ranks_here, uint64_t available, const std::string& where) {
   const uint64_t ranks = uint64_t(std::max(1, ranks_here));
   const uint64_t need = (per_rank.total() + kProcessOverhead) * ranks;
   if (need <= available) return Status::ok();
   return Status::invalid("[memory] this run needs ~" + gb(per_rank.total()) + " per rank (" +
                          per_rank.describe() + ") + " + gb(kProcessOverhead) + " for the process" +
                          (ranks > 1 ? ", x " + std::to_string(ranks) + " ranks on this machine" : "") + " = " +
-                         gb(need) + "; " + gb(available) +
-                         " is available; use a smaller model, batch or sequence, fewer ranks per machine, or"
+                         gb(need) + "; " + gb(available) + " is " + (where.empty() ? "available" : "free " + where) +
+                         "; use a smaller model, batch or sequence, fewer ranks per machine, or"
                          " dist.zero to shard the optimizer");
 }
 
@@ -116,8 +116,9 @@ std::string saving_that_fits(const Config& cfg, int world, uint64_t budget) {
 
 }  // namespace
 
-Status check_memory_fits(const Config& cfg, int world, int rank, int ranks_here, uint64_t available) {
-  Status s = check_memory_fits(estimate_memory(cfg, world, rank), ranks_here, available);
+Status check_memory_fits(const Config& cfg, int world, int rank, int ranks_here, uint64_t available,
+                         const std::string& where) {
+  Status s = check_memory_fits(estimate_memory(cfg, world, rank), ranks_here, available, where);
   if (s.is_ok()) return s;
   const uint64_t share = available / uint64_t(std::max(1, ranks_here));
   const std::string saving = saving_that_fits(cfg, world, share > kProcessOverhead ? share - kProcessOverhead : 0);

@@ -25,12 +25,15 @@ uint64_t available_memory();
 
 // Ok when ranks_here ranks of `per_rank` fit in `available` with a margin for
 // the runtime (libraries, threads, MPI); else invalid, naming what is needed
-// and what is there.
-Status check_memory_fits(const MemoryEstimate& per_rank, int ranks_here, uint64_t available);
+// and what is there. `where` names the memory when it is not the host's
+// ("on cuda:0": a GPU run's model, optimizer and activations live there).
+Status check_memory_fits(const MemoryEstimate& per_rank, int ranks_here, uint64_t available,
+                         const std::string& where = "");
 // The same for rank `rank` of a `world`-rank job of `cfg`, adding the
 // cheapest change of computation that would fit at this layout, as
 // check_memory_budget names it.
-Status check_memory_fits(const Config& cfg, int world, int rank, int ranks_here, uint64_t available);
+Status check_memory_fits(const Config& cfg, int world, int rank, int ranks_here, uint64_t available,
+                         const std::string& where = "");
 
 // Ok when every rank of a `world`-rank job fits train.memory_limit_gb (0: no
 // limit). Else invalid: what the largest rank needs, the budget, the

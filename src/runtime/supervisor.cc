@@ -260,8 +260,10 @@ Result<int> supervise(const SuperviseOptions& opt) {
   auto plan = plan_run(req);
   if (!plan) return plan.status();
   // All ranks on this machine (no hostfile): what they need together must fit
-  // before any of them starts.
-  if (opt.launch.hostfile.empty())
+  // before any of them starts. A GPU run's ranks check the GPU's memory
+  // themselves (the trainer), where the GPU is.
+  const auto device = Device::parse(plan->config.run.device);
+  if (opt.launch.hostfile.empty() && device && device->is_cpu())
     CRUCIBLE_RETURN_IF_ERROR(check_memory_fits(plan->config, opt.launch.ranks, 0, opt.launch.ranks,
                                                available_memory()));
   CRUCIBLE_RETURN_IF_ERROR(check_memory_budget(plan->config, opt.launch.ranks));

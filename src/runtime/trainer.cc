@@ -102,16 +102,24 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   CRUCIBLE_RETURN_IF_ERROR(agree(comm, planned.status()));
   const parallel::Layout layout = *planned;
   const parallel::Coords coords = layout.coords(rank);
-  // Memory first: a run that cannot fit is refused before anything is
-  // allocated or written (ranks on this machine: Open MPI's local size).
+  // The device, then memory: a run that cannot fit is refused before
+  // anything is allocated or written (ranks on this machine: Open MPI's
+  // local size; on a GPU, the model and its step live in the GPU's memory).
+  CRUCIBLE_RETURN_IF_ERROR(agree(comm, check_device(plan.config, W)));
+  const Device device = *Device::parse(plan.config.run.device);
   {
     const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     const int here = local ? std::max(1, std::atoi(local)) : 1;
-    CRUCIBLE_RETURN_IF_ERROR(agree(comm, check_memory_fits(plan.config, W, rank, here, available_memory())));
+    Status fits = Status::ok();
+    if (device.is_cpu()) {
+      fits = check_memory_fits(plan.config, W, rank, here, available_memory());
+    } else {
+      auto free = kernels::cuda::free_memory(device.index);
+      fits = free ? check_memory_fits(plan.config, W, rank, 1, *free, "on " + device.str()) : free.status();
+    }
+    CRUCIBLE_RETURN_IF_ERROR(agree(comm, fits));
     CRUCIBLE_RETURN_IF_ERROR(agree(comm, check_memory_budget(plan.config, W)));
   }
-  CRUCIBLE_RETURN_IF_ERROR(agree(comm, check_device(plan.config, W)));
-  const Device device = *Device::parse(plan.config.run.device);
 
   // ---- the run directory's owner, the checkpoint to resume, the data ----
   // Decided before anything is written: a second job on a directory that a

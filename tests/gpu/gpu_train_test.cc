@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -74,6 +75,21 @@ TEST(GpuTrain, StoppedAndResumedIsTheSameRun) {
   ASSERT_EQ(resumed.code, 0) << resumed.output;
   const std::string w = "/ckpt/step_0000030/model.safetensors";
   EXPECT_EQ(read_file(dir / "whole" + w), read_file(dir / "split" + w)) << "the final weights differ";
+}
+
+// A model larger than the GPU's free memory is refused before anything is
+// allocated or written: one line naming the GPU's memory, exit 2, no run
+// directory (issue: "out of device memory, checked before allocating").
+TEST(GpuTrain, AModelLargerThanTheGpuIsOneLineAndExit2) {
+  REQUIRE_GPU();
+  TempDir dir("gpu_train_too_large");
+  auto r = run_crucible(default_train(dir / "big", "cuda", 10,
+                                      {"--set", "model.n_layer=96", "--set", "model.n_head=96", "--set",
+                                       "model.n_embd=12288"}),
+                        dir.path());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("is free on cuda:0"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "big")) << r.output;
 }
 
 }  // namespace

@@ -82,6 +82,10 @@ TEST(MemoryEstimate, AModelTooLargeIsRefusedNamingNeedAndSupply) {
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_NE(s.message().find("[memory] this run needs"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("is available"), std::string::npos) << s.message();
+  // A GPU run's memory is the GPU's: the refusal says whose.
+  Status gpu = runtime::check_memory_fits(e, 1, 80ull << 30, "on cuda:0");
+  ASSERT_FALSE(gpu.is_ok());
+  EXPECT_NE(gpu.message().find(" is free on cuda:0; use"), std::string::npos) << gpu.message();
   // 64 ranks of the default each fit alone, not together on 24 GiB.
   runtime::Config d;
   const auto one = runtime::estimate_memory(d, 64, 0);

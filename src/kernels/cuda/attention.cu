@@ -84,19 +84,6 @@ __global__ void forward_kernel(O* out, float* lse, const T* qkv, int Tn, int C, 
   lse[(size_t(b) * NH + h) * Tn + qi] = m + logf(l);
 }
 
-// D (B,NH,T) = dout . out per head row.
-template <typename O>
-__global__ void dot_kernel(float* D, const float* dout, const O* out, int B, int Tn, int C, int NH) {
-  const int hs = C / NH;
-  CRUCIBLE_GRID_STRIDE(i, size_t(B) * NH * Tn) {
-    const int t = int(i % Tn), h = int(i / Tn % NH), b = int(i / (size_t(Tn) * NH));
-    const size_t o = (size_t(b) * Tn + t) * C + size_t(h) * hs;
-    float s = 0.0f;
-    for (int d = 0; d < hs; ++d) s += dout[o + d] * load(out, o + d);
-    D[i] = s;
-  }
-}
-
 // Grid (T / TILE, NH, B), TILE threads: thread i owns key row k0 + i and
 // forms its dK and dV over every query at or after it.
 template <int MAXHS, int TILE, typename T>
@@ -231,7 +218,7 @@ void backward(T* dqkv, const float* dout, const T* qkv, const T* out, const floa
   const int hs = C / NH;
   if (hs > 128) unsupported(hs);
   float* D = device_scratch(kAttentionD, size_t(B) * NH * Tn);
-  dot_kernel<<<blocks_for(size_t(B) * NH * Tn), kThreads, 0, s>>>(D, dout, out, B, Tn, C, NH);
+  attention_dot_kernel<false><<<blocks_for(size_t(B) * NH * Tn), kThreads, 0, s>>>(D, dout, out, B, Tn, C, NH);
   if (hs <= 64) return backward_as<64, 64>(dqkv, dout, qkv, lse, D, B, Tn, C, NH, s);
   backward_as<128, 32>(dqkv, dout, qkv, lse, D, B, Tn, C, NH, s);
 }

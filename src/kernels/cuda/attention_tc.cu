@@ -13,7 +13,8 @@
 //
 // Tiles: 64 query rows (BR) by 64 keys (BC), 128 threads = 4 warps, each
 // warp owning 16 rows of its block's tile; head sizes 32, 64, 128
-// (attention_tc_supports). Shared memory (dynamic, opted in above 48 KiB):
+// (attention_tc_supports). Shared memory (dynamic, opted in above 48 KiB;
+// rows padded by 16 bytes against bank conflicts, kLdT and friends):
 //   forward   Q, K, V tiles (64, hs) bf16; S (64, 64) f32; P (64, 64) bf16;
 //             O (64, hs) f32, rescaled by each row's online-softmax factor
 //             between tiles (a WMMA accumulator's layout is opaque, so the
@@ -45,6 +46,22 @@ using bf = __nv_bfloat16;
 
 constexpr int BR = 64, BC = 64, kWarps = 4, kBlock = 32 * kWarps;
 static_assert(BR == 16 * kWarps && BC == BR, "each warp owns 16 rows; query and key tiles align");
+// Shared-memory row strides, padded by 16 bytes so the 8 rows of a WMMA
+// load's 8x8 piece fall in different banks (an unpadded 128-byte row puts
+// them all in the same four); still multiples of 16 bytes, as WMMA needs,
+// and every tile starts 32-byte aligned.
+template <int HS>
+constexpr int kLdT = HS + 8;          // (rows, HS) bf16 tiles: Q, K, V, dO
+constexpr int kLdS = BC + 4;          // (16|64, 64) f32 score tiles: S, P, dP
+constexpr int kLdP = BC + 8;          // (16|64, 64) bf16 tiles: P, dS
+template <int HS>
+constexpr int kLdO = HS + 4;          // (64, HS) f32: the forward's running output
+// Floats of a backward warp's f32 scratch: two (16, 64) score tiles, which
+// also hold the (16, HS) output tile at the end.
+template <int HS>
+__host__ __device__ constexpr int warp_floats() {
+  return 2 * 16 * kLdS > 16 * HS ? 2 * 16 * kLdS : 16 * HS;
+}
 
 using FragA = wmma::fragment<wmma::matrix_a, 16, 16, 16, bf, wmma::row_major>;
 using FragBRow = wmma::fragment<wmma::matrix_b, 16, 16, 16, bf, wmma::row_major>;
@@ -65,7 +82,7 @@ __device__ void load_rows(bf* dst, const bf* qkv, int b, int part, int h, int r0
     const int r = i / V, c = i % V, t = r0 + r;
     uint4 v = make_uint4(0, 0, 0, 0);
     if (t < T) v = *reinterpret_cast<const uint4*>(qkv + at(b, t, part, h, T, C, HS) + 8 * c);
-    *reinterpret_cast<uint4*>(dst + r * HS + 8 * c) = v;
+    *reinterpret_cast<uint4*>(dst + r * kLdT<HS> + 8 * c) = v;
   }
 }
 
@@ -78,7 +95,7 @@ __device__ void load_grad_rows(bf* dst, float* lse_s, float* d_s, const float* d
     const int r = i / (HS / 4), c = 4 * (i % (HS / 4)), t = r0 + r;
     float4 v = make_float4(0, 0, 0, 0);
     if (t < T) v = *reinterpret_cast<const float4*>(dout + (size_t(b) * T + t) * C + size_t(h) * HS + c);
-    bf* o = dst + r * HS + c;
+    bf* o = dst + r * kLdT<HS> + c;
     o[0] = __float2bfloat16_rn(v.x), o[1] = __float2bfloat16_rn(v.y);
     o[2] = __float2bfloat16_rn(v.z), o[3] = __float2bfloat16_rn(v.w);
   }
@@ -90,10 +107,10 @@ __device__ void load_grad_rows(bf* dst, float* lse_s, float* d_s, const float* d
   }
 }
 
-// C (16, 64) f32 at c (ld ldc) = A (16, HS) . B^T, B (64, HS) row-major: both
-// operands read along HS (Q K^T, K Q^T, dO V^T, V dO^T).
+// C (16, 64) f32 at c (ld kLdS) = A (16, HS) . B^T, B (64, HS) row-major,
+// both tiles of stride kLdT: read along HS (Q K^T, K Q^T, dO V^T, V dO^T).
 template <int HS>
-__device__ void product_abt(float* c, int ldc, const bf* a, const bf* b) {
+__device__ void product_abt(float* c, const bf* a, const bf* b) {
 #pragma unroll
   for (int n = 0; n < 4; ++n) {
     FragAcc acc;
@@ -102,16 +119,16 @@ __device__ void product_abt(float* c, int ldc, const bf* a, const bf* b) {
     for (int k = 0; k < HS / 16; ++k) {
       FragA fa;
       FragBCol fb;
-      wmma::load_matrix_sync(fa, a + 16 * k, HS);
-      wmma::load_matrix_sync(fb, b + 16 * n * HS + 16 * k, HS);
+      wmma::load_matrix_sync(fa, a + 16 * k, kLdT<HS>);
+      wmma::load_matrix_sync(fb, b + 16 * n * kLdT<HS> + 16 * k, kLdT<HS>);
       wmma::mma_sync(acc, fa, fb, acc);
     }
-    wmma::store_matrix_sync(c + 16 * n, acc, ldc, wmma::mem_row_major);
+    wmma::store_matrix_sync(c + 16 * n, acc, kLdS, wmma::mem_row_major);
   }
 }
 
-// acc[n] (16, 16) += A (16, 64) bf16 (ld 64) . B (64, HS) row-major: the
-// products along the tile (P V, P^T dO, dS^T Q, dS K).
+// acc[n] (16, 16) += A (16, 64) bf16 (ld kLdP) . B (64, HS) row-major (ld
+// kLdT): the products along the tile (P V, P^T dO, dS^T Q, dS K).
 template <int HS>
 __device__ void accumulate_ab(FragAcc (&acc)[HS / 16], const bf* a, const bf* b) {
 #pragma unroll
@@ -120,8 +137,8 @@ __device__ void accumulate_ab(FragAcc (&acc)[HS / 16], const bf* a, const bf* b)
     for (int k = 0; k < 4; ++k) {
       FragA fa;
       FragBRow fb;
-      wmma::load_matrix_sync(fa, a + 16 * k, BC);
-      wmma::load_matrix_sync(fb, b + 16 * k * HS + 16 * n, HS);
+      wmma::load_matrix_sync(fa, a + 16 * k, kLdP);
+      wmma::load_matrix_sync(fb, b + 16 * k * kLdT<HS> + 16 * n, kLdT<HS>);
       wmma::mma_sync(acc[n], fa, fb, acc[n]);
     }
 }
@@ -145,17 +162,18 @@ __device__ void store_rows(bf* dqkv, FragAcc (&acc)[HS / 16], float* scratch, fl
 template <int HS>
 __global__ void __launch_bounds__(kBlock) forward_kernel(bf* out, float* lse, const bf* qkv, int T, int C, int NH) {
   extern __shared__ __align__(128) unsigned char smem[];
+  constexpr int LT = kLdT<HS>, LO = kLdO<HS>;
   bf* Qs = reinterpret_cast<bf*>(smem);
-  bf* Ks = Qs + BR * HS;
-  bf* Vs = Ks + BC * HS;
-  float* Ss = reinterpret_cast<float*>(Vs + BC * HS);
-  bf* Ps = reinterpret_cast<bf*>(Ss + BR * BC);
-  float* Os = reinterpret_cast<float*>(Ps + BR * BC);
+  bf* Ks = Qs + BR * LT;
+  bf* Vs = Ks + BC * LT;
+  float* Ss = reinterpret_cast<float*>(Vs + BC * LT);
+  bf* Ps = reinterpret_cast<bf*>(Ss + BR * kLdS);
+  float* Os = reinterpret_cast<float*>(Ps + BR * kLdP);
   const int b = blockIdx.z, h = blockIdx.y, q0 = (gridDim.x - 1 - blockIdx.x) * BR;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const float scale = rsqrtf(float(HS));
   load_rows<HS>(Qs, qkv, b, 0, h, q0, T, C);
-  for (int i = threadIdx.x; i < BR * HS; i += kBlock) Os[i] = 0.0f;
+  for (int i = threadIdx.x; i < BR * LO; i += kBlock) Os[i] = 0.0f;
   // Lane pairs own rows: lane 2r and 2r + 1 hold row r of the warp's 16,
   // columns [32 half, 32 half + 32) of a tile and [HS/2 half, ...) of O.
   const int r = lane / 2, half = lane % 2, row = 16 * warp + r, qi = q0 + row;
@@ -167,9 +185,9 @@ __global__ void __launch_bounds__(kBlock) forward_kernel(bf* out, float* lse, co
     load_rows<HS>(Ks, qkv, b, 1, h, k0, T, C);
     load_rows<HS>(Vs, qkv, b, 2, h, k0, T, C);
     __syncthreads();
-    product_abt<HS>(Ss + 16 * warp * BC, BC, Qs + 16 * warp * HS, Ks);
+    product_abt<HS>(Ss + 16 * warp * kLdS, Qs + 16 * warp * LT, Ks);
     __syncwarp();
-    float* srow = Ss + row * BC + 32 * half;
+    float* srow = Ss + row * kLdS + 32 * half;
     float mx = -INFINITY;
     for (int j = 0; j < 32; ++j) {
       const int key = k0 + 32 * half + j;
@@ -181,7 +199,7 @@ __global__ void __launch_bounds__(kBlock) forward_kernel(bf* out, float* lse, co
     // Key k0 <= q0 <= qi is in every tile read (tiles align), so mx is finite.
     const float m_new = fmaxf(m, mx), alpha = __expf(m - m_new);
     float sum = 0.0f;
-    bf* prow = Ps + row * BC + 32 * half;
+    bf* prow = Ps + row * kLdP + 32 * half;
     for (int j = 0; j < 32; ++j) {
       const float p = __expf(srow[j] - m_new);
       prow[j] = __float2bfloat16_rn(p);
@@ -190,44 +208,32 @@ __global__ void __launch_bounds__(kBlock) forward_kernel(bf* out, float* lse, co
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     l = l * alpha + sum;
     m = m_new;
-    float* orow = Os + row * HS + (HS / 2) * half;
+    float* orow = Os + row * LO + (HS / 2) * half;
     for (int c = 0; c < HS / 2; ++c) orow[c] *= alpha;
     __syncwarp();
     // O (16, HS) += P (16, 64) V (64, HS), the running sum in shared memory.
 #pragma unroll
     for (int n = 0; n < HS / 16; ++n) {
       FragAcc acc;
-      wmma::load_matrix_sync(acc, Os + 16 * warp * HS + 16 * n, HS, wmma::mem_row_major);
+      wmma::load_matrix_sync(acc, Os + 16 * warp * LO + 16 * n, LO, wmma::mem_row_major);
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
         FragA fa;
         FragBRow fb;
-        wmma::load_matrix_sync(fa, Ps + 16 * warp * BC + 16 * k, BC);
-        wmma::load_matrix_sync(fb, Vs + 16 * k * HS + 16 * n, HS);
+        wmma::load_matrix_sync(fa, Ps + 16 * warp * kLdP + 16 * k, kLdP);
+        wmma::load_matrix_sync(fb, Vs + 16 * k * LT + 16 * n, LT);
         wmma::mma_sync(acc, fa, fb, acc);
       }
-      wmma::store_matrix_sync(Os + 16 * warp * HS + 16 * n, acc, HS, wmma::mem_row_major);
+      wmma::store_matrix_sync(Os + 16 * warp * LO + 16 * n, acc, LO, wmma::mem_row_major);
     }
     __syncwarp();
   }
   if (qi < T) {
     const float inv = 1.0f / l;
-    const float* orow = Os + row * HS + (HS / 2) * half;
+    const float* orow = Os + row * LO + (HS / 2) * half;
     bf* o = out + (size_t(b) * T + qi) * C + size_t(h) * HS + (HS / 2) * half;
     for (int c = 0; c < HS / 2; ++c) o[c] = __float2bfloat16_rn(orow[c] * inv);
     if (half == 0) lse[(size_t(b) * NH + h) * T + qi] = m + logf(l);
-  }
-}
-
-// D (B,NH,T) = rowsum(round_bf16(dO) o out), one thread per row.
-__global__ void dot_kernel(float* D, const float* dout, const bf* out, int B, int T, int C, int NH) {
-  const int hs = C / NH;
-  CRUCIBLE_GRID_STRIDE(i, size_t(B) * NH * T) {
-    const int t = int(i % T), h = int(i / T % NH), b = int(i / (size_t(T) * NH));
-    const size_t o = (size_t(b) * T + t) * C + size_t(h) * hs;
-    float s = 0.0f;
-    for (int d = 0; d < hs; ++d) s += round_bf16(dout[o + d]) * __bfloat162float(out[o + d]);
-    D[i] = s;
   }
 }
 
@@ -237,20 +243,21 @@ template <int HS>
 __global__ void __launch_bounds__(kBlock)
     dkv_kernel(bf* dqkv, const float* dout, const bf* qkv, const float* lse, const float* D, int T, int C, int NH) {
   extern __shared__ __align__(128) unsigned char smem[];
+  constexpr int LT = kLdT<HS>;
   bf* Ks = reinterpret_cast<bf*>(smem);
-  bf* Vs = Ks + BC * HS;
-  bf* Qs = Vs + BC * HS;
-  bf* dOs = Qs + BR * HS;
-  float* Ls = reinterpret_cast<float*>(dOs + BR * HS);
+  bf* Vs = Ks + BC * LT;
+  bf* Qs = Vs + BC * LT;
+  bf* dOs = Qs + BR * LT;
+  float* Ls = reinterpret_cast<float*>(dOs + BR * LT);
   float* Ds = Ls + BR;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   // Per warp: P^T (16, 64) f32, dP^T (16, 64) f32 (with P^T, room for the
   // (16, HS) f32 output scratch), then P^T and dS^T bf16.
-  constexpr int kWarpF = 2 * 16 * BR > 16 * HS ? 2 * 16 * BR : 16 * HS;
-  float* Pf = Ds + BR + warp * (kWarpF + 16 * BR);  // + 16 BR floats = the two bf16 tiles
-  float* dPf = Pf + 16 * BR;
+  constexpr int kWarpF = warp_floats<HS>();
+  float* Pf = Ds + BR + warp * (kWarpF + 16 * kLdP);  // + 16 kLdP floats = the two bf16 tiles
+  float* dPf = Pf + 16 * kLdS;
   bf* Pb = reinterpret_cast<bf*>(Pf + kWarpF);
-  bf* dSb = Pb + 16 * BR;
+  bf* dSb = Pb + 16 * kLdP;
   const int b = blockIdx.z, h = blockIdx.y, k0 = blockIdx.x * BC;
   const float scale = rsqrtf(float(HS));
   load_rows<HS>(Ks, qkv, b, 1, h, k0, T, C);
@@ -265,14 +272,14 @@ __global__ void __launch_bounds__(kBlock)
     load_grad_rows<HS>(dOs, Ls, Ds, dout, lse, D, b, h, q0, T, C, NH);
     __syncthreads();
     // S^T (16 keys, 64 queries) = K_w Q^T; dP^T = V_w dO^T.
-    product_abt<HS>(Pf, BR, Ks + 16 * warp * HS, Qs);
-    product_abt<HS>(dPf, BR, Vs + 16 * warp * HS, dOs);
+    product_abt<HS>(Pf, Ks + 16 * warp * LT, Qs);
+    product_abt<HS>(dPf, Vs + 16 * warp * LT, dOs);
     __syncwarp();
     for (int j = 0; j < 32; ++j) {
       const int c = 32 * half + j, qi = q0 + c;
-      const float p = key <= qi && qi < T && key < T ? __expf(Pf[r * BR + c] * scale - Ls[c]) : 0.0f;
-      Pb[r * BR + c] = __float2bfloat16_rn(p);
-      dSb[r * BR + c] = __float2bfloat16_rn(p * (dPf[r * BR + c] - Ds[c]));
+      const float p = key <= qi && qi < T && key < T ? __expf(Pf[r * kLdS + c] * scale - Ls[c]) : 0.0f;
+      Pb[r * kLdP + c] = __float2bfloat16_rn(p);
+      dSb[r * kLdP + c] = __float2bfloat16_rn(p * (dPf[r * kLdS + c] - Ds[c]));
     }
     __syncwarp();
     accumulate_ab<HS>(dv, Pb, dOs);  // dV_w += P^T dO
@@ -290,16 +297,17 @@ template <int HS>
 __global__ void __launch_bounds__(kBlock)
     dq_kernel(bf* dqkv, const float* dout, const bf* qkv, const float* lse, const float* D, int T, int C, int NH) {
   extern __shared__ __align__(128) unsigned char smem[];
+  constexpr int LT = kLdT<HS>;
   bf* Qs = reinterpret_cast<bf*>(smem);
-  bf* dOs = Qs + BR * HS;
-  bf* Ks = dOs + BR * HS;
-  bf* Vs = Ks + BC * HS;
-  float* Ls = reinterpret_cast<float*>(Vs + BC * HS);
+  bf* dOs = Qs + BR * LT;
+  bf* Ks = dOs + BR * LT;
+  bf* Vs = Ks + BC * LT;
+  float* Ls = reinterpret_cast<float*>(Vs + BC * LT);
   float* Ds = Ls + BR;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  constexpr int kWarpF = 2 * 16 * BC > 16 * HS ? 2 * 16 * BC : 16 * HS;
-  float* Sf = Ds + BR + warp * (kWarpF + 8 * BC);  // + 8 BC floats = the bf16 dS tile
-  float* dPf = Sf + 16 * BC;
+  constexpr int kWarpF = warp_floats<HS>();
+  float* Sf = Ds + BR + warp * (kWarpF + 8 * kLdP);  // + 8 kLdP floats = the bf16 dS tile
+  float* dPf = Sf + 16 * kLdS;
   bf* dSb = reinterpret_cast<bf*>(Sf + kWarpF);
   const int b = blockIdx.z, h = blockIdx.y, q0 = (gridDim.x - 1 - blockIdx.x) * BR;
   const float scale = rsqrtf(float(HS));
@@ -317,13 +325,13 @@ __global__ void __launch_bounds__(kBlock)
     load_rows<HS>(Vs, qkv, b, 2, h, k0, T, C);
     __syncthreads();
     // S (16 queries, 64 keys) = Q_w K^T; dP = dO_w V^T.
-    product_abt<HS>(Sf, BC, Qs + 16 * warp * HS, Ks);
-    product_abt<HS>(dPf, BC, dOs + 16 * warp * HS, Vs);
+    product_abt<HS>(Sf, Qs + 16 * warp * LT, Ks);
+    product_abt<HS>(dPf, dOs + 16 * warp * LT, Vs);
     __syncwarp();
     for (int j = 0; j < 32; ++j) {
       const int c = 32 * half + j, key = k0 + c;
-      const float p = key <= qi && key < T && qi < T ? __expf(Sf[r * BC + c] * scale - Ls[row]) : 0.0f;
-      dSb[r * BC + c] = __float2bfloat16_rn(p * (dPf[r * BC + c] - Ds[row]));
+      const float p = key <= qi && key < T && qi < T ? __expf(Sf[r * kLdS + c] * scale - Ls[row]) : 0.0f;
+      dSb[r * kLdP + c] = __float2bfloat16_rn(p * (dPf[r * kLdS + c] - Ds[row]));
     }
     __syncwarp();
     accumulate_ab<HS>(dq, dSb, Ks);  // dQ_w += dS K
@@ -332,17 +340,20 @@ __global__ void __launch_bounds__(kBlock)
   store_rows<HS>(dqkv, dq, Sf, scale, b, 0, h, q0 + 16 * warp, T, C);
 }
 
-constexpr size_t forward_smem(int hs) {
-  return size_t(3) * BR * hs * 2 + size_t(BR) * BC * 4 + size_t(BR) * BC * 2 + size_t(BR) * hs * 4;
+// Bytes of shared memory per block, as the kernels lay it out.
+template <int HS>
+constexpr size_t forward_smem() {
+  return size_t(3) * BR * kLdT<HS> * 2 + size_t(BR) * kLdS * 4 + size_t(BR) * kLdP * 2 + size_t(BR) * kLdO<HS> * 4;
 }
-constexpr size_t dkv_smem(int hs) {
-  const size_t warp_f = 2 * 16 * BR > 16 * hs ? 2 * 16 * BR : 16 * hs;
-  return size_t(4) * BR * hs * 2 + 2 * BR * 4 + kWarps * (warp_f + 16 * BR) * 4;
+template <int HS>
+constexpr size_t dkv_smem() {
+  return size_t(4) * BR * kLdT<HS> * 2 + 2 * BR * 4 + kWarps * (warp_floats<HS>() + 16 * kLdP) * 4;
 }
-constexpr size_t dq_smem(int hs) {
-  const size_t warp_f = 2 * 16 * BC > 16 * hs ? 2 * 16 * BC : 16 * hs;
-  return size_t(4) * BR * hs * 2 + 2 * BR * 4 + kWarps * (warp_f + 8 * BC) * 4;
+template <int HS>
+constexpr size_t dq_smem() {
+  return size_t(4) * BR * kLdT<HS> * 2 + 2 * BR * 4 + kWarps * (warp_floats<HS>() + 8 * kLdP) * 4;
 }
+static_assert(dkv_smem<128>() <= 227 * 1024 && forward_smem<128>() <= 227 * 1024, "Hopper's 227 KiB per block");
 
 // Opts a kernel in to `bytes` of dynamic shared memory, once.
 template <typename K>
@@ -356,21 +367,21 @@ void allow_smem(K kernel, size_t bytes) {
 
 template <int HS>
 void forward_as(bf* out, float* lse, const bf* qkv, int B, int T, int C, int NH, Stream s) {
-  static const bool ready = (allow_smem(forward_kernel<HS>, forward_smem(HS)), true);
+  static const bool ready = (allow_smem(forward_kernel<HS>, forward_smem<HS>()), true);
   (void)ready;
   const dim3 grid((T + BR - 1) / BR, NH, B);
-  forward_kernel<HS><<<grid, kBlock, forward_smem(HS), s>>>(out, lse, qkv, T, C, NH);
+  forward_kernel<HS><<<grid, kBlock, forward_smem<HS>(), s>>>(out, lse, qkv, T, C, NH);
 }
 
 template <int HS>
 void backward_as(bf* dqkv, const float* dout, const bf* qkv, const float* lse, const float* D, int B, int T, int C,
                  int NH, Stream s) {
   static const bool ready =
-      (allow_smem(dkv_kernel<HS>, dkv_smem(HS)), allow_smem(dq_kernel<HS>, dq_smem(HS)), true);
+      (allow_smem(dkv_kernel<HS>, dkv_smem<HS>()), allow_smem(dq_kernel<HS>, dq_smem<HS>()), true);
   (void)ready;
   const dim3 grid((T + BR - 1) / BR, NH, B);
-  dkv_kernel<HS><<<grid, kBlock, dkv_smem(HS), s>>>(dqkv, dout, qkv, lse, D, T, C, NH);
-  dq_kernel<HS><<<grid, kBlock, dq_smem(HS), s>>>(dqkv, dout, qkv, lse, D, T, C, NH);
+  dkv_kernel<HS><<<grid, kBlock, dkv_smem<HS>(), s>>>(dqkv, dout, qkv, lse, D, T, C, NH);
+  dq_kernel<HS><<<grid, kBlock, dq_smem<HS>(), s>>>(dqkv, dout, qkv, lse, D, T, C, NH);
 }
 
 }  // namespace
@@ -398,8 +409,8 @@ void attention_backward_bf16_tc(bf16* dqkv, const float* dout, const bf16* qkv, 
                                 int B, int T, int C, int NH, Stream s) {
   if (size_t(B) * T * C == 0) return;
   float* D = device_scratch(kAttentionD, size_t(B) * NH * T);
-  dot_kernel<<<blocks_for(size_t(B) * NH * T), kThreads, 0, s>>>(D, dout, reinterpret_cast<const bf*>(out), B, T, C,
-                                                                 NH);
+  attention_dot_kernel<true><<<blocks_for(size_t(B) * NH * T), kThreads, 0, s>>>(
+      D, dout, reinterpret_cast<const bf*>(out), B, T, C, NH);
   bf* d = reinterpret_cast<bf*>(dqkv);
   const bf* x = reinterpret_cast<const bf*>(qkv);
   switch (C / NH) {

@@ -52,6 +52,9 @@ Result<DeviceInfo> device_info(int index);
 // Allocator::on(*find_memory_source(MemoryKind::kDevice, Device::cuda(i)))
 // pools it. One line naming the problem when there is no such GPU.
 Status use_device(int index);
+// Bytes of GPU `index`'s memory free now (cudaMemGetInfo): what a run's
+// memory check compares its estimate with.
+Result<uint64_t> free_memory(int index);
 
 // Copies and waits, at step edges only. Errors name the call and CUDA's text.
 Status copy_to_device(void* dst, const void* src, size_t bytes, Stream s);

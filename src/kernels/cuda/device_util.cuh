@@ -87,6 +87,20 @@ __global__ void column_finish_kernel(const float* partial, int C, float* out0, f
 // Device scratch of the current GPU: at least `floats` floats in slot
 // `slot`, grown as needed (growing waits for the GPU), one buffer per slot
 // and GPU; the kernels of one stream use a slot in turn.
+// Attention's D (B,NH,T) = dout . out per head row, one thread a row; with
+// RoundDout, dout rounded to bf16 first (the tensor-core backward's dO).
+template <bool RoundDout, typename O>
+__global__ void attention_dot_kernel(float* D, const float* dout, const O* out, int B, int T, int C, int NH) {
+  const int hs = C / NH;
+  CRUCIBLE_GRID_STRIDE(i, size_t(B) * NH * T) {
+    const int t = int(i % T), h = int(i / T % NH), b = int(i / (size_t(T) * NH));
+    const size_t o = (size_t(b) * T + t) * C + size_t(h) * hs;
+    float s = 0.0f;
+    for (int d = 0; d < hs; ++d) s += (RoundDout ? round_bf16(dout[o + d]) : dout[o + d]) * load(out, o + d);
+    D[i] = s;
+  }
+}
+
 enum ScratchSlot { kColumnSums, kAttentionD, kSums, kScratchSlots };
 float* device_scratch(ScratchSlot slot, size_t floats);
 

@@ -26,6 +26,7 @@ bool compiled() { return false; }
 int device_count() { return 0; }
 Result<DeviceInfo> device_info(int) { return absent(); }
 Status use_device(int) { return absent(); }
+Result<uint64_t> free_memory(int) { return absent(); }
 Status copy_to_device(void*, const void*, size_t, Stream) { return absent(); }
 Status copy_to_host(void*, const void*, size_t, Stream) { return absent(); }
 Status synchronize(Stream) { return absent(); }

@@ -111,6 +111,19 @@ Status use_device(int index) {
   return Status::ok();
 }
 
+Result<uint64_t> free_memory(int index) {
+  auto info = device_info(index);
+  if (!info) return info.status();
+  int current = 0;
+  cudaGetDevice(&current);
+  if (current != index) cudaSetDevice(index);
+  size_t free = 0, total = 0;
+  const cudaError_t e = cudaMemGetInfo(&free, &total);
+  if (current != index) cudaSetDevice(current);
+  if (e != cudaSuccess) return cuda_error(e, "cudaMemGetInfo");
+  return uint64_t(free);
+}
+
 Status copy_to_device(void* dst, const void* src, size_t bytes, Stream s) {
   cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s);
   return e == cudaSuccess ? Status::ok() : cuda_error(e, "copy to device");
