@@ -30,6 +30,10 @@ case "${1:-}" in
     # The CLI tests run the packed crucible (run.sh unpacks into /tmp/pack).
     CRUCIBLE_BIN=/tmp/pack/bin/crucible bash .gpu-pack/run.sh crucible_gpu_tests --gtest_output="xml:$out/gpu_tests.xml" 2>&1 | tee "$out/gpu_tests.txt" ||
       tests_rc=$?
+    # The probe's gpu section (docs/probe.md): ceilings, host links, launch cost and
+    # 20 s of sustained load under NVML, into $OUT for the platform issue's figures.
+    timeout 120 bash .gpu-pack/run.sh crucible probe --sections gpu --json "$out/probe_gpu.json" 2>&1 |
+      tee "$out/probe_gpu.txt" || true
     # crucible's own step on the GPU (docs/gpu.md): GPT-2 124M and 350M at T = 1024 in
     # bf16, with the GEMM ceiling and copy bandwidth measured in the same process and
     # each kernel class against its own ceiling. BENCH=0 skips it.

@@ -31,7 +31,7 @@ struct ProbeCli {
 // --sections' list: comma-separated names, each known and none empty (",",
 // "compute,,memory" and "" are typos to name, not lists to shorten).
 std::vector<std::string> parse_sections(const std::string& text) {
-  const char* known = "compute, memory, throttle, topology, storage, interconnect";
+  const char* known = "compute, memory, throttle, topology, storage, gpu, interconnect";
   std::vector<std::string> out;
   for (size_t at = 0;;) {
     const size_t comma = text.find(',', at);
@@ -40,7 +40,7 @@ std::vector<std::string> parse_sections(const std::string& text) {
     if (s.empty())
       throw ExitError(
           2, "[probe] --sections '" + text + "': an empty section name (sections: " + known + ")");
-    if (s != "compute" && s != "memory" && s != "throttle" && s != "topology" && s != "storage" &&
+    if (s != "compute" && s != "memory" && s != "throttle" && s != "topology" && s != "storage" && s != "gpu" &&
         s != "interconnect")
       throw ExitError(2, "[probe] --sections: unknown section '" + s + "' (" + known + ")");
     out.push_back(s);

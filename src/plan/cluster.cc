@@ -205,8 +205,9 @@ Result<Cluster> parse_cluster(const std::string& text, const std::string& source
   auto dev = r.table("device", true);
   if (!dev) return dev.status();
   Device& d = c.device;
-  CRUCIBLE_RETURN_IF_ERROR(dev->only({"name", "memory_gb", "memory_bandwidth_gbs", "memory_efficiency", "peak_tflops",
-                                      "attention_efficiency", "gemm_efficiency"}));
+  CRUCIBLE_RETURN_IF_ERROR(
+      dev->only({"name", "memory_gb", "memory_bandwidth_gbs", "memory_efficiency", "peak_tflops",
+                 "attention_efficiency", "gemm_efficiency", "power_w"}));
   double gb = 0, gbs = 0;
   CRUCIBLE_RETURN_IF_ERROR(dev->string("name", &d.name, true));
   CRUCIBLE_RETURN_IF_ERROR(dev->number("memory_gb", &gb, true));
@@ -214,6 +215,7 @@ Result<Cluster> parse_cluster(const std::string& text, const std::string& source
   // Up to 2: streaming kernels may beat STREAM triad's byte count (which
   // counts no write-allocate traffic) after calibration.
   CRUCIBLE_RETURN_IF_ERROR(dev->number("memory_efficiency", &d.memory_efficiency, false, false, 2));
+  CRUCIBLE_RETURN_IF_ERROR(dev->number("power_w", &d.power_w, false, true, 1e5));
   d.memory_bytes = gb * 1e9;
   d.memory_bandwidth_Bps = gbs * 1e9;
   auto peak = dev->table("peak_tflops", true);
@@ -309,6 +311,7 @@ std::string cluster_toml(const Cluster& c, const std::string& header) {
     << "memory_gb = " << g(c.device.memory_bytes / 1e9) << "\n"
     << "memory_bandwidth_gbs = " << g(c.device.memory_bandwidth_Bps / 1e9) << "\n"
     << "memory_efficiency = " << g(c.device.memory_efficiency) << "\n"
+    << "power_w = " << g(c.device.power_w) << "\n"
     << "peak_tflops = { fp32 = " << g(c.device.peak_flops[0] / 1e12)
     << ", bf16 = " << g(c.device.peak_flops[1] / 1e12) << " }\n"
     << "attention_efficiency = { fp32 = " << g(c.device.attention_efficiency[0])

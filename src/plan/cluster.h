@@ -51,6 +51,10 @@ struct Device {
   };
   std::vector<GemmPoint> gemm_efficiency[2];
   double attention_efficiency[2] = {0.3, 0.3};  // of peak, the fused attention kernel
+  // Power drawn under a training load (W; 0: unknown), for the energy a step
+  // costs: a GPU's board, or for a shared node (CPUs) the whole node's
+  // packages, as peak_flops is given for the whole node.
+  double power_w = 0;
   double gemm_efficiency_at(int precision, double m, double n, double k) const;
 };
 

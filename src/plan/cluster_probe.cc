@@ -119,6 +119,9 @@ Result<Cluster> from_probe(const json& probe, const std::string& source) {
   d.memory_bytes = mem > 0 ? mem : 8e9;
   d.memory_bandwidth_Bps = triad * 1e9;
   d.memory_efficiency = 1;  // STREAM triad is already what streaming code reaches
+  // The packages' power under the throttle section's full load (RAPL), where
+  // the machine exposes it: the node's, as its peak is the node's.
+  d.power_w = number(probe, {"throttle", "power_w"}, 0.0);
   // GEMM efficiency against size from the all-thread rows, per precision
   // (the best where sizes repeat). Rows timed inside a replayed step (form
   // "in_step": a run's own GEMMs, profile/probe_step_gemms.h) come first and

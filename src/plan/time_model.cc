@@ -221,6 +221,11 @@ Prediction predict(const nn::GPTConfig& md, const Candidate& c, const Cluster& c
   const double peak_all = cl.shared_node ? cl.device.peak_flops[s.pi] * std::ceil(double(c.world()) / cl.devices_per_node)
                                          : cl.device.peak_flops[s.pi] * c.world();
   p.mfu = p.model_flops_per_step / p.step_time_s / peak_all;
+  // Energy: every device (a shared node: every node in use) at its power
+  // under load for the whole step, idle waits included.
+  const double powered =
+      cl.shared_node ? std::ceil(double(c.world()) / cl.devices_per_node) : double(c.world());
+  p.energy_j_per_token = cl.device.power_w * powered * p.step_time_s / tokens;
   return p;
 }
 
@@ -251,6 +256,7 @@ nlohmann::json to_json(const Prediction& p) {
   j["step_time_s"] = p.step_time_s;
   j["tokens_per_s"] = p.tokens_per_s;
   j["mfu"] = p.mfu;
+  if (p.energy_j_per_token > 0) j["energy_j_per_token"] = p.energy_j_per_token;
   j["model_flops_per_step"] = p.model_flops_per_step;
   j["breakdown"] = {{"forward", b.forward},     {"backward", b.backward}, {"tp_comm", b.tp_comm},
                     {"pp_comm", b.pp_comm},     {"bubble", b.bubble},     {"dp_comm", b.dp_comm},

@@ -63,6 +63,9 @@ struct Prediction {
   uint64_t device_memory_bytes = 0;  // what one rank may use on this cluster
   double step_time_s = 0, tokens_per_s = 0, mfu = 0;
   double model_flops_per_step = 0;
+  // The devices' power at load (Device::power_w) over the step, per token;
+  // 0 when the cluster gives no power.
+  double energy_j_per_token = 0;
   Breakdown breakdown;
 };
 

@@ -26,6 +26,7 @@
 #include "profile/probe_interconnect.h"
 #include "profile/probe_memory.h"
 #include "profile/probe_schema.h"
+#include "profile/probe_gpu.h"
 #include "profile/probe_storage.h"
 #include "profile/probe_throttle.h"
 #include "profile/probe_topology.h"
@@ -133,6 +134,11 @@ void probe_local_sections(const ProbeOptions& opt, json& doc) {
     }
     return out;
   });
+  timed("gpu", [&] {
+    GpuProbeOptions g;
+    g.quick = opt.quick;
+    return probe_gpu(g);
+  });
 }
 
 Result<json> run_probe(const ProbeOptions& opt) {
@@ -175,7 +181,7 @@ Result<json> run_probe(const ProbeOptions& opt) {
                            {"skipped", "one rank: run under crucible launch -n N -- probe"}};
   if (comm.size() > 1) {
     json local = {{"durations_s", doc["durations_s"]}, {"load", doc["load"]}};
-    for (const char* k : {"compute", "memory", "throttle", "topology", "storage"})
+    for (const char* k : {"compute", "memory", "throttle", "topology", "storage", "gpu"})
       if (doc.contains(k)) local[k] = doc[k];
     auto gathered = gather_host_sections(comm, hosts, local);
     if (!gathered) return gathered.status();
@@ -207,6 +213,7 @@ std::string probe_table(const json& p) {
     for (const auto& d : arr) s += storage_table(d);
     return s;
   });
+  section("gpu", "GPUs", gpu_table);
   section("interconnect", "Interconnect", interconnect_table);
   if (const std::string links = p.contains("interconnect") ? links_table(p["interconnect"].value("links", json::object())) : "";
       !links.empty())
@@ -268,6 +275,11 @@ Result<std::string> compare_probes(const json& a, const json& b, const std::stri
   add("storage[0] write+fsync (GB/s)", "/storage/0/seq_write_gbs");
   add("storage[0] cold read (GB/s)", "/storage/0/seq_read_gbs");
   add("storage[0] 4 KiB read p50 (us)", "/storage/0/rand_read_4k_us/p50", false);
+  add("gpu 0 GEMM bf16 (TFLOP/s)", "/gpu/devices/0/bf16_gemm_tflops");
+  add("gpu 0 copy (GB/s)", "/gpu/devices/0/copy_gbs");
+  add("gpu 0 host->device pinned (GB/s)", "/gpu/devices/0/h2d_pinned_gbs");
+  add("gpu 0 launch (us)", "/gpu/devices/0/launch_us", false);
+  add("gpu 0 sustained bf16 (TFLOP/s)", "/gpu/devices/0/load/bf16_tflops");
   add("ping-pong latency 0-1 (us)", "/interconnect/pingpong/0/latency_us", false);
   add("ping-pong bandwidth 0-1 (GB/s)", "/interconnect/pingpong/0/bandwidth_gbs");
   for (const char* k : {"intra_host", "inter_host"}) {

@@ -130,6 +130,24 @@ Status check_storage_row(const json& d, const JsonSchema& at) {
   return Status::ok();
 }
 
+// The gpu section (profile/probe_gpu.h): counts, and every figure a finite
+// number in range; a device that failed carries its error instead.
+Status check_gpu(const json& g, const JsonSchema& s) {
+  CRUCIBLE_RETURN_IF_ERROR(s.integer(g, "count", 0, 1 << 16, JsonSchema::kRequired));
+  CRUCIBLE_RETURN_IF_ERROR(s.string(g, "why"));
+  return s.each(g, "devices", [](const json& d, const JsonSchema& at) {
+    CRUCIBLE_RETURN_IF_ERROR(at.object(d, ""));
+    CRUCIBLE_RETURN_IF_ERROR(at.integer(d, "index", 0, 1 << 16, JsonSchema::kRequired));
+    for (const char* k : {"name", "pci_bus_id", "compute_capability", "error", "nvml_unavailable"})
+      CRUCIBLE_RETURN_IF_ERROR(at.string(d, k));
+    for (const char* k : {"bf16_gemm_tflops", "f32_gemm_tflops", "copy_gbs", "h2d_pinned_gbs", "d2h_pinned_gbs",
+                          "h2d_pageable_gbs", "d2h_pageable_gbs", "launch_us", "memory_bytes"})
+      CRUCIBLE_RETURN_IF_ERROR(at.number(d, k, 0, 1e15));
+    CRUCIBLE_RETURN_IF_ERROR(at.object(d, "nvml"));
+    return at.object(d, "load");
+  });
+}
+
 Status check_throttle(const json& t, const JsonSchema& s) {
   CRUCIBLE_RETURN_IF_ERROR(s.boolean(t, "valid"));
   CRUCIBLE_RETURN_IF_ERROR(s.boolean(t, "throttling"));
@@ -141,6 +159,10 @@ Status check_throttle(const json& t, const JsonSchema& s) {
     CRUCIBLE_RETURN_IF_ERROR(s.number(t, k, 0, kMaxGflops));
   for (const char* k : {"first_clock_ghz", "last_clock_ghz"})
     CRUCIBLE_RETURN_IF_ERROR(s.number(t, k, 0, kMaxGhz));
+  // The packages' power under the load (RAPL), or why it was not measured.
+  CRUCIBLE_RETURN_IF_ERROR(s.number(t, "power_w", 0, 1e6));
+  for (const char* k : {"power_source", "power_unmeasured"})
+    CRUCIBLE_RETURN_IF_ERROR(s.string(t, k));
   return s.each(t, "windows", [](const json& w, const JsonSchema& at) {
     CRUCIBLE_RETURN_IF_ERROR(at.object(w, ""));
     CRUCIBLE_RETURN_IF_ERROR(at.number(w, "t_s", 0, kMaxSeconds));
@@ -177,6 +199,7 @@ Status check_probe_document(const json& p, const std::string& source) {
   CRUCIBLE_RETURN_IF_ERROR(s.within(p, "topology", check_topology));
   CRUCIBLE_RETURN_IF_ERROR(s.within(p, "interconnect", check_interconnect));
   CRUCIBLE_RETURN_IF_ERROR(s.within(p, "throttle", check_throttle));
+  CRUCIBLE_RETURN_IF_ERROR(s.within(p, "gpu", check_gpu));
   CRUCIBLE_RETURN_IF_ERROR(s.each(p, "storage", check_storage_row));
   return s.each(p, "hosts", check_host);
 }

@@ -86,6 +86,7 @@ double spot_error(const GemmShape& s, bool half, Operands& o, uint64_t seed) {
 
 std::vector<nlohmann::json> measure_step_gemms(const StepGemms& step, bool half, int threads, double min_seconds,
                                                double peak_gflops) {
+  constexpr int kMinPasses = 5;  // a median of fewer is one stalled pass away from a spike
   const int saved = num_threads();
   set_num_threads(threads);
   const std::vector<StepGemm>& calls = step.calls;
@@ -103,6 +104,11 @@ std::vector<nlohmann::json> measure_step_gemms(const StepGemms& step, bool half,
   for (size_t i = 0; i < calls.size(); ++i)
     for (int r = 0; r < (calls[i].block ? R : 1); ++r) ops[i].push_back(make_operands(calls[i].call, half, rng));
 
+  // Each call's time per pass; a call's figure is its median pass: a shared
+  // VM's neighbours stall single passes by 2-4x (one row read 29 GFLOP/s
+  // against 114 in the next run), and the run's prediction is compared with
+  // its median step, which such stalls do not move.
+  std::vector<std::vector<double>> per_pass(calls.size());
   std::vector<double> seconds(calls.size(), 0.0);
   auto run_call = [&](size_t i, int r, bool timed) {
     Stopwatch sw;
@@ -126,9 +132,16 @@ std::vector<nlohmann::json> measure_step_gemms(const StepGemms& step, bool half,
   Stopwatch total;
   int passes = 0;
   do {
+    std::fill(seconds.begin(), seconds.end(), 0.0);
     pass(true);
+    for (size_t i = 0; i < calls.size(); ++i) per_pass[i].push_back(seconds[i]);
     ++passes;
-  } while (passes < 10 && total.elapsed_s() < min_seconds);
+  } while (passes < kMinPasses || (passes < 10 && total.elapsed_s() < min_seconds));
+  for (size_t i = 0; i < calls.size(); ++i) {
+    std::vector<double>& v = per_pass[i];
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    seconds[i] = v[v.size() / 2] * passes;  // as if every pass took the median's time
+  }
 
   // Per planner shape: the flops of its calls over their time, in order of first appearance.
   struct Key {

@@ -9,6 +9,7 @@
 #include "core/clock.h"
 #include "core/threads.h"
 #include "profile/cpu_peak.h"
+#include "profile/energy.h"
 
 namespace crucible::profile {
 
@@ -88,6 +89,15 @@ nlohmann::json probe_throttle(const ThrottleOptions& opt) {
     (void)s2;
     add_iters = int64_t(add_iters * 0.005 / std::max(1e-6, (now_ns() - t0) * 1e-9));
   }
+  // The packages' power under this load, from RAPL where the machine exposes
+  // it (profile/energy.h): what `plan` prices a step's energy with.
+  auto meter = EnergyMeter::for_device(Device::cpu());
+  auto read_j = [&]() -> double {
+    if (!meter) return -1;
+    auto j = meter->joules();
+    return j ? *j : -1;
+  };
+  const double j0 = read_j();
   const int64_t start = now_ns();
   const int64_t end = start + int64_t(seconds * 1e9);
 #pragma omp parallel num_threads(T)
@@ -109,7 +119,16 @@ nlohmann::json probe_throttle(const ThrottleOptions& opt) {
                       double(kClockChainCycles) * double(add_iters) / (std::max<int64_t>(t2 - t1, 1) * 1e-9) * 1e-9});
     }
   }
-  return summarize_throttle(samples, seconds, opt.threshold);
+  nlohmann::json out = summarize_throttle(samples, seconds, opt.threshold);
+  const double j1 = j0 >= 0 ? read_j() : -1;
+  if (j1 >= j0 && j0 >= 0) {
+    out["power_w"] = j1 / ((now_ns() - start) * 1e-9);
+    out["power_source"] = meter->source();
+  } else {
+    out["power_unmeasured"] =
+        meter ? std::string("[energy] the counter could not be read") : meter.status().message();
+  }
+  return out;
 }
 
 std::string throttle_table(const nlohmann::json& j) {
@@ -122,7 +141,14 @@ std::string throttle_table(const nlohmann::json& j) {
                 j["first_clock_ghz"].get<double>(), j["last_gflops"].get<double>(),
                 j["last_clock_ghz"].get<double>(), -100 * j["drop"].get<double>(),
                 j["throttling"].get<bool>() ? "  THROTTLING (more than the threshold)" : "");
-  return line;
+  std::string out = line;
+  if (j.contains("power_w"))
+    out += "  package power under that load: " +
+           std::to_string(int(j["power_w"].get<double>() + 0.5)) + " W (" +
+           j.value("power_source", "?") + ")\n";
+  else if (j.contains("power_unmeasured"))
+    out += "  package power: " + j["power_unmeasured"].get<std::string>() + "\n";
+  return out;
 }
 
 }  // namespace crucible::profile

@@ -14,6 +14,8 @@
 //   drop: 1 - last_gflops / first_gflops; clock_drop likewise
 //   throttling: drop > threshold
 //   valid: samples from every thread in both seconds, all finite
+//   power_w, power_source: the packages' mean power over the load (RAPL,
+//   profile/energy.h), or power_unmeasured: why it could not be read
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>

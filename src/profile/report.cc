@@ -535,6 +535,7 @@ Result<std::string> render_report(const std::string& run_dir) {
   html += lr_section(m);
   html += step_time_section(m);
   html += throughput_section(m);
+  html += energy_section(run_dir, m);
   auto mem_est = read_optional_json(run_dir + "/memory.json");
   if (!mem_est) return mem_est.status();
   if (!mem_est->is_null())

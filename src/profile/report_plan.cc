@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/stats.h"
+#include "profile/energy.h"
 #include "profile/report_sections.h"
 #include "profile/svg.h"
 
@@ -44,6 +45,18 @@ std::string prediction_section(const nlohmann::json& plan, const std::vector<nlo
   body += kv_row("peak memory per rank: predicted / measured",
                  fmt_fixed(predicted_peak * mib, 1, " MiB") + " / " + fmt_fixed(peak * mib, 1, " MiB") + " (" +
                      error_text(predicted_peak, peak) + ")");
+  // Energy: the cluster's power at load over the predicted step, against the
+  // counter's median step (docs/energy.md); shown where either exists.
+  const double e_pred = plan.value("energy_j_per_token", 0.0),
+               e_meas = median_column(m, "j_per_token");
+  if (e_pred > 0 || std::isfinite(e_meas))
+    body += kv_row("energy per token: predicted / measured",
+                   (e_pred > 0 ? format_energy_per_token(e_pred)
+                               : std::string("- (no power in the cluster file)")) +
+                       " / " +
+                       (std::isfinite(e_meas) ? format_energy_per_token(e_meas) + " (" +
+                                                    error_text(e_pred, e_meas) + ")"
+                                              : std::string("not measurable here")));
   if (!plan.contains("breakdown")) {
     body += kv_row("step time", svg::escape(plan.value("no_time_prediction", plan.value("why_not", std::string()))));
     return html_section("prediction", "Prediction against measurement", body + "</table>");

@@ -45,6 +45,12 @@ std::string memory_estimate_table(const nlohmann::json& est, double measured_pea
 // error and a bar chart ("" when plan is not an object).
 std::string prediction_section(const nlohmann::json& plan, const std::vector<nlohmann::json>& m);
 
+// The "energy" section (report_energy.cc): the steps' energy, power and
+// J/token from the metrics rows, and a GPU's power, SM clock, temperature and
+// throttle reasons; where nothing was measured, RUN/log.txt's "[energy]" line
+// saying why.
+std::string energy_section(const std::string& run_dir, const std::vector<nlohmann::json>& m);
+
 // The "curation" section from a report.json of `crucible curate`
 // (schema crucible-curate/1): per-stage documents and bytes in and out, the
 // removals by rule as bars, and examples of what each rule removed.

@@ -51,6 +51,7 @@ Status check_plan_document(const json& p, const std::string& op, const std::stri
     CRUCIBLE_RETURN_IF_ERROR(s.number(p, k, 0, kMaxSeconds));
   CRUCIBLE_RETURN_IF_ERROR(s.number(p, "tokens_per_s", 0, kMaxRate));
   CRUCIBLE_RETURN_IF_ERROR(s.number(p, "mfu", 0, 1e6));
+  CRUCIBLE_RETURN_IF_ERROR(s.number(p, "energy_j_per_token", 0, 1e12));
   CRUCIBLE_RETURN_IF_ERROR(s.number(p, "model_flops_per_step", 0, 1e30));
   CRUCIBLE_RETURN_IF_ERROR(numbers_within(p, s, "breakdown", kMaxSeconds));
   // The cluster it was predicted on; null when there was none.
@@ -80,6 +81,11 @@ Status check_metrics_row(const json& r, const std::string& op, const std::string
     CRUCIBLE_RETURN_IF_ERROR(s.number(r, k, 0, kMaxMs));
   for (const char* k : {"mem_in_use", "mem_peak", "mem_cached", "comm_bytes"})
     CRUCIBLE_RETURN_IF_ERROR(s.number(r, k, 0, kMaxBytes));
+  // Energy (runtime/step_energy.h): present only where a counter was read.
+  for (const char* k :
+       {"energy_j", "power_w", "j_per_token", "gpu_power_w", "gpu_sm_clock_mhz", "gpu_temp_c"})
+    CRUCIBLE_RETURN_IF_ERROR(s.number(r, k, 0, 1e12));
+  CRUCIBLE_RETURN_IF_ERROR(s.integer(r, "gpu_throttle", 0, INT64_MAX));
   return Status::ok();
 }
 

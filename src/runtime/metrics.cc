@@ -75,6 +75,15 @@ nlohmann::json to_json(const StepMetrics& m) {
   }
   if (m.ckpt_write_ms > 0) j["ckpt_write_ms"] = m.ckpt_write_ms;
   if (m.ckpt_flush_ms > 0) j["ckpt_flush_ms"] = m.ckpt_flush_ms;
+  if (m.energy_j >= 0) {
+    j["energy_j"] = m.energy_j;
+    j["power_w"] = m.power_w;
+    j["j_per_token"] = m.j_per_token;
+  }
+  if (m.gpu_power_w >= 0) j["gpu_power_w"] = m.gpu_power_w;
+  if (m.gpu_sm_clock_mhz >= 0) j["gpu_sm_clock_mhz"] = m.gpu_sm_clock_mhz;
+  if (m.gpu_temp_c >= 0) j["gpu_temp_c"] = m.gpu_temp_c;
+  if (m.gpu_throttle >= 0) j["gpu_throttle"] = m.gpu_throttle;
   return j;
 }
 

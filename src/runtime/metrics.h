@@ -45,6 +45,16 @@ struct StepMetrics {
   // of a run to reach the disk.
   double ckpt_stall_ms = 0, ckpt_wait_ms = 0, ckpt_write_ms = 0, ckpt_flush_ms = 0;
   uint64_t mem_in_use = 0, mem_peak = 0, mem_cached = 0;  // allocator bytes
+  // Energy over step_ms from the device's own counter (runtime/step_energy.h:
+  // RAPL's packages on a CPU, the board's NVML counter on a GPU), summed over
+  // the job's hosts or GPUs; < 0: not measurable here. power_w = energy_j /
+  // step_ms, j_per_token = energy_j / the step's tokens.
+  double energy_j = -1, power_w = -1, j_per_token = -1;
+  // A GPU's state at the step's end (NVML; < 0 unread): board power, SM
+  // clock, temperature, and the clock-throttle reason bits
+  // (profile::throttle_names).
+  double gpu_power_w = -1, gpu_sm_clock_mhz = -1, gpu_temp_c = -1;
+  int64_t gpu_throttle = -1;
 };
 
 // One row of metrics.jsonl.

@@ -1,7 +1,5 @@
 #include "runtime/plan_run.h"
 
-#include "kernels/gemm.h"
-
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -9,9 +7,11 @@
 
 #include "core/file_io.h"
 #include "core/json_io.h"
+#include "core/stats.h"
+#include "kernels/gemm.h"
+#include "profile/energy.h"
 #include "profile/machine.h"
 #include "profile/probe_schema.h"
-#include "core/stats.h"
 #include "profile/run_schema.h"
 
 namespace crucible::runtime {
@@ -150,6 +150,8 @@ std::string describe_prediction(const nlohmann::json& j) {
   std::snprintf(line, sizeof line, "[plan] predicted %.0f ms/step (%s ms), %.0f tokens/s, peak %s per rank (%s, %s)",
                 j.value("step_time_s", 0.0) * 1e3, parts.c_str(), j.value("tokens_per_s", 0.0), peak.c_str(),
                 j["cluster"].value("name", std::string("?")).c_str(), j["cluster"].value("source", std::string("?")).c_str());
+  if (j.contains("energy_j_per_token"))
+    return line + (", " + profile::format_energy_per_token(j["energy_j_per_token"].get<double>()));
   return line;
 }
 

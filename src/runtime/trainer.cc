@@ -1,18 +1,20 @@
 #include "runtime/trainer.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fmt/format.h>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 
 #include "ckpt/async_writer.h"
 #include "ckpt/checkpoint.h"
+#include "comm/comm.h"
 #include "core/allocator.h"
 #include "core/check.h"
 #include "core/clock.h"
@@ -22,32 +24,32 @@
 #include "core/trace.h"
 #include "data/loader.h"
 #include "data/tokenizer.h"
+#include "kernels/cuda/cuda.h"
+#include "kernels/device_scope.h"
 #include "kernels/gemm.h"
-#include "comm/comm.h"
-#include "parallel/data_parallel.h"
-#include "parallel/tree_reduce.h"
 #include "nn/generator.h"
 #include "nn/gpt.h"
 #include "optim/adamw.h"
+#include "parallel/data_parallel.h"
+#include "parallel/tree_reduce.h"
 #include "profile/analysis.h"
 #include "profile/cpu_peak.h"
 #include "profile/gpu_ceiling.h"
 #include "profile/probe.h"
 #include "profile/trace_file.h"
-#include "runtime/faults.h"
 #include "runtime/checkpointer.h"
+#include "runtime/device_check.h"
+#include "runtime/faults.h"
 #include "runtime/heartbeat.h"
 #include "runtime/init_source.h"
-#include "kernels/cuda/cuda.h"
-#include "kernels/device_scope.h"
-#include "runtime/device_check.h"
 #include "runtime/memory_estimate.h"
 #include "runtime/metrics.h"
-#include "runtime/plan_run.h"
 #include "runtime/metrics_server.h"
+#include "runtime/plan_run.h"
 #include "runtime/resume_check.h"
 #include "runtime/run_health.h"
 #include "runtime/run_report.h"
+#include "runtime/step_energy.h"
 #include "runtime/stop_signals.h"
 #include "runtime/train_setup.h"
 #include "runtime/train_step.h"
@@ -303,6 +305,11 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   if (ms.is_ok() && W > 1)
     ms = rank_metrics.open(run + "/metrics.rank" + std::to_string(rank) + ".jsonl", step);
   CRUCIBLE_RETURN_IF_ERROR(agree(comm, ms));
+  // Each step's joules from the hardware's own counter (or why not).
+  StepEnergy energy;
+  std::string energy_note;
+  CRUCIBLE_RETURN_IF_ERROR(energy.open(comm, device, &energy_note));
+  log(energy_note);
 
   // Checkpoints are written by rank 0 on a background thread from a host
   // snapshot; the loop pays for the snapshot and, when the previous save is
@@ -420,6 +427,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     m.step = step + 1;
     m.lr = optim::lr_schedule(step, float(cfg.optim.lr), cfg.optim.warmup_steps, total,
                               float(cfg.optim.min_lr_ratio));
+    energy.begin();
     Stopwatch step_clock;
     const data::LoaderState step_start = (*loader)->state();
     int next_micro = 0;  // the loader's position within the step
@@ -449,6 +457,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     };
     CRUCIBLE_RETURN_IF_ERROR(ts.run(m.lr, load, before, [&](Phase p) { phases.enter(step + 1, p); }, m));
     m.step_ms = step_clock.elapsed_ms();
+    CRUCIBLE_RETURN_IF_ERROR(energy.end(comm, tokens_per_step, m));
     if (!device.is_cpu() && kernels::cuda::kernel_timing())
       CRUCIBLE_RETURN_IF_ERROR(kernels::cuda::collect_kernel_times(nullptr).status());
     phases.enter(step + 1, Phase::kSync);
@@ -502,6 +511,8 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
       agg.optimizer_ms = t[4], agg.comm_ms = t[5], agg.mem_peak = uint64_t(t[6]);
     }
     agg.tokens_per_s = tokens_per_step / (agg.step_ms * 1e-3);
+    if (agg.energy_j >= 0)
+      agg.power_w = agg.energy_j / (agg.step_ms * 1e-3);  // over the slowest rank's step
     agg.mfu = profile::honest_mfu(flops_per_step / (agg.step_ms * 1e-3) * 1e-9, W * peak_gflops, peak_known);
     if (gemm_ceiling_gflops > 0)
       agg.mfu_of_gemm = flops_per_step / (agg.step_ms * 1e-3) / (W * gemm_ceiling_gflops * 1e9);
@@ -526,10 +537,12 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     char line[256];
     std::snprintf(
         line, sizeof line,
-        "[train] step %lld/%lld | loss %.4f%s | lr %.2e | %s tok/s | MFU %s | ETA %s",
+        "[train] step %lld/%lld | loss %.4f%s | lr %.2e | %s tok/s | MFU %s%s | ETA %s",
         (long long)step, (long long)total, m.loss,
         m.val_loss >= 0 ? (" | val " + std::to_string(m.val_loss).substr(0, 6)).c_str() : "", m.lr,
         format_si(agg.tokens_per_s).c_str(), profile::format_mfu(agg.mfu).c_str(),
+        agg.j_per_token >= 0 ? (" | " + profile::format_energy_per_token(agg.j_per_token)).c_str()
+                             : "",
         format_duration(ema_step_s * double(total - step)).c_str());
     console.progress(line, last || stop || m.val_loss >= 0 || step == first_step + 1);
     if (stop && !last) {

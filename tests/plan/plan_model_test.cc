@@ -170,6 +170,39 @@ TEST(ClusterFile, FromAProbeDocument) {
   probe["compute"]["peak"]["derived_gflops_all"] = 60.0;
   EXPECT_DOUBLE_EQ(cluster_from_probe(probe, "probe.json")->device.peak_flops[0], 1.25 * 105e9);
   EXPECT_FALSE(cluster_from_probe(nlohmann::json{{"schema", "other"}}, "x.json"));
+  // The node's power under the throttle section's load (RAPL), where measured.
+  EXPECT_EQ(c->device.power_w, 0);
+  probe["throttle"] = {{"power_w", 87.5}, {"power_source", "RAPL package-0"}};
+  EXPECT_DOUBLE_EQ(cluster_from_probe(probe, "probe.json")->device.power_w, 87.5);
+}
+
+// Energy per token: every device in use at its power under load over the
+// whole predicted step; a shared node (CPUs) draws its power once for all of
+// its ranks. No power in the cluster file: no energy prediction.
+TEST(PlanPredict, EnergyPerTokenIsPowerOverTheStepPerToken) {
+  const nn::GPTConfig m = workload("gpt2-124M");
+  auto h100 = load_cluster(shipped("dgx-h100"));
+  ASSERT_TRUE(h100) << h100.status().message();
+  EXPECT_DOUBLE_EQ(h100->device.power_w, 700);
+  Candidate c;
+  c.dp = 8, c.mb = 4, c.precision = "bf16";
+  const Prediction p = predict(m, c, *h100);
+  ASSERT_TRUE(p.runs) << p.why_not;
+  const double tokens = double(c.global_batch()) * m.seq_len;
+  EXPECT_NEAR(p.energy_j_per_token, 700.0 * 8 * p.step_time_s / tokens, 1e-12);
+  EXPECT_NEAR(to_json(p)["energy_j_per_token"].get<double>(), p.energy_j_per_token, 1e-15);
+  Cluster cpu = toy();
+  cpu.shared_node = true, cpu.devices_per_node = 2, cpu.device.power_w = 90;
+  Candidate two;
+  two.dp = 2, two.mb = 4;
+  const Prediction q = predict(m, two, cpu);
+  ASSERT_TRUE(q.runs) << q.why_not;
+  EXPECT_NEAR(q.energy_j_per_token, 90.0 * q.step_time_s / (double(two.global_batch()) * m.seq_len),
+              1e-12);
+  cpu.device.power_w = 0;
+  const Prediction none = predict(m, two, cpu);
+  EXPECT_EQ(none.energy_j_per_token, 0);
+  EXPECT_FALSE(to_json(none).contains("energy_j_per_token"));
 }
 
 TEST(PlanTextbook, RingCollectivesFromAlphaBeta) {

@@ -22,8 +22,15 @@ TEST(ProbeCli, QuickProbeWritesAValidatedDocument) {
   ASSERT_EQ(r.code, 0) << r.output;
   json p = json::parse(read_file(dir / "probe.json"));
   EXPECT_EQ(p["schema"], "crucible-probe/1");
-  for (const char* s : {"compute", "memory", "throttle", "topology", "storage", "interconnect"})
+  for (const char* s : {"compute", "memory", "throttle", "topology", "storage", "gpu", "interconnect"})
     EXPECT_TRUE(p.contains(s)) << s;
+  // No GPU here: the section says so (tests/gpu/gpu_probe_test.cc measures one).
+  if (p["gpu"]["count"] == 0) {
+    EXPECT_TRUE(p["gpu"].contains("why")) << p["gpu"].dump();
+    EXPECT_NE(r.output.find("GPUs\n  none: "), std::string::npos) << r.output;
+  }
+  // The packages' power under the sustained load, or why not (docs/energy.md).
+  EXPECT_TRUE(p["throttle"].contains("power_w") || p["throttle"].contains("power_unmeasured")) << p["throttle"].dump();
   EXPECT_TRUE(p["compute"]["valid"].get<bool>());
   EXPECT_TRUE(p["memory"]["valid"].get<bool>()) << p["memory"].dump();
   EXPECT_TRUE(p["throttle"]["valid"].get<bool>());
@@ -58,9 +65,9 @@ TEST(ProbeCli, BadInputIsOneLine) {
   auto missing = run_crucible({"probe", "--compare", dir / "nope.json", dir / "x.json"});
   EXPECT_EQ(missing.code, 2);
   EXPECT_NE(missing.output.find("cannot read"), std::string::npos) << missing.output;
-  auto sections = run_crucible({"probe", "--sections", "gpu"});
+  auto sections = run_crucible({"probe", "--sections", "gpus"});
   EXPECT_EQ(sections.code, 2);
-  EXPECT_NE(sections.output.find("unknown section 'gpu'"), std::string::npos) << sections.output;
+  EXPECT_NE(sections.output.find("unknown section 'gpus'"), std::string::npos) << sections.output;
   // An empty list or item is named as one, not mistaken for the next option
   // ("unknown section '--json'"), and nothing is measured or written.
   for (const char* list : {",", "compute,,memory", "", "memory,"}) {

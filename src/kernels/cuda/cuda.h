@@ -43,6 +43,9 @@ struct DeviceInfo {
   int major = 0, minor = 0;  // compute capability
   int multiprocessors = 0;
   uint64_t memory_bytes = 0;
+  // "0000:65:00.0": how NVML and the PCI topology name this GPU (their order
+  // need not be CUDA's).
+  std::string pci_bus_id;
 };
 // invalid, naming the index and how many GPUs there are, when there is none.
 Result<DeviceInfo> device_info(int index);

@@ -92,7 +92,12 @@ Result<DeviceInfo> device_info(int index) {
   cudaDeviceProp prop{};
   if (cudaError_t e = cudaGetDeviceProperties(&prop, index); e != cudaSuccess)
     return cuda_error(e, "cudaGetDeviceProperties(" + std::to_string(index) + ")");
-  return DeviceInfo{prop.name, prop.major, prop.minor, prop.multiProcessorCount, uint64_t(prop.totalGlobalMem)};
+  char bus[32] = {};
+  if (cudaError_t e = cudaDeviceGetPCIBusId(bus, sizeof bus, index); e != cudaSuccess)
+    return cuda_error(e, "cudaDeviceGetPCIBusId(" + std::to_string(index) + ")");
+  return DeviceInfo{
+      prop.name, prop.major, prop.minor, prop.multiProcessorCount, uint64_t(prop.totalGlobalMem),
+      bus};
 }
 
 Status use_device(int index) {
