@@ -207,7 +207,7 @@ Result<Cluster> parse_cluster(const std::string& text, const std::string& source
   Device& d = c.device;
   CRUCIBLE_RETURN_IF_ERROR(
       dev->only({"name", "memory_gb", "memory_bandwidth_gbs", "memory_efficiency", "peak_tflops",
-                 "attention_efficiency", "gemm_efficiency", "power_w"}));
+                 "attention_efficiency", "gemm_efficiency", "power_w", "bf16_widened"}));
   double gb = 0, gbs = 0;
   CRUCIBLE_RETURN_IF_ERROR(dev->string("name", &d.name, true));
   CRUCIBLE_RETURN_IF_ERROR(dev->number("memory_gb", &gb, true));
@@ -216,6 +216,7 @@ Result<Cluster> parse_cluster(const std::string& text, const std::string& source
   // counts no write-allocate traffic) after calibration.
   CRUCIBLE_RETURN_IF_ERROR(dev->number("memory_efficiency", &d.memory_efficiency, false, false, 2));
   CRUCIBLE_RETURN_IF_ERROR(dev->number("power_w", &d.power_w, false, true, 1e5));
+  CRUCIBLE_RETURN_IF_ERROR(dev->boolean("bf16_widened", &d.bf16_widened));
   d.memory_bytes = gb * 1e9;
   d.memory_bandwidth_Bps = gbs * 1e9;
   auto peak = dev->table("peak_tflops", true);
@@ -312,6 +313,7 @@ std::string cluster_toml(const Cluster& c, const std::string& header) {
     << "memory_bandwidth_gbs = " << g(c.device.memory_bandwidth_Bps / 1e9) << "\n"
     << "memory_efficiency = " << g(c.device.memory_efficiency) << "\n"
     << "power_w = " << g(c.device.power_w) << "\n"
+    << "bf16_widened = " << (c.device.bf16_widened ? "true" : "false") << "\n"
     << "peak_tflops = { fp32 = " << g(c.device.peak_flops[0] / 1e12)
     << ", bf16 = " << g(c.device.peak_flops[1] / 1e12) << " }\n"
     << "attention_efficiency = { fp32 = " << g(c.device.attention_efficiency[0])

@@ -55,6 +55,10 @@ struct Device {
   // costs: a GPU's board, or for a shared node (CPUs) the whole node's
   // packages, as peak_flops is given for the whole node.
   double power_w = 0;
+  // bf16 GEMMs run on f32 copies of their operands (a CPU without a bf16
+  // matmul, kernels::gemm_bf16_native() false): the widening buffer counts in
+  // a bf16 layout's memory (plan/memory_model.h).
+  bool bf16_widened = false;
   double gemm_efficiency_at(int precision, double m, double n, double k) const;
 };
 

@@ -122,6 +122,7 @@ Result<Cluster> from_probe(const json& probe, const std::string& source) {
   // The packages' power under the throttle section's full load (RAPL), where
   // the machine exposes it: the node's, as its peak is the node's.
   d.power_w = number(probe, {"throttle", "power_w"}, 0.0);
+  d.bf16_widened = !bf16_native;
   // GEMM efficiency against size from the all-thread rows, per precision
   // (the best where sizes repeat). Rows timed inside a replayed step (form
   // "in_step": a run's own GEMMs, profile/probe_step_gemms.h) come first and

@@ -147,7 +147,7 @@ Prediction predict(const nn::GPTConfig& md, const Candidate& c, const Cluster& c
   }
   const parallel::Layout& L = *layout;
   p.divides = true;
-  const LargestRank big = largest_rank(md, c, L);
+  const LargestRank big = largest_rank(md, c, L, cl.device.bf16_widened);
   p.memory = big.estimate;
   p.peak_rank = big.rank;
   p.device_memory_bytes = device_memory(cl, c.world());

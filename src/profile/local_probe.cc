@@ -1,5 +1,7 @@
 #include "profile/local_probe.h"
 
+#include "kernels/gemm.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -146,6 +148,16 @@ LocalProbe local_probe(const LocalProbeOptions& opt) {
     }
     if (Status why = probe_made_here(*doc, here, opt.max_age_days); !why) {
       log("[probe] " + f + " not used: " + why.message());
+      continue;
+    }
+    // Its bf16 GEMMs ran the path this crucible would take (a build that
+    // decides bf16 natively or widened otherwise measured other kernels).
+    if (const json* c = doc->contains("compute") ? &(*doc)["compute"] : nullptr;
+        c && c->contains("bf16_native") && (*c)["bf16_native"].is_boolean() &&
+        (*c)["bf16_native"].get<bool>() != kernels::gemm_bf16_native()) {
+      log("[probe] " + f + " not used: its bf16 GEMMs ran " +
+          ((*c)["bf16_native"].get<bool>() ? "natively" : "widened to f32") + ", this crucible's run " +
+          (kernels::gemm_bf16_native() ? "natively" : "widened to f32"));
       continue;
     }
     // The run's own GEMMs, where the document has not measured them: the

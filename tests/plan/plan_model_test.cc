@@ -174,6 +174,10 @@ TEST(ClusterFile, FromAProbeDocument) {
   EXPECT_EQ(c->device.power_w, 0);
   probe["throttle"] = {{"power_w", 87.5}, {"power_source", "RAPL package-0"}};
   EXPECT_DOUBLE_EQ(cluster_from_probe(probe, "probe.json")->device.power_w, 87.5);
+  // A CPU without a bf16 matmul widens bf16 GEMMs: their buffer is in the plan's memory.
+  EXPECT_FALSE(c->device.bf16_widened);
+  probe["compute"]["bf16_native"] = false;
+  EXPECT_TRUE(cluster_from_probe(probe, "probe.json")->device.bf16_widened);
 }
 
 // Energy per token: every device in use at its power under load over the

@@ -82,9 +82,9 @@ TEST(LaunchCli, ARefusalTheRanksFindIsTheirLineWithoutMpirunsBanners) {
             "[layout] dist.tp x dist.pp: 2 x 1 does not divide the world of 3 ranks (dp x tp x pp "
             "must equal it)\n");
   // An unsupervised command: its ranks' lines, no banner, the exit code.
-  auto probe = run_crucible({"launch", "-n", "2", "--", "probe", "--sections", "gpu"}, dir.path());
+  auto probe = run_crucible({"launch", "-n", "2", "--", "probe", "--sections", "gpus"}, dir.path());
   EXPECT_EQ(probe.code, 2) << probe.output;
-  EXPECT_NE(probe.output.find("unknown section 'gpu'"), std::string::npos) << probe.output;
+  EXPECT_NE(probe.output.find("unknown section 'gpus'"), std::string::npos) << probe.output;
   EXPECT_EQ(probe.output.find("Primary job"), std::string::npos) << probe.output;
   EXPECT_EQ(probe.output.find("mpirun detected"), std::string::npos) << probe.output;
 }
