@@ -11,28 +11,19 @@
 
 namespace crucible::profile {
 
-namespace {
-
-// Seconds per call of `body`: one warm-up call (cuBLASLt's plan, the clocks
-// ramping up), then the best of `trials` timings of `reps` back-to-back calls,
-// each ended by waiting for the stream. A peak is the rate the part sustains
-// once awake, not an average over its wake-up.
-template <typename F>
-Result<double> best_seconds(int reps, int trials, F body) {
-  body();
+Result<double> gpu_best_seconds(int reps, int trials, const std::function<Status()>& body) {
+  CRUCIBLE_RETURN_IF_ERROR(body());
   CRUCIBLE_RETURN_IF_ERROR(kernels::cuda::synchronize(nullptr));
   double best = 1e30;
   for (int t = 0; t < trials; ++t) {
     const int64_t t0 = now_ns();
-    for (int r = 0; r < reps; ++r) body();
+    for (int r = 0; r < reps; ++r) CRUCIBLE_RETURN_IF_ERROR(body());
     CRUCIBLE_RETURN_IF_ERROR(kernels::cuda::synchronize(nullptr));
     best = std::min(best, (now_ns() - t0) * 1e-9 / reps);
   }
   CRUCIBLE_RETURN_IF_ERROR(kernels::cuda::last_error("[probe] gpu ceiling"));
   return best;
 }
-
-}  // namespace
 
 Result<GpuCeiling> measure_gpu_ceiling(Device device, int n) {
   if (!device.is_cuda()) return Status::invalid("[probe] gpu ceiling: " + device.str() + " is not a GPU");
@@ -56,14 +47,19 @@ Result<GpuCeiling> measure_gpu_ceiling(Device device, int n) {
   kernels::fill(static_cast<float*>(a), elems / 2, 1.0f);
   kernels::fill(static_cast<float*>(b), elems / 2, 1.0f);
   const int nf = n / 2;
-  auto bf = best_seconds(10, 3, [&] {
+  auto bf = gpu_best_seconds(10, 3, [&] {
     kernels::gemm(DType::bf16, DType::bf16, false, false, n, n, n, a, n, b, n, cm, n, false, nullptr);
+    return Status::ok();
   });
-  auto f32 = best_seconds(5, 3, [&] {
+  auto f32 = gpu_best_seconds(5, 3, [&] {
     kernels::gemm(DType::f32, DType::f32, false, false, nf, nf, nf, a, nf, b, nf, cm, nf, false, nullptr);
+    return Status::ok();
   });
   // Copy bandwidth: one matrix into another, counted as read + write.
-  auto copy = best_seconds(20, 3, [&] { kernels::copy_bytes(cm, a, bytes); });
+  auto copy = gpu_best_seconds(20, 3, [&] {
+    kernels::copy_bytes(cm, a, bytes);
+    return Status::ok();
+  });
   pool.release(a);
   pool.release(b);
   pool.release(cm);

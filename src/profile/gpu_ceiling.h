@@ -9,6 +9,7 @@
 // (kernels::cuda::use_device). Allocates from the device's pool and gives
 // everything back. Not thread-safe with other work on the same GPU.
 #pragma once
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -24,6 +25,13 @@ struct GpuCeiling {
   double f32_gemm_tflops = 0;       // f32 in and out, no TF32, at gemm_n / 2
   double copy_gbs = 0;              // device-to-device, bytes read + written per second
 };
+
+// Seconds per call of `body` on the calling thread's GPU stream: one warm-up
+// call (cuBLASLt's plan, the clocks ramping up), then the best of `trials`
+// timings of `reps` back-to-back calls, each ended by waiting for the stream.
+// A peak is the rate the part sustains once awake, not an average over its
+// wake-up. An error from `body` or the stream ends it.
+Result<double> gpu_best_seconds(int reps, int trials, const std::function<Status()>& body);
 
 // `n`: the GEMM's size (8192 on a datacenter GPU: ~1.4 ms per bf16 call on
 // an H100/H200). Returns invalid when the device is not a GPU in use.

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <functional>
 
 #include "core/allocator.h"
 #include "core/clock.h"
@@ -21,19 +20,6 @@ using nlohmann::json;
 
 namespace {
 
-// GB/s of `copy` moving `bytes`: the best of three after a warm-up.
-Result<double> copy_gbs(size_t bytes, const std::function<Status()>& copy) {
-  CRUCIBLE_RETURN_IF_ERROR(copy());
-  double best = 1e30;
-  for (int t = 0; t < 3; ++t) {
-    const int64_t t0 = now_ns();
-    CRUCIBLE_RETURN_IF_ERROR(copy());
-    CRUCIBLE_RETURN_IF_ERROR(kernels::cuda::synchronize(nullptr));
-    best = std::min(best, (now_ns() - t0) * 1e-9);
-  }
-  return double(bytes) / best * 1e-9;
-}
-
 // Host<->device bandwidth, pinned and pageable, into `d`.
 Status measure_host_links(int index, json& d) {
   const size_t bytes = size_t(256) << 20;
@@ -45,12 +31,12 @@ Status measure_host_links(int index, json& d) {
   void* p = pinned.allocate(bytes, "probe.gpu_link");
   void* h = Allocator::global().allocate(bytes, "probe.gpu_link", true);
   auto rate = [&](const char* key, void* dst, const void* src, bool to_device) -> Status {
-    auto r = copy_gbs(bytes, [&] {
+    auto seconds = gpu_best_seconds(1, 3, [&] {
       return to_device ? kernels::cuda::copy_to_device(dst, src, bytes, nullptr)
                        : kernels::cuda::copy_to_host(dst, src, bytes, nullptr);
     });
-    if (!r) return r.status();
-    d[key] = *r;
+    if (!seconds) return seconds.status();
+    d[key] = double(bytes) / *seconds * 1e-9;
     return Status::ok();
   };
   Status s = rate("h2d_pinned_gbs", g, p, true);
