@@ -40,8 +40,8 @@ std::vector<std::string> parse_sections(const std::string& text) {
     if (s.empty())
       throw ExitError(
           2, "[probe] --sections '" + text + "': an empty section name (sections: " + known + ")");
-    if (s != "compute" && s != "memory" && s != "throttle" && s != "topology" && s != "storage" && s != "gpu" &&
-        s != "interconnect")
+    if (s != "compute" && s != "memory" && s != "throttle" && s != "topology" && s != "storage" &&
+        s != "gpu" && s != "interconnect")
       throw ExitError(2, "[probe] --sections: unknown section '" + s + "' (" + known + ")");
     out.push_back(s);
     if (comma == std::string::npos) return out;

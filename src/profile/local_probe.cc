@@ -1,13 +1,12 @@
 #include "profile/local_probe.h"
 
-#include "kernels/gemm.h"
-
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
 #include "core/file_io.h"
 #include "core/json_io.h"
+#include "kernels/gemm.h"
 #include "profile/machine.h"
 #include "profile/probe.h"
 #include "profile/probe_compute.h"
@@ -156,8 +155,8 @@ LocalProbe local_probe(const LocalProbeOptions& opt) {
         c && c->contains("bf16_native") && (*c)["bf16_native"].is_boolean() &&
         (*c)["bf16_native"].get<bool>() != kernels::gemm_bf16_native()) {
       log("[probe] " + f + " not used: its bf16 GEMMs ran " +
-          ((*c)["bf16_native"].get<bool>() ? "natively" : "widened to f32") + ", this crucible's run " +
-          (kernels::gemm_bf16_native() ? "natively" : "widened to f32"));
+          ((*c)["bf16_native"].get<bool>() ? "natively" : "widened to f32") +
+          ", this crucible's run " + (kernels::gemm_bf16_native() ? "natively" : "widened to f32"));
       continue;
     }
     // The run's own GEMMs, where the document has not measured them: the

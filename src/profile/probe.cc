@@ -13,20 +13,20 @@
 #include <set>
 #include <thread>
 
+#include "comm/comm.h"
 #include "core/clock.h"
+#include "core/json_io.h"
 #include "core/process.h"
 #include "core/threads.h"
-#include "comm/comm.h"
-#include "core/json_io.h"
 #include "profile/load_watch.h"
 #include "profile/local_probe.h"
 #include "profile/machine.h"
 #include "profile/probe_compute.h"
+#include "profile/probe_gpu.h"
 #include "profile/probe_hosts.h"
 #include "profile/probe_interconnect.h"
 #include "profile/probe_memory.h"
 #include "profile/probe_schema.h"
-#include "profile/probe_gpu.h"
 #include "profile/probe_storage.h"
 #include "profile/probe_throttle.h"
 #include "profile/probe_topology.h"

@@ -67,9 +67,12 @@ Result<double> measure_launch_us(int index) {
 }
 
 json nvml_json(const NvmlSample& s) {
-  return {{"power_w", s.power_w},           {"power_limit_w", s.power_limit_w},
-          {"sm_clock_mhz", s.sm_clock_mhz}, {"max_sm_clock_mhz", s.max_sm_clock_mhz},
-          {"mem_clock_mhz", s.mem_clock_mhz}, {"temperature_c", s.temperature_c}};
+  return {{"power_w", s.power_w},
+          {"power_limit_w", s.power_limit_w},
+          {"sm_clock_mhz", s.sm_clock_mhz},
+          {"max_sm_clock_mhz", s.max_sm_clock_mhz},
+          {"mem_clock_mhz", s.mem_clock_mhz},
+          {"temperature_c", s.temperature_c}};
 }
 
 // bf16 GEMMs of n^3 back to back for `seconds`, NVML sampled between groups
@@ -100,12 +103,14 @@ Result<json> sustained_load(int index, const NvmlDevice* nvml, EnergyMeter* mete
   Status s;
   while (sw.elapsed_s() < seconds) {
     for (int i = 0; i < 16; ++i)
-      kernels::gemm(DType::bf16, DType::bf16, false, false, n, n, n, a, n, b, n, c, n, false, nullptr);
+      kernels::gemm(DType::bf16, DType::bf16, false, false, n, n, n, a, n, b, n, c, n, false,
+                    nullptr);
     calls += 16;
     if (s = kernels::cuda::synchronize(nullptr); !s) break;
     if (nvml) {
       const NvmlSample x = nvml->sample();
-      samples.push_back({sw.elapsed_s(), double(x.sm_clock_mhz), double(x.temperature_c), x.throttle});
+      samples.push_back(
+          {sw.elapsed_s(), double(x.sm_clock_mhz), double(x.temperature_c), x.throttle});
     }
   }
   const double t = sw.elapsed_s();
@@ -114,7 +119,8 @@ Result<json> sustained_load(int index, const NvmlDevice* nvml, EnergyMeter* mete
   pool.release(b);
   pool.release(c);
   if (!s) return s;
-  json load = {{"seconds", t}, {"bf16_tflops", 2.0 * double(n) * n * n * double(calls) / t * 1e-12}};
+  json load = {{"seconds", t},
+               {"bf16_tflops", 2.0 * double(n) * n * n * double(calls) / t * 1e-12}};
   if (j1 >= j0 && j0 >= 0) {
     load["energy_j"] = j1 - j0;
     load["mean_power_w"] = (j1 - j0) / t;
@@ -176,7 +182,8 @@ Result<json> probe_device(int index, double load_s) {
 }  // namespace
 
 json probe_gpu(const GpuProbeOptions& opt) {
-  if (!kernels::cuda::compiled()) return {{"count", 0}, {"why", "this crucible was built without CUDA"}};
+  if (!kernels::cuda::compiled())
+    return {{"count", 0}, {"why", "this crucible was built without CUDA"}};
   const int n = kernels::cuda::device_count();
   if (n == 0) return {{"count", 0}, {"why", "no CUDA GPU on this machine (or no driver)"}};
   const double load_s = opt.load_s > 0 ? opt.load_s : opt.quick ? 3 : 20;
@@ -194,33 +201,40 @@ std::string gpu_table(const json& j) {
   char line[512];
   for (const json& d : j["devices"]) {
     if (d.contains("error")) {
-      out += "  cuda:" + std::to_string(d.value("index", -1)) + ": " + d["error"].get<std::string>() + "\n";
+      out += "  cuda:" + std::to_string(d.value("index", -1)) + ": " +
+             d["error"].get<std::string>() + "\n";
       continue;
     }
     std::snprintf(line, sizeof line,
                   "  cuda:%d %s (%s, sm_%s, %d SMs, %.0f GiB)\n"
                   "    GEMM bf16 %.0f TFLOP/s, f32 %.1f TFLOP/s (%d^3); copy %.0f GB/s\n"
-                  "    host->device %.1f GB/s pinned, %.1f pageable; device->host %.1f pinned, %.1f pageable; "
+                  "    host->device %.1f GB/s pinned, %.1f pageable; device->host %.1f pinned, "
+                  "%.1f pageable; "
                   "launch %.1f us\n",
-                  d.value("index", 0), d.value("name", "?").c_str(), d.value("pci_bus_id", "?").c_str(),
-                  d.value("compute_capability", "?").c_str(), d.value("sms", 0),
-                  d.value("memory_bytes", 0.0) / double(1 << 30), d.value("bf16_gemm_tflops", 0.0),
-                  d.value("f32_gemm_tflops", 0.0), d.value("gemm_n", 0), d.value("copy_gbs", 0.0),
-                  d.value("h2d_pinned_gbs", 0.0), d.value("h2d_pageable_gbs", 0.0), d.value("d2h_pinned_gbs", 0.0),
+                  d.value("index", 0), d.value("name", "?").c_str(),
+                  d.value("pci_bus_id", "?").c_str(), d.value("compute_capability", "?").c_str(),
+                  d.value("sms", 0), d.value("memory_bytes", 0.0) / double(1 << 30),
+                  d.value("bf16_gemm_tflops", 0.0), d.value("f32_gemm_tflops", 0.0),
+                  d.value("gemm_n", 0), d.value("copy_gbs", 0.0), d.value("h2d_pinned_gbs", 0.0),
+                  d.value("h2d_pageable_gbs", 0.0), d.value("d2h_pinned_gbs", 0.0),
                   d.value("d2h_pageable_gbs", 0.0), d.value("launch_us", 0.0));
     out += line;
     if (d.contains("load")) {
       const json& l = d["load"];
       std::string reasons;
-      for (const auto& r : l.value("throttle", json::array())) reasons += (reasons.empty() ? "" : ",") + r.get<std::string>();
+      for (const auto& r : l.value("throttle", json::array()))
+        reasons += (reasons.empty() ? "" : ",") + r.get<std::string>();
       std::snprintf(line, sizeof line,
-                    "    %.0f s of bf16 GEMMs: %.0f TFLOP/s, SM clock %.0f -> %.0f MHz, %.0f W mean, up to %.0f C%s\n",
-                    l.value("seconds", 0.0), l.value("bf16_tflops", 0.0), l.value("first_sm_clock_mhz", 0.0),
-                    l.value("last_sm_clock_mhz", 0.0), l.value("mean_power_w", 0.0), l.value("max_temperature_c", 0.0),
+                    "    %.0f s of bf16 GEMMs: %.0f TFLOP/s, SM clock %.0f -> %.0f MHz, %.0f W "
+                    "mean, up to %.0f C%s\n",
+                    l.value("seconds", 0.0), l.value("bf16_tflops", 0.0),
+                    l.value("first_sm_clock_mhz", 0.0), l.value("last_sm_clock_mhz", 0.0),
+                    l.value("mean_power_w", 0.0), l.value("max_temperature_c", 0.0),
                     reasons.empty() ? "" : ("; throttle: " + reasons).c_str());
       out += line;
     }
-    if (d.contains("nvml_unavailable")) out += "    NVML: " + d["nvml_unavailable"].get<std::string>() + "\n";
+    if (d.contains("nvml_unavailable"))
+      out += "    NVML: " + d["nvml_unavailable"].get<std::string>() + "\n";
   }
   return out;
 }

@@ -27,7 +27,8 @@ TEST(GpuProbe, EveryFigureIsWithinPhysicalBounds) {
   EXPECT_GT(d["copy_gbs"].get<double>(), 300);
   EXPECT_LT(d["copy_gbs"].get<double>(), 8000);  // HBM3e: 4.8 TB/s (H200), 8 TB/s (B200)
   // PCIe 5.0 x16 moves 63 GB/s each way; NVLink-C2C (GH200) 450.
-  for (const char* k : {"h2d_pinned_gbs", "d2h_pinned_gbs", "h2d_pageable_gbs", "d2h_pageable_gbs"}) {
+  for (const char* k :
+       {"h2d_pinned_gbs", "d2h_pinned_gbs", "h2d_pageable_gbs", "d2h_pageable_gbs"}) {
     EXPECT_GT(d[k].get<double>(), 1) << k;
     EXPECT_LT(d[k].get<double>(), 500) << k;
   }
@@ -43,7 +44,8 @@ TEST(GpuProbe, EveryFigureIsWithinPhysicalBounds) {
     if (limit > 0) {
       EXPECT_LE(l["mean_power_w"].get<double>(), 1.05 * limit);
     }
-    EXPECT_LE(l["last_sm_clock_mhz"].get<double>(), d["nvml"]["max_sm_clock_mhz"].get<double>() + 1);
+    EXPECT_LE(l["last_sm_clock_mhz"].get<double>(),
+              d["nvml"]["max_sm_clock_mhz"].get<double>() + 1);
   }
 }
 
