@@ -189,7 +189,7 @@ Result<Cluster> parse_cluster(const std::string& text, const std::string& source
   c.source = source;
   Reader r(root, "", source);
   CRUCIBLE_RETURN_IF_ERROR(r.only({"name", "nodes", "devices_per_node", "devices_per_nic", "shared_node",
-                                   "step_overhead_ms", "data_wait_ms", "device", "links"}));
+                                   "step_overhead_ms", "data_wait_ms", "device", "links", "stack"}));
   CRUCIBLE_RETURN_IF_ERROR(r.string("name", &c.name, true));
   CRUCIBLE_RETURN_IF_ERROR(r.integer("nodes", &c.nodes, true));
   CRUCIBLE_RETURN_IF_ERROR(r.integer("devices_per_node", &c.devices_per_node, true));
@@ -251,6 +251,19 @@ Result<Cluster> parse_cluster(const std::string& text, const std::string& source
   } else {
     c.inter = c.intra;
   }
+  auto stack = r.table("stack", false);
+  if (!stack) return stack.status();
+  CRUCIBLE_RETURN_IF_ERROR(stack->only({"tp_comm", "tp_overlap", "launch_us", "cuda_graphs"}));
+  std::string tp_comm = "f32";
+  CRUCIBLE_RETURN_IF_ERROR(stack->string("tp_comm", &tp_comm, false));
+  if (tp_comm != "f32" && tp_comm != "working")
+    return stack->bad("tp_comm", "'" + tp_comm + "' is not f32 or working");
+  c.stack.tp_comm_working = tp_comm == "working";
+  CRUCIBLE_RETURN_IF_ERROR(stack->number("tp_overlap", &c.stack.tp_overlap, false, true, 1));
+  double us = 0;
+  CRUCIBLE_RETURN_IF_ERROR(stack->number("launch_us", &us, false, true, 1e4));
+  c.stack.launch_s = us * 1e-6;
+  CRUCIBLE_RETURN_IF_ERROR(stack->boolean("cuda_graphs", &c.stack.graphs));
   return c;
 }
 
@@ -338,6 +351,10 @@ std::string cluster_toml(const Cluster& c, const std::string& header) {
   };
   link("intra", c.intra);
   if (c.nodes > 1) link("inter", c.inter);
+  o << "\n[stack]  # what the training code does (docs/plan.md)\ntp_comm = \""
+    << (c.stack.tp_comm_working ? "working" : "f32") << "\"\ntp_overlap = " << g(c.stack.tp_overlap)
+    << "\nlaunch_us = " << g(c.stack.launch_s * 1e6) << "\ncuda_graphs = " << (c.stack.graphs ? "true" : "false")
+    << "\n";
   return o.str();
 }
 

@@ -62,6 +62,28 @@ struct Device {
   double gemm_efficiency_at(int precision, double m, double n, double k) const;
 };
 
+// What the training code on the cluster does beyond what the hardware
+// fixes (docs/plan.md, "The stack"). The defaults are crucible's own code
+// today; a file describing another code (Megatron-Core, to check the model
+// against its published results) says what that code does.
+struct Stack {
+  // Tensor-parallel collectives carry the working precision's activations
+  // (bf16 in a bf16 run, as Megatron's do) instead of f32 (crucible's: its
+  // tensor-parallel sum is an f32 gather summed in rank order).
+  bool tp_comm_working = false;
+  // The fraction of the tensor-parallel collectives' time hidden behind the
+  // block's GEMMs (Megatron-Core's --tp-comm-overlap splits the all-gather and
+  // reduce-scatter into chunks pipelined with the GEMMs); never more than the
+  // GEMMs' own time.
+  double tp_overlap = 0;
+  // Host time to launch one kernel: where a chunk's launches take longer than
+  // its GPU work, the GPU waits (0: no such cost, as on a CPU).
+  double launch_s = 0;
+  // The steady-state step's launches replayed from captured CUDA graphs: one
+  // launch per micro-batch chunk and direction.
+  bool graphs = false;
+};
+
 struct Cluster {
   std::string name, source;  // source: the file, for messages
   int nodes = 1, devices_per_node = 1;
@@ -71,6 +93,7 @@ struct Cluster {
   int devices_per_nic = 1;  // how many devices share one inter-node NIC
   Device device;
   Link intra, inter;  // inter: per NIC; a device gets 1/devices_per_nic of it
+  Stack stack;
   double step_overhead_s = 0;  // per optimizer step: what no phase accounts for (loop, logging)
   double data_wait_s = 0;      // per optimizer step: the loader's exposed wait
   int64_t devices() const { return int64_t(nodes) * devices_per_node; }

@@ -61,6 +61,19 @@ struct Chunk {
   double fwd = 0, bwd = 0, recompute = 0, tp = 0;
 };
 
+// Kernels one block launches on a GPU (nn/block.cc): forward two fused
+// residual+LayerNorms, the QKV, projection and two MLP GEMMs (bias in the
+// epilogue), attention, bias+GELU; backward each linear's input-, weight- and
+// bias-gradient GEMMs (12), the two LayerNorms', GELU's and attention's.
+constexpr double kLaunchesForward = 8, kLaunchesBackward = 16;
+
+// What the GPU waits while the host launches `launches` kernels whose work
+// takes `busy` seconds: launches run ahead of the GPU, so only the excess.
+double launch_wait(const Stack& st, double launches, double busy) {
+  if (st.launch_s <= 0) return 0;
+  return std::max(0.0, (st.graphs ? 1 : launches) * st.launch_s - busy);
+}
+
 }  // namespace
 
 std::vector<GemmShape> forward_gemms(const nn::GPTConfig& md, const Candidate& c) {
@@ -76,8 +89,8 @@ namespace {
 
 // One micro-batch through `blocks` blocks (and the embedding / head when the
 // chunk holds them) on one rank.
-Chunk chunk_time(const nn::GPTConfig& md, const Candidate& c, const Share& s, const GroupLink& tpl, int blocks,
-                 bool embedding, bool head) {
+Chunk chunk_time(const nn::GPTConfig& md, const Candidate& c, const Share& s, const GroupLink& tpl, const Stack& st,
+                 int blocks, bool embedding, bool head) {
   const double M = double(c.mb) * md.seq_len, C = md.n_embd, T = md.seq_len, V = md.vocab_size;
   const double tp = c.tp, H = md.n_head, hd = C / H;
   const double a = c.precision == "bf16" ? 2 : 4;  // stored activation bytes
@@ -95,21 +108,30 @@ Chunk chunk_time(const nn::GPTConfig& md, const Candidate& c, const Share& s, co
   const double mem_f = M * C * (2 * (12 + a) + 8 * a + 4 * a) / s.bandwidth;
   const double gelu_f = M * C * 8 * a / s.bandwidth;
   const double mem_b = 2 * mem_f;
-  // TP: two allreduces of (M, C) f32 each way; sequence parallel an
-  // all-gather of the LayerNorm rows (a) and a reduce-scatter (f32) each.
+  // TP: two allreduces of (M, C) each way; sequence parallel an all-gather
+  // of the LayerNorm rows (a) and a reduce-scatter each. The sums travel in
+  // f32 (crucible's) or the working precision (the stack's tp_comm); what
+  // the stack overlaps with the block's GEMMs is hidden, up to their time.
+  const double ta = st.tp_comm_working ? a : 4;
   double tp_f = 0;
   if (c.tp > 1)
     tp_f = c.sp ? 2 * (comm_s(tpl, Collective::kAllgather, M * C * a, c.tp) +
-                       comm_s(tpl, Collective::kReduceScatter, M * C * 4, c.tp))
-                : 2 * comm_s(tpl, Collective::kAllreduce, M * C * 4, c.tp);
+                       comm_s(tpl, Collective::kReduceScatter, M * C * ta, c.tp))
+                : 2 * comm_s(tpl, Collective::kAllreduce, M * C * ta, c.tp);
+  const double tp_fwd = tp_f - std::min(st.tp_overlap * tp_f, g_f);
+  const double tp_bwd = tp_f - std::min(st.tp_overlap * tp_f, g_b);
   const double block_f = g_f + att_f + mem_f;
   double rc = 0;
   if (c.recompute == "selective") rc = att_f + gelu_f;
-  if (c.recompute == "full") rc = block_f + tp_f;
+  if (c.recompute == "full") rc = block_f + tp_fwd;
   k.fwd = blocks * block_f;
   k.bwd = blocks * (g_b + att_b + mem_b + rc);
   k.recompute = blocks * rc;
-  k.tp = blocks * 2 * tp_f;
+  k.tp = blocks * (tp_fwd + tp_bwd);
+  // Launch-bound chunks: the GPU idles while the host launches.
+  const double launches_b = kLaunchesBackward + (c.recompute == "full" ? kLaunchesForward : 0);
+  k.fwd += launch_wait(st, blocks * kLaunchesForward, k.fwd);
+  k.bwd += launch_wait(st, blocks * launches_b, k.bwd);
   if (embedding) k.fwd += M * C * 8 / s.bandwidth, k.bwd += M * C * 8 / s.bandwidth;
   if (head) {  // ln_f, the LM head's GEMM over this rank's vocabulary rows, the fused cross-entropy
     const double Vr = std::ceil(V / tp);
@@ -173,7 +195,8 @@ Prediction predict(const nn::GPTConfig& md, const Candidate& c, const Cluster& c
     Chunk st;
     for (int k = 0; k < c.v; ++k) {
       const nn::BlockRange br = L.stage_blocks(md, parallel::stage_of(c.pp, pi, k));
-      Chunk ch = chunk_time(md, c, s, tpl, br.last - br.first, pi == 0 && k == 0, pi == c.pp - 1 && k == c.v - 1);
+      Chunk ch = chunk_time(md, c, s, tpl, cl.stack, br.last - br.first, pi == 0 && k == 0,
+                            pi == c.pp - 1 && k == c.v - 1);
       st.fwd += ch.fwd, st.bwd += ch.bwd, st.recompute += ch.recompute, st.tp += ch.tp;
     }
     if (st.fwd + st.bwd + st.tp > worst) worst = st.fwd + st.bwd + st.tp, crit = st;

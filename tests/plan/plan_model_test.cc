@@ -94,6 +94,9 @@ TEST(ClusterFile, BadFilesAreRefusedNamingTheKey) {
       {"bandwidth_gbs = 100\n[links.inter]", "bandwidth_gbs = 100\n[links.intra.allgatherr]\nlatency_us = 1\n[links.inter]",
        "links.intra.allgatherr: unknown key"},
       {"name = \"toy\"", "name = \"toy", "toy.toml:2"},
+      {"latency_us = 10\nbandwidth_gbs = 10", "latency_us = 10\nbandwidth_gbs = 10\n[stack]\ntp_comm = \"fp8\"", "stack.tp_comm: 'fp8' is not f32 or working"},
+      {"latency_us = 10\nbandwidth_gbs = 10", "latency_us = 10\nbandwidth_gbs = 10\n[stack]\ntp_overlap = 1.5", "stack.tp_overlap: 1.5 is out of range"},
+      {"latency_us = 10\nbandwidth_gbs = 10", "latency_us = 10\nbandwidth_gbs = 10\n[stack]\ngraphs = true", "stack.graphs: unknown key"},
   };
   for (const Case& c : cases) {
     std::string text = kToyCluster;
@@ -120,6 +123,77 @@ TEST(ClusterFile, WrittenFileReadsBackToTheSameValues) {
   EXPECT_NEAR(back->intra.kinds[0].bandwidth_Bps, 100e9, 1);
   EXPECT_NEAR(back->step_overhead_s, 0.0025, 1e-9);
   EXPECT_NEAR(back->inter.kinds[0].latency_s, 10e-6, 1e-12);
+  EXPECT_FALSE(back->stack.tp_comm_working);  // absent: crucible's own stack
+  EXPECT_EQ(back->stack.launch_s, 0.0);
+  c.stack = {.tp_comm_working = true, .tp_overlap = 0.75, .launch_s = 4.5e-6, .graphs = true};
+  auto stacked = parse_cluster(cluster_toml(c, ""), "written.toml");
+  ASSERT_TRUE(stacked) << stacked.status().message();
+  EXPECT_TRUE(stacked->stack.tp_comm_working);
+  EXPECT_DOUBLE_EQ(stacked->stack.tp_overlap, 0.75);
+  EXPECT_NEAR(stacked->stack.launch_s, 4.5e-6, 1e-15);
+  EXPECT_TRUE(stacked->stack.graphs);
+}
+
+// The stack's terms (docs/plan.md, "The stack"), each against its formula.
+TEST(PlanTextbook, TensorParallelSumsInBf16TakeHalfTheBytes) {
+  const nn::GPTConfig m = workload("gpt2-124M");
+  Cluster cl = toy();
+  Candidate c;
+  c.tp = 4, c.mb = 4, c.m = 1, c.precision = "bf16";
+  const double f32 = predict(m, c, cl).breakdown.tp_comm;
+  cl.stack.tp_comm_working = true;
+  const double b16 = predict(m, c, cl).breakdown.tp_comm;
+  // Per block: two allreduces of (M, C) each way; the head's sums unchanged.
+  const double M = 4.0 * m.seq_len, C = m.n_embd, L = m.n_layer;
+  const double per_block = [&](double bytes) { return 2 * 2 * cl.intra.time(Collective::kAllreduce, M * C * bytes, 4); }(4) -
+                           [&](double bytes) { return 2 * 2 * cl.intra.time(Collective::kAllreduce, M * C * bytes, 4); }(2);
+  EXPECT_NEAR(f32 - b16, L * per_block, 1e-9 * f32);
+  EXPECT_GT(b16, 0);
+}
+
+TEST(PlanTextbook, OverlappedTensorParallelTimeIsHiddenUpToTheGemms) {
+  const nn::GPTConfig m = workload("gpt2-124M");
+  Cluster cl = toy();
+  cl.intra = cl.inter;  // a slow link: the all-reduces outlast the GEMMs
+  Candidate c;
+  c.tp = 4, c.mb = 1, c.m = 1;
+  const Prediction none = predict(m, c, cl);
+  cl.stack.tp_overlap = 1;
+  const Prediction all = predict(m, c, cl);
+  cl.stack.tp_overlap = 0.5;
+  const Prediction half = predict(m, c, cl);
+  // Hidden: min(overlap x tp, the block's GEMMs) each way, per block.
+  const double gemms_f = none.breakdown.forward, tp = none.breakdown.tp_comm;
+  EXPECT_LT(all.breakdown.tp_comm, tp);
+  EXPECT_GT(all.breakdown.tp_comm, 0) << "a slow link's all-reduces outlast the GEMMs that hide them";
+  EXPECT_LT(tp - all.breakdown.tp_comm, 2 * gemms_f) << "never more than forward and backward GEMMs hide";
+  EXPECT_NEAR(tp - half.breakdown.tp_comm, std::min(tp - all.breakdown.tp_comm, 0.5 * tp), 1e-9 * tp);
+  EXPECT_EQ(all.breakdown.forward, none.breakdown.forward);
+}
+
+TEST(PlanTextbook, LaunchBoundChunksWaitForTheHostUnlessGraphed) {
+  const nn::GPTConfig m = workload("tiny");
+  Cluster cl = toy();
+  Candidate c;
+  c.mb = 1, c.m = 2;
+  const Prediction gpu_bound = predict(m, c, cl);
+  cl.stack.launch_s = 1e-3;  // far slower than the tiny model's kernels
+  const Prediction eager = predict(m, c, cl);
+  // The blocks' share of a chunk becomes its launches' time (forward 8 per
+  // block, backward 16): more than before, by less than all the launches.
+  const double fwd_launches = c.m * m.n_layer * 8 * 1e-3, bwd_launches = c.m * m.n_layer * 16 * 1e-3;
+  EXPECT_GE(eager.breakdown.forward, fwd_launches);
+  EXPECT_LT(eager.breakdown.forward, gpu_bound.breakdown.forward + fwd_launches);
+  EXPECT_GE(eager.breakdown.backward, bwd_launches);
+  // Graphed: one launch per chunk and direction.
+  cl.stack.graphs = true;
+  const Prediction graphed = predict(m, c, cl);
+  EXPECT_LE(graphed.breakdown.forward, gpu_bound.breakdown.forward + c.m * 1e-3);
+  EXPECT_GE(graphed.breakdown.forward, gpu_bound.breakdown.forward);
+  EXPECT_LT(graphed.step_time_s, eager.step_time_s / 4);
+  // Launches far faster than the kernels: no wait at all.
+  cl.stack.launch_s = 1e-12, cl.stack.graphs = false;
+  EXPECT_DOUBLE_EQ(predict(m, c, cl).breakdown.forward, gpu_bound.breakdown.forward);
 }
 
 TEST(ClusterFile, FromAProbeDocument) {
