@@ -34,6 +34,9 @@ case "${1:-}" in
     # 20 s of sustained load under NVML, into $OUT for the platform issue's figures.
     timeout 120 bash .gpu-pack/run.sh crucible probe --sections gpu --json "$out/probe_gpu.json" 2>&1 |
       tee "$out/probe_gpu.txt" || true
+    # The GPU node's cluster file from it (docs/plan.md): configs/clusters/h200-measured.toml's source.
+    bash .gpu-pack/run.sh crucible plan --cluster-from-probe "$out/probe_gpu.json" -o "$out/h200-measured.toml" \
+      2>&1 | tee "$out/cluster.txt" || true
     # crucible's own step on the GPU (docs/gpu.md): GPT-2 124M and 350M at T = 1024 in
     # bf16, with the GEMM ceiling and copy bandwidth measured in the same process and
     # each kernel class against its own ceiling. BENCH=0 skips it.

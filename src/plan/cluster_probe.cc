@@ -46,6 +46,9 @@ bool fit_collective(const json& rows, double hops_per_rank, int n, AlphaBeta* ou
 }
 
 Result<Cluster> from_probe(const json& probe, const std::string& source);
+template <typename Bad>
+Result<Cluster> gpu_node(const json& probe, Cluster c, const Bad& bad);
+void links_from_probe(const json& probe, double triad, Cluster& c);
 
 }  // namespace
 
@@ -70,10 +73,57 @@ Result<Cluster> cluster_from_probe(const json& probe, const std::string& source)
 
 namespace {
 
+// The links between ranks and the node count (the interconnect and hosts
+// sections): shared memory inside a node, an assumption where the probe ran
+// on one rank (a memory copy's bandwidth from STREAM triad, a few us).
+void links_from_probe(const json& probe, double triad, Cluster& c) {
+  if (triad <= 0) triad = 100;  // no memory section (a GPU node's gpu-only probe)
+  AlphaBeta base{5e-6, triad * 1e9 / 2};
+  for (int k = 0; k < 4; ++k) c.intra.kinds[k] = base;
+  if (const json* ic = at(probe, {"interconnect"}); ic && ic->value("ranks", 1) > 1) {
+    const int n = ic->value("ranks", 2);
+    const char* names[] = {"allreduce", "allgather", "reduce_scatter"};
+    const double hops[] = {2, 1, 1};
+    for (int k = 0; k < 3; ++k)
+      if (const json* rows = at(*ic, {"collectives", names[k], "comm"}))
+        fit_collective(*rows, hops[k], n, &c.intra.kinds[k]);
+    if (const json* pp = at(*ic, {"pingpong"}); pp && pp->is_array() && !pp->empty()) {
+      const json& first = (*pp)[0];
+      c.intra.kinds[3] = {first.value("latency_us", 5.0) * 1e-6, first.value("bandwidth_gbs", triad / 2) * 1e9};
+    }
+  }
+  c.inter = c.intra;
+  // Several hosts (profile/probe_hosts.h): the link between them from the
+  // inter-host ping-pong pairs, for every collective kind (a ring's hop is
+  // one such message), and the node count from the hosts probed.
+  // The collectives then spanned both kinds of link, so inside a host the
+  // intra-host pairs say more than they do.
+  auto pingpong_link = [&](const char* kind, Link* out) {
+    if (const json* l = at(probe, {"interconnect", "links", kind}); l && l->is_object()) {
+      const AlphaBeta link{l->value("latency_us", 50.0) * 1e-6, l->value("bandwidth_gbs", 1.0) * 1e9};
+      for (int k = 0; k < 4; ++k) out->kinds[k] = link;
+    }
+  };
+  if (at(probe, {"interconnect", "links", "inter_host"})) {
+    pingpong_link("intra_host", &c.intra);
+    pingpong_link("inter_host", &c.inter);
+  }
+  if (const json* hosts = at(probe, {"hosts"}); hosts && hosts->is_array() && hosts->size() > 1)
+    c.nodes = int(hosts->size());
+}
+
 Result<Cluster> from_probe(const json& probe, const std::string& source) {
   auto bad = [&](const std::string& why) { return Status::invalid("[plan] " + source + ": " + why); };
   if (!probe.is_object() || probe.value("schema", "") != "crucible-probe/1")
     return bad("not a probe document (schema crucible-probe/1)");
+  // A GPU node: its GPUs are the devices; the CPU's sections are not needed.
+  if (number(probe, {"gpu", "count"}, 0) > 0) {
+    Cluster c;
+    c.source = source;
+    c.name = "this machine (" + probe.value("host", std::string("?")) + ")";
+    links_from_probe(probe, number(probe, {"memory", "threads_all", "triad", "best_gbs"}, 0), c);
+    return gpu_node(probe, c, bad);
+  }
   const double fma = number(probe, {"compute", "peak", "measured_fma_gflops_all"}, 0);
   const json* gemms = at(probe, {"compute", "gemm"});
   if (fma <= 0 || !gemms || !gemms->is_array()) return bad("has no compute section (run crucible probe)");
@@ -169,43 +219,59 @@ Result<Cluster> from_probe(const json& probe, const std::string& source) {
             r.value("valid", false) && r.value("gflops", 0.0) > 0)
           d.attention_efficiency[p] = std::min(1.0, r["gflops"].get<double>() * 1e9 / d.peak_flops[p]);
   }
-  // Links: shared memory between ranks of this node, from the interconnect
-  // section when the probe ran under `crucible launch -n N`; else an
-  // assumption (a memory copy's bandwidth, a few microseconds).
-  AlphaBeta base{5e-6, triad * 1e9 / 2};
-  for (int k = 0; k < 4; ++k) c.intra.kinds[k] = base;
-  if (const json* ic = at(probe, {"interconnect"}); ic && ic->value("ranks", 1) > 1) {
-    const int n = ic->value("ranks", 2);
-    const char* names[] = {"allreduce", "allgather", "reduce_scatter"};
-    const double hops[] = {2, 1, 1};
-    for (int k = 0; k < 3; ++k)
-      if (const json* rows = at(*ic, {"collectives", names[k], "comm"}))
-        fit_collective(*rows, hops[k], n, &c.intra.kinds[k]);
-    if (const json* pp = at(*ic, {"pingpong"}); pp && pp->is_array() && !pp->empty()) {
-      const json& first = (*pp)[0];
-      c.intra.kinds[3] = {first.value("latency_us", 5.0) * 1e-6, first.value("bandwidth_gbs", triad / 2) * 1e9};
-    }
-  }
-  c.inter = c.intra;
-  // Several hosts (profile/probe_hosts.h): the link between them from the
-  // inter-host ping-pong pairs, for every collective kind (a ring's hop is
-  // one such message), and the node count from the hosts probed.
-  // The collectives then spanned both kinds of link, so inside a host the
-  // intra-host pairs say more than they do.
-  auto pingpong_link = [&](const char* kind, Link* out) {
-    if (const json* l = at(probe, {"interconnect", "links", kind}); l && l->is_object()) {
-      const AlphaBeta link{l->value("latency_us", 50.0) * 1e-6, l->value("bandwidth_gbs", 1.0) * 1e9};
-      for (int k = 0; k < 4; ++k) out->kinds[k] = link;
-    }
-  };
-  if (at(probe, {"interconnect", "links", "inter_host"})) {
-    pingpong_link("intra_host", &c.intra);
-    pingpong_link("inter_host", &c.inter);
-  }
-  if (const json* hosts = at(probe, {"hosts"}); hosts && hosts->is_array() && hosts->size() > 1)
-    c.nodes = int(hosts->size());
+  links_from_probe(probe, triad, c);
   if (c.devices_per_node > (1 << 24) || d.memory_bytes > 1e15)
     return bad("cpu.hardware_threads or the NUMA memory is out of range");
+  return c;
+}
+
+// A GPU node (the probe's gpu section, profile/probe_gpu.h): its GPUs are the
+// devices, each with what the probe measured of the first one. The peak is
+// the GEMM ceiling measured through the step's own cuBLASLt path, the figure
+// a GPU run quotes its MFU against (docs/gpu.md), so the measured shape has
+// efficiency 1; the others interpolate to it until `crucible plan
+// --calibrate` refits them from a run. The link between ranks: with one GPU
+// per rank NCCL inside the node is not measured yet (one GPU lent); ranks
+// sharing a GPU stage through pinned host memory (comm/device_comm.h), so
+// each collective crosses the host link twice, plus MPI's latency.
+template <typename Bad>
+Result<Cluster> gpu_node(const json& probe, Cluster c, const Bad& bad) {
+  const json* devs = at(probe, {"gpu", "devices"});
+  if (!devs || !devs->is_array() || devs->empty() || !(*devs)[0].is_object()) return bad("gpu.devices is empty");
+  const json& g = (*devs)[0];
+  if (g.contains("error")) return bad("gpu.devices[0]: " + g.value("error", std::string("?")));
+  const double bf16 = g.value("bf16_gemm_tflops", 0.0), f32 = g.value("f32_gemm_tflops", 0.0);
+  const double copy = g.value("copy_gbs", 0.0), n = g.value("gemm_n", 0.0);
+  if (bf16 <= 0 || f32 <= 0 || copy <= 0 || n < 1)
+    return bad("gpu.devices[0] lacks its GEMM ceilings or copy bandwidth (run crucible probe on the GPU node)");
+  c.devices_per_node = int(std::max(1.0, number(probe, {"gpu", "count"}, 1)));
+  c.shared_node = false;
+  c.devices_per_nic = c.devices_per_node;  // one host NIC, unless the file is edited
+  Device& d = c.device;
+  d.name = g.value("name", std::string("GPU"));
+  d.memory_bytes = g.value("memory_bytes", 0.0);
+  if (d.memory_bytes <= 0) return bad("gpu.devices[0].memory_bytes is missing");
+  d.memory_bandwidth_Bps = copy * 1e9;  // bytes read plus written per second, as kernels stream
+  d.memory_efficiency = 1;
+  d.peak_flops[0] = f32 * 1e12, d.peak_flops[1] = bf16 * 1e12;
+  d.gemm_efficiency[0] = {{n / 2, n / 2, n / 2, 1.0}};  // f32 is timed at half the size
+  d.gemm_efficiency[1] = {{n, n, n, 1.0}};
+  // The attention kernel is not in the section: FlashAttention-2-class
+  // kernels reach about half of the GEMM ceiling on Hopper ([FA2]); refitted
+  // by --calibrate from a run.
+  d.attention_efficiency[0] = d.attention_efficiency[1] = 0.5;
+  d.bf16_widened = false;
+  d.power_w = number(g, {"load", "mean_power_w"}, 0.0);
+  c.stack.launch_s = g.value("launch_us", 0.0) * 1e-6;
+  const double link = std::min(g.value("h2d_pinned_gbs", 0.0), g.value("d2h_pinned_gbs", 0.0));
+  if (link > 0) {
+    for (int k = 0; k < 4; ++k) {
+      AlphaBeta& ab = c.intra.kinds[k];
+      ab.latency_s += 20e-6;  // a device copy each way
+      ab.bandwidth_Bps = std::min(ab.bandwidth_Bps, link * 1e9 / 2);
+    }
+    if (c.nodes == 1) c.inter = c.intra;
+  }
   return c;
 }
 

@@ -254,6 +254,64 @@ TEST(ClusterFile, FromAProbeDocument) {
   EXPECT_TRUE(cluster_from_probe(probe, "probe.json")->device.bf16_widened);
 }
 
+// A GPU node's probe (its gpu section): the GPUs are the devices, at the
+// ceilings the probe measured; the host link stages shared-GPU collectives.
+TEST(ClusterFile, FromAGpuNodesProbe) {
+  nlohmann::json probe = {
+      {"schema", "crucible-probe/1"},
+      {"host", "gpu-box"},
+      {"cpu", {{"model", "CPU X"}, {"hardware_threads", 16}}},
+      {"compute",
+       {{"peak", {{"measured_fma_gflops_all", 1000.0}, {"threads_all", 16}}},
+        {"bf16_native", true},
+        {"gemm", {{{"m", 512}, {"n", 512}, {"k", 512}, {"dtype", "f32"}, {"threads", 16}, {"gflops", 800.0}, {"valid", true}},
+                  {{"m", 512}, {"n", 512}, {"k", 512}, {"dtype", "bf16"}, {"threads", 16}, {"gflops", 1600.0}, {"valid", true}}}}}},
+      {"memory", {{"threads_all", {{"triad", {{"best_gbs", 200.0}}}}}}},
+      {"topology", {{"numa_nodes", {{{"memory_bytes", 128e9}}}}}},
+      {"gpu",
+       {{"count", 1},
+        {"devices",
+         {{{"index", 0}, {"name", "NVIDIA H200"}, {"memory_bytes", 150e9}, {"gemm_n", 8192},
+           {"bf16_gemm_tflops", 780.0}, {"f32_gemm_tflops", 50.0}, {"copy_gbs", 4000.0}, {"h2d_pinned_gbs", 50.0},
+           {"d2h_pinned_gbs", 45.0}, {"launch_us", 2.5}, {"load", {{"mean_power_w", 640.0}}}}}}}}};
+  auto c = cluster_from_probe(probe, "probe.json");
+  ASSERT_TRUE(c) << c.status().message();
+  EXPECT_FALSE(c->shared_node);
+  EXPECT_EQ(c->devices_per_node, 1);
+  EXPECT_EQ(c->device.name, "NVIDIA H200");
+  EXPECT_DOUBLE_EQ(c->device.peak_flops[1], 780e12);
+  EXPECT_DOUBLE_EQ(c->device.peak_flops[0], 50e12);
+  ASSERT_EQ(c->device.gemm_efficiency[1].size(), 1u);
+  EXPECT_EQ(c->device.gemm_efficiency[1][0].m, 8192);
+  EXPECT_EQ(c->device.gemm_efficiency[0][0].m, 4096);
+  EXPECT_DOUBLE_EQ(c->device.memory_bytes, 150e9);
+  EXPECT_DOUBLE_EQ(c->device.memory_bandwidth_Bps, 4000e9);
+  EXPECT_DOUBLE_EQ(c->device.power_w, 640.0);
+  EXPECT_NEAR(c->stack.launch_s, 2.5e-6, 1e-15);
+  EXPECT_DOUBLE_EQ(c->intra.kinds[0].bandwidth_Bps, 22.5e9) << "each collective crosses the host link twice";
+  // It writes a file its reader takes back.
+  auto back = parse_cluster(cluster_toml(*c, ""), "h200.toml");
+  ASSERT_TRUE(back) << back.status().message();
+  EXPECT_DOUBLE_EQ(back->device.peak_flops[1], 780e12);
+  // GPT-2 124M on it: a step, within its memory.
+  Candidate cand;
+  cand.mb = 16, cand.m = 1, cand.precision = "bf16";
+  const Prediction pr = predict(workload("gpt2-124M"), cand, *c);
+  EXPECT_TRUE(pr.runs) << pr.why_not;
+  EXPECT_GT(pr.step_time_s, 0);
+  // `crucible probe --sections gpu` alone suffices for a GPU node.
+  nlohmann::json gpu_only = probe;
+  gpu_only.erase("compute"), gpu_only.erase("memory"), gpu_only.erase("cpu"), gpu_only.erase("topology");
+  auto alone = cluster_from_probe(gpu_only, "probe.json");
+  ASSERT_TRUE(alone) << alone.status().message();
+  EXPECT_DOUBLE_EQ(alone->device.peak_flops[1], 780e12);
+  // A gpu section without its ceilings is named.
+  probe["gpu"]["devices"][0].erase("copy_gbs");
+  auto bad = cluster_from_probe(probe, "probe.json");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.status().message().find("lacks its GEMM ceilings"), std::string::npos) << bad.status().message();
+}
+
 // Energy per token: every device in use at its power under load over the
 // whole predicted step; a shared node (CPUs) draws its power once for all of
 // its ranks. No power in the cluster file: no energy prediction.
