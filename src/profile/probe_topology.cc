@@ -158,6 +158,20 @@ json pci_device(hwloc_topology_t topo, hwloc_obj_t dev) {
                        d.subordinate_bus);
   }
 
+  // The nearest PCIe switch above the device: its parent bridge is one of a
+  // switch's downstream ports when that bridge's own parent is a PCI-to-PCI
+  // bridge other than the root port (the switch's upstream port). Traffic
+  // between two devices of one switch turns around inside it.
+  std::string pcie_switch = "none";
+  if (hwloc_obj_t dsp = dev->parent; dsp && dsp->type == HWLOC_OBJ_BRIDGE && dsp != port &&
+                                     dsp->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_PCI) {
+    hwloc_obj_t usp = dsp->parent;
+    if (usp && usp->type == HWLOC_OBJ_BRIDGE && usp->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_PCI) {
+      const auto& u = usp->attr->bridge.upstream.pci;
+      pcie_switch = busid(u.domain, u.bus, u.dev, u.func);
+    }
+  }
+
   const char* vendor = hwloc_obj_get_info_by_name(dev, "PCIVendor");
   const char* name = hwloc_obj_get_info_by_name(dev, "PCIDevice");
   hwloc_obj_t normal = hwloc_get_non_io_ancestor_obj(topo, dev);
@@ -174,6 +188,7 @@ json pci_device(hwloc_topology_t topo, hwloc_obj_t dev) {
       {"root", root},
       {"root_is_port", port != nullptr},
       {"root_link_gbs", root_link},
+      {"switch", pcie_switch},
       {"numa_node", normal ? numa_node_of(topo, normal) : -1},
       {"socket", normal ? socket_of(topo, normal) : -1}};
 }
@@ -339,12 +354,30 @@ std::vector<std::string> topology_warnings(const json& topo) {
     const double gbs = devs.front()->value("root_link_gbs", 0.0);
     const std::string port_desc =
         "PCIe root port " + port + (gbs > 0 ? fmt::format(" ({:.1f} GB/s)", gbs) : "");
+    // Accelerator and NIC pairs under one PCIe switch (the DGX design):
+    // GPUDirect RDMA between them turns around in the switch.
+    std::map<std::string, std::vector<const json*>> by_switch;
+    for (const json* d : devs)
+      if (d->value("switch", "none") != "none") by_switch[d->value("switch", "")].push_back(d);
+    std::string paired;
+    for (const auto& [sw, under] : by_switch) {
+      bool n = false, a = false;
+      std::string names;
+      for (const json* d : under) {
+        n |= d->value("kind", "") == "nic", a |= d->value("kind", "") == "accelerator";
+        const json os = d->value("os_devices", json::array());
+        names += (names.empty() ? "" : "+") + (os.empty() ? d->value("busid", "?") : os[0].get<std::string>());
+      }
+      if (n && a) paired += (paired.empty() ? "" : ", ") + names + " under switch " + sw;
+    }
     if (nic && accel) {
       warnings.push_back(join_labels(devs) + " sit behind the same " + port_desc +
                          ": they share its lanes, so the accelerator's host traffic (gradients, "
                          "activations) competes with the network, and each gets about half the "
                          "port's bandwidth when both stream (GPUDirect RDMA between them does "
-                         "gain from the short path).");
+                         "gain from the short path" +
+                         (paired.empty() ? std::string(")") : ", which stays inside a PCIe switch for " + paired + ")") +
+                         ".");
     } else {
       warnings.push_back(join_labels(devs) + " sit behind the same " + port_desc +
                          ": they share its lanes, so each gets about half the port's bandwidth "

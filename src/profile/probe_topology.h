@@ -25,7 +25,9 @@
 //                 "host bridge 0000:[00-04]" for a device on the root complex
 //                 itself), root_is_port (whether root is a root port),
 //                 root_link_gbs (the root port's link, GB/s; 0 unknown or not
-//                 a port), numa_node (os_index of the one NUMA node local to
+//                 a port), switch (busid of the upstream port of the nearest
+//                 PCIe switch above the device, "none" when it hangs off the
+//                 root port itself), numa_node (os_index of the one NUMA node local to
 //                 the device; -1 unknown), socket (Package os_index; -1
 //                 unknown)}], in hwloc's order (by host bridge, then bus)
 //   warnings      [sentences]: topology_warnings() of this object

@@ -14,7 +14,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "support/files.h"
 
@@ -297,6 +300,71 @@ TEST(ProbeTopologyTable, ShowsDevicesWarningsAndErrors) {
   EXPECT_TRUE(contains(table, "0000:03:00.0  accelerator")) << table;
   EXPECT_TRUE(contains(table, "warning: ")) << table;
   EXPECT_EQ(topology_table(json{{"error", "[probe] boom"}}), "  error: [probe] boom\n");
+}
+
+}  // namespace
+}  // namespace crucible::profile
+
+namespace crucible::profile {
+namespace {
+
+// An 8-GPU DGX A100-like node (data/dgx_a100_8gpu.xml): per root port a
+// two-level PCIe switch tree whose level-2 switches each hold one A100 and
+// one ConnectX-6. Each GPU is paired with its NIC under one switch (the
+// GPUDirect RDMA design); each root port's four cards share its lanes.
+TEST(ProbeTopology, DgxNodePairsEachGpuWithItsNicUnderOneSwitch) {
+  auto r = probe_topology(std::string(CRUCIBLE_SOURCE_DIR) + "/tests/profile/data/dgx_a100_8gpu.xml");
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  const nlohmann::json& t = *r;
+  EXPECT_EQ(t["valid"], true) << t.dump();
+  int gpus = 0, nics = 0;
+  std::map<std::string, std::vector<std::string>> by_switch;
+  for (const auto& d : t["pci"]) {
+    const std::string kind = d["kind"];
+    gpus += kind == "accelerator", nics += kind == "nic";
+    if (kind == "accelerator" || kind == "nic") {
+      ASSERT_NE(d["switch"], "none") << d.dump();
+      by_switch[d["switch"]].push_back(kind);
+    }
+    if (kind == "storage") {
+      EXPECT_NE(d["switch"], "none") << "the NVMe drive hangs off the level-1 switch";
+    }
+  }
+  EXPECT_EQ(gpus, 8);
+  EXPECT_EQ(nics, 8);
+  ASSERT_EQ(by_switch.size(), 8u) << "eight level-2 switches";
+  for (const auto& [sw, kinds] : by_switch) {
+    std::vector<std::string> sorted = kinds;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(sorted, (std::vector<std::string>{"accelerator", "nic"})) << sw;
+  }
+  // One warning per root port (four), each naming its two GPU+NIC pairs and
+  // their switches; no GPU lacks a NIC on its socket.
+  const auto& w = t["warnings"];
+  ASSERT_EQ(w.size(), 4u) << w.dump();
+  int pairs = 0;
+  for (const auto& s : w) {
+    const std::string text = s;
+    EXPECT_NE(text.find("sit behind the same PCIe root port"), std::string::npos) << text;
+    for (size_t at = text.find(" under switch "); at != std::string::npos; at = text.find(" under switch ", at + 1))
+      ++pairs;
+    EXPECT_EQ(text.find("no NIC is"), std::string::npos) << text;
+  }
+  EXPECT_EQ(pairs, 8);
+  EXPECT_NE(w[0].get<std::string>().find("cuda0+ib0 under switch 0000:03:00.0"), std::string::npos) << w[0];
+}
+
+TEST(ProbeTopology, ADeviceOnTheRootPortItselfHasNoSwitch) {
+  auto r = probe_topology(std::string(CRUCIBLE_SOURCE_DIR) + "/tests/profile/data/two_socket_gpu_nic_shared_port.xml");
+  ASSERT_TRUE(r.is_ok());
+  for (const auto& d : (*r)["pci"]) {
+    if (d["busid"] == "0000:81:00.0") {
+      EXPECT_EQ(d["switch"], "none");  // NVMe straight under its root port
+    }
+    if (d["busid"] == "0000:03:00.0") {
+      EXPECT_EQ(d["switch"], "0000:01:00.0");  // the A100 behind a PLX switch
+    }
+  }
 }
 
 }  // namespace
