@@ -13,9 +13,12 @@
 //
 // Mapping onto NCCL: uneven reduce-scatter and all-gather counts (ZeRO's last
 // shard) become a group of per-root ncclReduce / ncclBroadcast calls; the bf16
-// pieces a group of ncclSend/ncclRecv; point to point ignores tags (NCCL has
-// none): between two ranks, messages match in the order they are posted,
-// which the pipeline schedules keep (docs/parallelism.md).
+// pieces a group of ncclSend/ncclRecv. Point to point on device buffers (the
+// pipeline's activations and gradients) is staged through pinned memory over
+// MPI (comm_staged.cc), not NCCL: NCCL has no tags and runs a rank's sends and
+// receives in its stream's order, so a stage that posts a receive before the
+// send its peer waits for (the schedules post receives early) would stall
+// both streams; MPI's progress does not depend on that order.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -73,7 +76,12 @@ class NcclComm final : public Comm {
     else ncclCommDestroy(nccl_);
   }
   Status start() {
-    return cuda_status("nccl", "cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    CRUCIBLE_RETURN_IF_ERROR(
+        cuda_status("nccl", "cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)));
+    auto memory = cuda_device_memory(device_, kernels_);
+    if (!memory) return memory.status();
+    p2p_ = make_staged_comm(*host_, std::move(*memory));
+    return Status::ok();
   }
 
   int rank() const override { return host_->rank(); }
@@ -152,31 +160,16 @@ class NcclComm final : public Comm {
     if (!dev(send) && !dev(recv)) return host_->allgather_bytes(send, bytes, recv);
     return run("allgather_bytes", [&] { return ncclAllGather(send, recv, bytes, ncclUint8, nccl_, stream_); }).wait();
   }
-  Status send(const void* data, size_t bytes, int dest, int tag) override { return isend(data, bytes, dest, tag).wait(); }
-  Status recv(void* data, size_t bytes, int src, int tag) override { return irecv(data, bytes, src, tag).wait(); }
+  // Point to point: host buffers to MPI, device buffers staged (above).
+  Status send(const void* data, size_t bytes, int dest, int tag) override { return p2p_->send(data, bytes, dest, tag); }
+  Status recv(void* data, size_t bytes, int src, int tag) override { return p2p_->recv(data, bytes, src, tag); }
   Request isend(const void* data, size_t bytes, int dest, int tag) override {
-    if (!dev(data)) return host_->isend(data, bytes, dest, tag);
-    if (Status s = detail::check_peer("send", "dest", dest, size()); !s) return Request::finished(s);
-    return run("send", [&] { return ncclSend(data, bytes, ncclUint8, dest, nccl_, stream_); });
+    return p2p_->isend(data, bytes, dest, tag);
   }
-  Request irecv(void* data, size_t bytes, int src, int tag) override {
-    if (!dev(data)) return host_->irecv(data, bytes, src, tag);
-    if (Status s = detail::check_peer("recv", "src", src, size()); !s) return Request::finished(s);
-    return run("recv", [&] { return ncclRecv(data, bytes, ncclUint8, src, nccl_, stream_); });
-  }
+  Request irecv(void* data, size_t bytes, int src, int tag) override { return p2p_->irecv(data, bytes, src, tag); }
   Status sendrecv(const void* send, size_t send_bytes, int dest, void* recv, size_t recv_bytes, int src,
                   int tag) override {
-    if (!dev(send) && !dev(recv)) return host_->sendrecv(send, send_bytes, dest, recv, recv_bytes, src, tag);
-    CRUCIBLE_RETURN_IF_ERROR(detail::check_peer("sendrecv", "dest", dest, size()));
-    CRUCIBLE_RETURN_IF_ERROR(detail::check_peer("sendrecv", "src", src, size()));
-    return run("sendrecv", [&] {
-             ncclGroupStart();
-             ncclResult_t r = ncclSend(send, send_bytes, ncclUint8, dest, nccl_, stream_);
-             if (r == ncclSuccess) r = ncclRecv(recv, recv_bytes, ncclUint8, src, nccl_, stream_);
-             if (r != ncclSuccess) return ncclGroupEnd(), r;
-             return ncclGroupEnd();
-           })
-        .wait();
+    return p2p_->sendrecv(send, send_bytes, dest, recv, recv_bytes, src, tag);
   }
 
   Result<std::unique_ptr<Comm>> split(int color, int key) override {
@@ -260,6 +253,7 @@ class NcclComm final : public Comm {
   int device_;
   cudaStream_t kernels_, stream_ = nullptr;
   std::vector<cudaEvent_t> events_;  // free events
+  std::unique_ptr<Comm> p2p_;          // the staged Comm over host_, for point to point
   bool failed_ = false;
 };
 
