@@ -46,7 +46,7 @@ DataParallel::DataParallel(comm::Comm& comm, nn::ParamRegistry& params, const Da
   }
   if (cfg.zero == 2 && cfg.grad_dtype == DType::f32)
     scatter_ = Tensor::zeros(Shape{int64_t(std::max<size_t>(1, scatter_total))}, DType::f32,
-                             "dist.scatter");
+                             "dist.scatter", params.device());  // beside the gradients
   if (cfg.grad_dtype == DType::bf16) {
     wire_ = Tensor::zeros(Shape{int64_t(params.numel())}, DType::bf16, "dist.grad_wire");
     size_t at = 0;
@@ -176,8 +176,8 @@ Result<double> DataParallel::finish_reduction() {
     const size_t r = size_t(comm_.rank());
     for (size_t i = 0; i < buckets_.size(); ++i) {
       const Bucket& b = buckets_[i];
-      std::memcpy(params_.grads() + b.offsets[r], scatter_.f32() + scatter_off_[i],
-                  b.counts[r] * sizeof(float));
+      kernels::copy_bytes(params_.grads() + b.offsets[r], scatter_.f32() + scatter_off_[i],
+                          b.counts[r] * sizeof(float));
     }
   }
   return waited;

@@ -3,6 +3,8 @@
 #include <cstring>
 
 #include "core/clock.h"
+#include "kernels/device_scope.h"
+#include "kernels/kernels.h"
 
 namespace crucible::parallel {
 
@@ -30,18 +32,20 @@ void CommTensorParallel::reduce_scatter(float* out, const float* in, size_t n) {
   seconds_ += (now_ns() - t0) * 1e-9;
 }
 
+// Gathered, then summed in rank order, one add at a time through the kernel
+// table (on the device the activations live on): every rank, every layout
+// and either device computes ((g0 + g1) + g2) + ... in f32, the same bits.
 void CommTensorParallel::allreduce(float* x, size_t n) {
   const size_t R = size_t(size());
-  if (gathered_.size() < R * n) gathered_.resize(R * n);
-  allgather(gathered_.data(), x, n);
+  const Device device = kernels::current_target().device;
+  if (gathered_.numel() < int64_t(R * n) || gathered_.device() != device)
+    gathered_ = Tensor::empty(Shape{int64_t(R * n)}, DType::f32, "tp.allreduce", device);
+  float* g = gathered_.f32();
+  allgather(g, x, n);
   if (!error_) return;
-  const float* g = gathered_.data();
-#pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < n; ++i) {
-    float sum = g[i];
-    for (size_t r = 1; r < R; ++r) sum += g[r * n + i];
-    x[i] = sum;
-  }
+  if (R == 1) return kernels::copy_bytes(x, g, n * sizeof(float));
+  kernels::add(x, g, g + n, n);
+  for (size_t r = 2; r < R; ++r) kernels::add(x, x, g + r * n, n);
 }
 
 double CommTensorParallel::take_seconds() {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "comm/comm.h"
+#include "core/tensor.h"
 #include "nn/tensor_parallel.h"
 
 namespace crucible::parallel {
@@ -31,7 +32,7 @@ class CommTensorParallel final : public nn::TensorParallel {
 
  private:
   comm::Comm& group_;
-  std::vector<float> gathered_;  // allreduce's staging, reused
+  Tensor gathered_;  // allreduce's staging on the activations' device, reused
   Status error_;
   double seconds_ = 0;
 };

@@ -89,11 +89,11 @@ MemoryEstimate estimate_memory(const nn::GPTConfig& model, const Candidate& c, c
   e.activations = uint64_t(e.contexts) * rounded(per_context);
   e.other = rounded(B * T * 4);           // the row of ones for bias gradients (nn/linear.cc)
   if (bf16) e.other += rounded(B * T * 2);  // and its bf16 twin
-  // Tensor parallel: the allreduce's staging (parallel/tensor_parallel.h, a
-  // std::vector outside the allocator), tp activations of (B,T,C); sequence
-  // parallel, tp LayerNorm gradients of (C) (its activations are gathered
-  // into the arena instead).
-  if (tp > 1) e.staging = uint64_t(tp) * (part.sequence_parallel ? 1 : B * T) * uint64_t(model.n_embd) * 4;
+  // Tensor parallel: the allreduce's gathered pieces (parallel/tensor_parallel.h,
+  // a pool block on the activations' device), tp activations of (B,T,C);
+  // sequence parallel, tp LayerNorm gradients of (C) (its activations are
+  // gathered into the arena instead).
+  if (tp > 1) e.other += rounded(uint64_t(tp) * (part.sequence_parallel ? 1 : B * T) * uint64_t(model.n_embd) * 4);
   // The embedding's wte gradient rows, reduced apart (parallel/embedding_rows.h),
   // counted as if overlap is on (the default).
   if (parallel::EmbeddingGradRows::applies(layout, model, c.m, c.mb))

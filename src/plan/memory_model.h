@@ -20,8 +20,7 @@
 //                copies, the reproducible tree's partial sums), an
 //                allowance for oneDNN's scratchpad, and on CPUs without a
 //                bf16 matmul the f32 widening buffer of bf16 GEMMs
-//   staging      outside crucible's allocator: the tensor-parallel
-//                allreduce's staging vector, the embedding's wte gradient
+//   staging      outside crucible's allocator: the embedding's wte gradient
 //                rows (parallel/embedding_rows.h)
 //   snapshot     outside crucible's allocator: the host copy a checkpoint is
 //                written from (params and both moments of what this rank
@@ -41,7 +40,7 @@ namespace crucible::plan {
 struct MemoryEstimate {
   uint64_t weights = 0, grads = 0, optimizer = 0, activations = 0, other = 0;  // crucible's allocator
   uint64_t snapshot = 0;  // host copy for checkpoints (std::vector)
-  uint64_t staging = 0;   // tensor-parallel staging, embedding rows (std::vectors)
+  uint64_t staging = 0;   // the embedding rows' buffers (std::vectors)
   int contexts = 1;       // micro-batch activation contexts held at once
   uint64_t allocator_bytes() const { return weights + grads + optimizer + activations + other; }
   uint64_t total() const { return allocator_bytes() + snapshot + staging; }

@@ -114,6 +114,7 @@ std::vector<Field> fields(Config& c) {
       {"dist.sequence_parallel", &c.dist.sequence_parallel},
       {"dist.pp_split", &c.dist.pp_split},
       {"dist.grad_dtype", &c.dist.grad_dtype},
+      {"dist.share_gpus", &c.dist.share_gpus},
       {"fault.hang_timeout_s", &c.fault.hang_timeout_s},
       {"fault.heartbeat_window_s", &c.fault.heartbeat_window_s},
       {"fault.setup_timeout_s", &c.fault.setup_timeout_s},

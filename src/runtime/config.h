@@ -111,6 +111,9 @@ struct DistConfig {
   // "f32" | "bf16": the data-parallel gradients on the wire (bf16: half the
   // bytes, summed in f32; parallel/data_parallel.h).
   std::string grad_dtype = "f32";
+  // Ranks on GPUs: let more ranks than a host has GPUs share them (their
+  // collectives staged through host memory; for testing layouts on few GPUs).
+  bool share_gpus = false;
 };
 
 // Supervision by `crucible launch` (docs/fault_tolerance.md).

@@ -41,8 +41,8 @@ std::vector<std::string> missing_kernels(const kernels::KernelTable& t, bool bf1
 
 }  // namespace
 
-Status check_device(const Config& cfg, int world) {
-  auto device = Device::parse(cfg.run.device);
+Status check_device(const Config& cfg, int world, std::optional<Device> placed) {
+  auto device = placed ? Result<Device>(*placed) : Device::parse(cfg.run.device);
   if (!device) return Status::invalid("[train] run.device: " + device.status().message());
   if (device->is_cpu()) return Status::ok();
   const std::string key = "[train] run.device = " + device->str();
@@ -50,10 +50,10 @@ Status check_device(const Config& cfg, int world) {
   if (Status s = kernels::cuda::use_device(device->index); !s) return Status::invalid(key + ": " + strip(s.message()));
   auto info = kernels::cuda::device_info(device->index);
   const std::string named = key + (info ? " (" + info->name + ")" : "");
-  // What one GPU runs today: one rank, the step's kernels all written.
-  if (world > 1)
-    return Status::invalid(named + ": " + std::to_string(world) +
-                           " ranks on GPUs need the GPU collectives, not built yet; train on one rank");
+  // Several ranks: their collectives on device buffers (comm/device_comm.h);
+  // the bf16 wire's sums still run on the host.
+  if (world > 1 && cfg.dist.grad_dtype == "bf16")
+    return Status::invalid(named + ": dist.grad_dtype = \"bf16\" sums its pieces on the host; use \"f32\" on GPUs");
   if (cfg.dist.reproducible)
     return Status::invalid(named + ": dist.reproducible's tree reduction runs on the host; leave it false on a GPU");
   const std::vector<std::string> missing =

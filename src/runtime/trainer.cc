@@ -40,6 +40,7 @@
 #include "runtime/checkpointer.h"
 #include "runtime/device_check.h"
 #include "runtime/faults.h"
+#include "runtime/gpu_world.h"
 #include "runtime/heartbeat.h"
 #include "runtime/init_source.h"
 #include "runtime/memory_estimate.h"
@@ -107,8 +108,10 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   // The device, then memory: a run that cannot fit is refused before
   // anything is allocated or written (ranks on this machine: Open MPI's
   // local size; on a GPU, the model and its step live in the GPU's memory).
-  CRUCIBLE_RETURN_IF_ERROR(agree(comm, check_device(plan.config, W)));
-  const Device device = *Device::parse(plan.config.run.device);
+  auto gpus = open_gpu_world(comm, plan.config);  // several ranks on GPUs: placed, their device Comm
+  CRUCIBLE_RETURN_IF_ERROR(agree(comm, gpus.status()));
+  CRUCIBLE_RETURN_IF_ERROR(agree(comm, check_device(plan.config, W, gpus->device)));
+  const Device device = gpus->device;
   {
     const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     const int here = local ? std::max(1, std::atoi(local)) : 1;
@@ -207,7 +210,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     log("[train] warning: train.threads = " + std::to_string(cfg.train.threads) + " on " +
         std::to_string(hardware_threads()) + " cores: threads beyond the cores only contend");
   log("[run] " + run + (plan.resume ? " (resuming)" : "") + ", " + std::to_string(W) +
-      (W > 1 ? " ranks (" + comm.backend() + ") x " : " process x ") +
+      (W > 1 ? " ranks (" + (gpus->comm ? gpus->comm->backend() : comm.backend()) + ") x " : " process x ") +
       std::to_string(num_threads()) + " threads");
   const data::TextTokenizer& tok = *setup.tok;
 
@@ -235,7 +238,9 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   if (eval_micro == 0) eval_micro = val_micro;
   const int eval_batches = int(eval_micro);
   // ---- this rank's part of the model, its optimizer and step, checkpoints ----
-  auto made = TrainStep::create(cfg, comm);
+  Config placed = cfg;  // this rank's GPU (the stored config keeps what the user named)
+  placed.run.device = device.str();
+  auto made = TrainStep::create(placed, gpus->comm ? *gpus->comm : comm);
   CRUCIBLE_RETURN_IF_ERROR(agree(comm, made.status()));
   TrainStep& ts = **made;
   // From here on this thread's kernels run on the run's device
