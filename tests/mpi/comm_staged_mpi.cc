@@ -2,16 +2,20 @@
 // arena of host memory (support/fake_device_memory.h): every collective and
 // point-to-point call on device buffers must give the MPI Comm's bits on host
 // buffers, and the NCCL bootstrap must carry rank 0's id (or its error) to
-// every rank. On a real GPU: tests/gpu/gpu_nccl_test.cc.
+// every rank; placement on a machine without GPUs refuses every rank alike.
+// On a real GPU: tests/gpu/gpu_nccl_test.cc.
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "comm/comm.h"
 #include "comm/device_comm.h"
 #include "core/rng.h"
+#include "kernels/cuda/cuda.h"
+#include "runtime/gpu_world.h"
 #include "support/fake_device_memory.h"
 
 namespace crucible::comm {
@@ -218,10 +222,14 @@ TEST(StagedMpi, TheNcclBootstrapCarriesRankZerosIdOrItsError) {
 }
 
 TEST(StagedMpi, RanksOnOneGpuTakeTheStagedPath) {
-  // All ranks of this test run on one machine: one GPU id for all is sharing.
+  // One GPU id for every rank: shared wherever two ranks are on one host
+  // (this test also runs on two namespace hosts, one rank each).
+  auto names = host_names(host());
+  ASSERT_TRUE(names.is_ok());
+  const std::set<std::string> hosts(names->begin(), names->end());
   auto shared = choose_device_path(host(), "0000:19:00.0");
   ASSERT_TRUE(shared.is_ok());
-  EXPECT_EQ(*shared, host().size() > 1 ? DevicePath::kStaged : DevicePath::kNccl);
+  EXPECT_EQ(*shared, hosts.size() < names->size() ? DevicePath::kStaged : DevicePath::kNccl);
   auto own = choose_device_path(host(), "0000:" + std::to_string(10 + host().rank()) + ":00.0");
   ASSERT_TRUE(own.is_ok());
   EXPECT_EQ(*own, DevicePath::kNccl);
@@ -229,3 +237,27 @@ TEST(StagedMpi, RanksOnOneGpuTakeTheStagedPath) {
 
 }  // namespace
 }  // namespace crucible::comm
+
+namespace crucible::runtime {
+namespace {
+
+// Several ranks asking for GPUs where there are none: every rank gets the
+// same one-line refusal, none waits (placement gathers every rank's count).
+TEST(GpuWorldMpi, RanksOnAMachineWithoutGpusAreRefusedAlike) {
+  comm::Comm& world = **comm::world();
+  Config cfg;
+  cfg.run.device = "cpu";
+  auto cpu = open_gpu_world(world, cfg);
+  ASSERT_TRUE(cpu.is_ok()) << cpu.status().message();
+  EXPECT_TRUE(cpu->device.is_cpu());
+  EXPECT_EQ(cpu->comm, nullptr);
+  if (kernels::cuda::device_count() > 0) GTEST_SKIP() << "this machine has a GPU";
+  cfg.run.device = "cuda";
+  auto gpu = open_gpu_world(world, cfg);
+  ASSERT_FALSE(gpu.is_ok());
+  EXPECT_EQ(gpu.status().message().rfind("[launch] rank 0's host ", 0), 0u) << gpu.status().message();
+  EXPECT_NE(gpu.status().message().find("has no GPU"), std::string::npos) << gpu.status().message();
+}
+
+}  // namespace
+}  // namespace crucible::runtime
