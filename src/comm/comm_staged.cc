@@ -32,7 +32,8 @@ class Pool {
   DeviceMemory& memory() { return *memory_; }
   Result<void*> acquire(size_t bytes, size_t* got) {
     auto it = free_.lower_bound(bytes);
-    if (it != free_.end() && it->first <= 2 * bytes + (size_t{1} << 20)) {  // not a huge block for a small call
+    if (it != free_.end() &&
+        it->first <= 2 * bytes + (size_t{1} << 20)) {  // not a huge block for a small call
       void* p = it->second;
       *got = it->first;
       free_.erase(it);
@@ -130,7 +131,8 @@ class StagedComm final : public Comm {
     auto s = stage_in(data, n * sizeof(float));
     if (!s) return Request::finished(s.status());
     float* h = s->as<float>();
-    return staged(host_->iallreduce(h, n, op), std::move(*s), [=, this] { return out(data, h, n * sizeof(float)); });
+    return staged(host_->iallreduce(h, n, op), std::move(*s),
+                  [=, this] { return out(data, h, n * sizeof(float)); });
   }
   Status allreduce(double* data, size_t n, ReduceOp op) override {
     if (!dev(data)) return host_->allreduce(data, n, op);
@@ -142,10 +144,12 @@ class StagedComm final : public Comm {
 
   // The staged reduce-scatter is always in place on the staging copy of the
   // full buffer; the piece is copied out to wherever recv is.
-  Status reduce_scatter(const float* send, float* recv, const std::vector<size_t>& counts) override {
+  Status reduce_scatter(const float* send, float* recv,
+                        const std::vector<size_t>& counts) override {
     return ireduce_scatter(send, recv, counts).wait();
   }
-  Request ireduce_scatter(const float* send, float* recv, const std::vector<size_t>& counts) override {
+  Request ireduce_scatter(const float* send, float* recv,
+                          const std::vector<size_t>& counts) override {
     if (!dev(send) && !dev(recv)) return host_->ireduce_scatter(send, recv, counts);
     auto layout = detail::check_pieces("reduce_scatter", send, recv, counts, rank(), size());
     if (!layout) return Request::finished(layout.status());
@@ -168,16 +172,20 @@ class StagedComm final : public Comm {
     auto s = Staged::make(pool_, layout->total * sizeof(float));
     if (!s) return Request::finished(s.status());
     float* full = s->as<float>();
-    if (Status st = in(full + layout->offset, send, layout->count * sizeof(float)); !st) return Request::finished(st);
+    if (Status st = in(full + layout->offset, send, layout->count * sizeof(float)); !st)
+      return Request::finished(st);
     const size_t total = layout->total;
     return staged(host_->iallgather(full + layout->offset, full, counts), std::move(*s),
                   [=, this] { return out(recv, full, total * sizeof(float)); });
   }
 
-  Request ialltoall_pieces(const bf16* send, bf16* recv, const std::vector<size_t>& counts) override {
+  Request ialltoall_pieces(const bf16* send, bf16* recv,
+                           const std::vector<size_t>& counts) override {
     if (!dev(send) && !dev(recv)) return host_->ialltoall_pieces(send, recv, counts);
-    if (counts.size() != size_t(size())) return host_->ialltoall_pieces(send, recv, counts);  // its error
-    const size_t in_bytes = sum(counts) * sizeof(bf16), out_bytes = size_t(size()) * counts[size_t(rank())] * sizeof(bf16);
+    if (counts.size() != size_t(size()))
+      return host_->ialltoall_pieces(send, recv, counts);  // its error
+    const size_t in_bytes = sum(counts) * sizeof(bf16),
+                 out_bytes = size_t(size()) * counts[size_t(rank())] * sizeof(bf16);
     auto s = stage_in(send, in_bytes);
     if (!s) return Request::finished(s.status());
     auto r = Staged::make(pool_, out_bytes);
@@ -195,7 +203,8 @@ class StagedComm final : public Comm {
     auto s = stage_in(recv, bytes);
     if (!s) return Request::finished(s.status());
     bf16* h = s->as<bf16>();
-    return staged(host_->iallgather_pieces(h, counts), std::move(*s), [=, this] { return out(recv, h, bytes); });
+    return staged(host_->iallgather_pieces(h, counts), std::move(*s),
+                  [=, this] { return out(recv, h, bytes); });
   }
 
   Status broadcast(void* data, size_t bytes, int root) override {
@@ -218,12 +227,15 @@ class StagedComm final : public Comm {
   Status send(const void* data, size_t bytes, int dest, int tag) override {
     return isend(data, bytes, dest, tag).wait();
   }
-  Status recv(void* data, size_t bytes, int src, int tag) override { return irecv(data, bytes, src, tag).wait(); }
+  Status recv(void* data, size_t bytes, int src, int tag) override {
+    return irecv(data, bytes, src, tag).wait();
+  }
   Request isend(const void* data, size_t bytes, int dest, int tag) override {
     if (!dev(data)) return host_->isend(data, bytes, dest, tag);
     auto s = stage_in(data, bytes);
     if (!s) return Request::finished(s.status());
-    Request inner = host_->isend(s->as<void>(), bytes, dest, tag);  // before *s moves into the request
+    Request inner =
+        host_->isend(s->as<void>(), bytes, dest, tag);  // before *s moves into the request
     return staged(std::move(inner), std::move(*s), nullptr);
   }
   Request irecv(void* data, size_t bytes, int src, int tag) override {
@@ -231,11 +243,13 @@ class StagedComm final : public Comm {
     auto s = Staged::make(pool_, bytes);
     if (!s) return Request::finished(s.status());
     void* h = s->as<void>();
-    return staged(host_->irecv(h, bytes, src, tag), std::move(*s), [=, this] { return out(data, h, bytes); });
+    return staged(host_->irecv(h, bytes, src, tag), std::move(*s),
+                  [=, this] { return out(data, h, bytes); });
   }
-  Status sendrecv(const void* send, size_t send_bytes, int dest, void* recv, size_t recv_bytes, int src,
-                  int tag) override {
-    if (!dev(send) && !dev(recv)) return host_->sendrecv(send, send_bytes, dest, recv, recv_bytes, src, tag);
+  Status sendrecv(const void* send, size_t send_bytes, int dest, void* recv, size_t recv_bytes,
+                  int src, int tag) override {
+    if (!dev(send) && !dev(recv))
+      return host_->sendrecv(send, send_bytes, dest, recv, recv_bytes, src, tag);
     auto s = stage_in(send, send_bytes);
     if (!s) return s.status();
     auto r = Staged::make(pool_, recv_bytes);
@@ -281,7 +295,8 @@ class StagedComm final : public Comm {
   Request staged(Request inner, Staged buffer, std::function<Status()> after) {
     std::vector<Staged> bufs;
     bufs.push_back(std::move(buffer));
-    return Request(std::make_unique<StagedRequest>(std::move(inner), std::move(bufs), std::move(after)));
+    return Request(
+        std::make_unique<StagedRequest>(std::move(inner), std::move(bufs), std::move(after)));
   }
 
   Comm* host_;

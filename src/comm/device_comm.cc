@@ -30,27 +30,40 @@ namespace detail {
 // ncclResult_t's values (nccl.h, stable since NCCL 2.0; 7 since 2.14).
 std::string nccl_result_text(int result) {
   switch (result) {
-    case 0: return "ncclSuccess";
-    case 1: return "ncclUnhandledCudaError (a CUDA call inside NCCL failed: no usable GPU, or the GPU faulted)";
-    case 2: return "ncclSystemError (a system or network call failed: sockets, shared memory, or a peer died)";
-    case 3: return "ncclInternalError (NCCL's own invariant broke)";
-    case 4: return "ncclInvalidArgument (a bad pointer, count, type or rank)";
-    case 5: return "ncclInvalidUsage (calls out of order or mismatched between ranks)";
-    case 6: return "ncclRemoteError (a peer rank failed or went away)";
-    case 7: return "ncclInProgress (a non-blocking call has not finished)";
-    default: return "ncclResult " + std::to_string(result) + " (unknown to this crucible)";
+    case 0:
+      return "ncclSuccess";
+    case 1:
+      return "ncclUnhandledCudaError (a CUDA call inside NCCL failed: no usable GPU, or the GPU "
+             "faulted)";
+    case 2:
+      return "ncclSystemError (a system or network call failed: sockets, shared memory, or a peer "
+             "died)";
+    case 3:
+      return "ncclInternalError (NCCL's own invariant broke)";
+    case 4:
+      return "ncclInvalidArgument (a bad pointer, count, type or rank)";
+    case 5:
+      return "ncclInvalidUsage (calls out of order or mismatched between ranks)";
+    case 6:
+      return "ncclRemoteError (a peer rank failed or went away)";
+    case 7:
+      return "ncclInProgress (a non-blocking call has not finished)";
+    default:
+      return "ncclResult " + std::to_string(result) + " (unknown to this crucible)";
   }
 }
 
 std::string nccl_error(const char* op, const char* call, int rank, int size, int result,
                        const std::string& detail) {
-  std::string m = std::string("[dist] ") + op + ": " + call + " failed on rank " + std::to_string(rank) + " of " +
-                  std::to_string(size) + ": " + nccl_result_text(result);
+  std::string m = std::string("[dist] ") + op + ": " + call + " failed on rank " +
+                  std::to_string(rank) + " of " + std::to_string(size) + ": " +
+                  nccl_result_text(result);
   if (!detail.empty()) m += ": " + detail;
   return m;
 }
 
-Status share_unique_id(Comm& host, void* id, size_t bytes, const std::function<Status(void*)>& make) {
+Status share_unique_id(Comm& host, void* id, size_t bytes,
+                       const std::function<Status(void*)>& make) {
   // Rank 0's id, or its error, reaches every rank: a rank 0 that cannot make
   // one broadcasts a flag so the others fail with it instead of hanging.
   int32_t ok = 1;
@@ -61,7 +74,9 @@ Status share_unique_id(Comm& host, void* id, size_t bytes, const std::function<S
   }
   CRUCIBLE_RETURN_IF_ERROR(host.broadcast(&ok, sizeof(ok), 0));
   if (!ok)
-    return host.rank() == 0 ? made : Status::internal("[dist] NCCL bootstrap: rank 0 could not make the unique id");
+    return host.rank() == 0
+               ? made
+               : Status::internal("[dist] NCCL bootstrap: rank 0 could not make the unique id");
   return host.broadcast(id, bytes, 0);
 }
 

@@ -74,7 +74,8 @@ std::string nccl_error(const char* op, const char* call, int rank, int size, int
 // Bootstrap: the NCCL unique id (128 opaque bytes) rank 0 makes, broadcast over
 // `host`; `make` is ncclGetUniqueId on rank 0 (a parameter, so the bootstrap is
 // tested over MPI where no GPU is).
-Status share_unique_id(Comm& host, void* id, size_t bytes, const std::function<Status(void*)>& make);
+Status share_unique_id(Comm& host, void* id, size_t bytes,
+                       const std::function<Status(void*)>& make);
 }  // namespace detail
 
 }  // namespace crucible::comm

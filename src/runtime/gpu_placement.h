@@ -27,11 +27,12 @@ struct GpuPlacement {
 // hosts[r], gpus[r]: rank r's host and how many GPUs that host shows it.
 // `pinned`: the index run.device names explicitly ("cuda:N"), or -1 ("cuda":
 // by local rank).
-Result<GpuPlacement> place_on_gpus(const std::vector<std::string>& hosts, const std::vector<int>& gpus, int tp,
-                                   int pinned, bool share);
+Result<GpuPlacement> place_on_gpus(const std::vector<std::string>& hosts,
+                                   const std::vector<int>& gpus, int tp, int pinned, bool share);
 
 // The same, collective over the job: every rank's host and GPU count
 // gathered, every rank the same answer (or the same refusal).
-Result<GpuPlacement> place_ranks_on_gpus(comm::Comm& comm, int gpus_here, int tp, int pinned, bool share);
+Result<GpuPlacement> place_ranks_on_gpus(comm::Comm& comm, int gpus_here, int tp, int pinned,
+                                         bool share);
 
 }  // namespace crucible::runtime

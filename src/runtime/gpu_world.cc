@@ -15,18 +15,21 @@ Result<GpuWorld> open_gpu_world(comm::Comm& world, const Config& cfg) {
   if (named->is_cpu() || world.size() == 1) return g;
   // "cuda" places each rank by local order; "cuda:N" pins a host's ranks to N.
   const int pinned = cfg.run.device == "cuda" ? -1 : named->index;
-  auto placed = place_ranks_on_gpus(world, kernels::cuda::device_count(), cfg.dist.tp, pinned, cfg.dist.share_gpus);
+  auto placed = place_ranks_on_gpus(world, kernels::cuda::device_count(), cfg.dist.tp, pinned,
+                                    cfg.dist.share_gpus);
   if (!placed) return placed.status();
   g.device = Device::cuda(placed->gpu[size_t(world.rank())]);
   // This rank's GPU, agreed before any collective that needs it.
   Status local = kernels::cuda::use_device(g.device.index);
-  auto info = local ? kernels::cuda::device_info(g.device.index) : Result<kernels::cuda::DeviceInfo>(local);
+  auto info =
+      local ? kernels::cuda::device_info(g.device.index) : Result<kernels::cuda::DeviceInfo>(local);
   CRUCIBLE_RETURN_IF_ERROR(agree(world, info.status()));
   auto path = comm::choose_device_path(world, info->pci_bus_id);
   if (!path) return path.status();
   g.path = comm::path_name(*path);
   if (*path == comm::DevicePath::kNccl) {
-    auto c = comm::make_nccl_comm(world, g.device.index, nullptr);  // the kernels' stream: the default one
+    auto c = comm::make_nccl_comm(world, g.device.index,
+                                  nullptr);  // the kernels' stream: the default one
     CRUCIBLE_RETURN_IF_ERROR(agree(world, c.status()));
     g.comm = std::move(*c);
   } else {

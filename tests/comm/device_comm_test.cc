@@ -2,13 +2,14 @@
 // the unique-id bootstrap, the path choice, and the staged Comm on a fake GPU
 // (its MPI ranks: tests/mpi/comm_staged_mpi.cc; NCCL on a GPU:
 // tests/gpu/gpu_nccl_test.cc).
+#include "comm/device_comm.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <string>
 #include <vector>
 
-#include "comm/device_comm.h"
 #include "kernels/cuda/cuda.h"
 #include "support/fake_device_memory.h"
 
@@ -17,16 +18,19 @@ namespace {
 
 TEST(NcclErrors, EveryResultIsNamedWithItsMeaning) {
   EXPECT_EQ(detail::nccl_result_text(0), "ncclSuccess");
-  EXPECT_NE(detail::nccl_result_text(1).find("ncclUnhandledCudaError (a CUDA call"), std::string::npos);
+  EXPECT_NE(detail::nccl_result_text(1).find("ncclUnhandledCudaError (a CUDA call"),
+            std::string::npos);
   EXPECT_NE(detail::nccl_result_text(2).find("ncclSystemError"), std::string::npos);
-  EXPECT_NE(detail::nccl_result_text(6).find("ncclRemoteError (a peer rank failed"), std::string::npos);
+  EXPECT_NE(detail::nccl_result_text(6).find("ncclRemoteError (a peer rank failed"),
+            std::string::npos);
   EXPECT_NE(detail::nccl_result_text(42).find("ncclResult 42 (unknown"), std::string::npos);
   // Distinct texts: a user can tell the causes apart.
   for (int a = 0; a <= 7; ++a)
-    for (int b = a + 1; b <= 7; ++b) EXPECT_NE(detail::nccl_result_text(a), detail::nccl_result_text(b));
+    for (int b = a + 1; b <= 7; ++b)
+      EXPECT_NE(detail::nccl_result_text(a), detail::nccl_result_text(b));
   EXPECT_EQ(detail::nccl_error("allreduce", "ncclAllReduce", 3, 8, 6, "socket closed"),
-            "[dist] allreduce: ncclAllReduce failed on rank 3 of 8: " + detail::nccl_result_text(6) +
-                ": socket closed");
+            "[dist] allreduce: ncclAllReduce failed on rank 3 of 8: " +
+                detail::nccl_result_text(6) + ": socket closed");
   EXPECT_EQ(detail::nccl_error("split", "ncclCommSplit", 0, 2, 5, ""),
             "[dist] split: ncclCommSplit failed on rank 0 of 2: " + detail::nccl_result_text(5));
 }
@@ -43,7 +47,8 @@ TEST(NcclBootstrap, RankZerosIdOrItsError) {
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(id[0], 0xab);
   EXPECT_EQ(id[127], 0xab);
-  Status s = detail::share_unique_id(*comm, id, sizeof(id), [](void*) { return Status::internal("no network"); });
+  Status s = detail::share_unique_id(*comm, id, sizeof(id),
+                                     [](void*) { return Status::internal("no network"); });
   EXPECT_FALSE(s.is_ok());
   EXPECT_EQ(s.message(), "no network");
 }
@@ -57,7 +62,8 @@ TEST(DevicePath, OneRankIsNccl) {
 }
 
 TEST(NcclComm, WithoutAGpuSaysSoInOneLine) {
-  if (kernels::cuda::device_count() > 0) GTEST_SKIP() << "a GPU is present: tests/gpu/gpu_nccl_test.cc runs NCCL";
+  if (kernels::cuda::device_count() > 0)
+    GTEST_SKIP() << "a GPU is present: tests/gpu/gpu_nccl_test.cc runs NCCL";
   auto comm = make_single_comm();
   auto nccl = make_nccl_comm(*comm, 0, nullptr);
   ASSERT_FALSE(nccl.is_ok());
@@ -101,7 +107,8 @@ TEST(StagedComm, CopiesDeviceBuffersAroundTheHostCallAndReusesItsStaging) {
   EXPECT_EQ((*sub)->backend(), "single+staged");
   staged.reset();
   sub->reset();
-  EXPECT_EQ(counts.pinned_frees, counts.pinned_allocs) << "every pinned buffer is freed with the last Comm";
+  EXPECT_EQ(counts.pinned_frees, counts.pinned_allocs)
+      << "every pinned buffer is freed with the last Comm";
 }
 
 TEST(StagedComm, ErrorsOfTheCallAreTheHostCommsOwn) {

@@ -19,14 +19,16 @@ namespace crucible::e2e {
 namespace {
 
 std::vector<std::string> train_args(const std::string& run, std::vector<std::string> sets) {
-  std::vector<std::string> a = {"--run-dir", run, "--set", "train.steps=20", "--set", "run.sample_tokens=0",
-                                "--set", "run.device=cuda", "--set", "model.n_layer=4"};
+  std::vector<std::string> a = {
+      "--run-dir",           run,     "--set",           "train.steps=20", "--set",
+      "run.sample_tokens=0", "--set", "run.device=cuda", "--set",          "model.n_layer=4"};
   for (const std::string& s : sets) a.insert(a.end(), {"--set", s});
   return a;
 }
 
 std::vector<std::string> launch(int ranks, std::vector<std::string> train) {
-  std::vector<std::string> a = {"launch", "-n", std::to_string(ranks), "--threads", "1", "--", "train"};
+  std::vector<std::string> a = {"launch", "-n",   std::to_string(ranks), "--threads", "1",
+                                "--",     "train"};
   a.insert(a.end(), train.begin(), train.end());
   return a;
 }
@@ -57,7 +59,9 @@ TEST(GpuLayouts, EveryLayoutOnOneGpuTrainsTheOneRankRun) {
       {"tp2", 2, {"dist.tp=2", "train.grad_accum=2"}},
       {"pp2_1f1b", 2, {"dist.pp=2", "train.grad_accum=2"}},
       {"pp2_zbh1", 2, {"dist.pp=2", "dist.pp_schedule=zb-h1", "train.grad_accum=2"}},
-      {"pp2_interleaved", 2, {"dist.pp=2", "dist.pp_schedule=interleaved", "dist.pp_virtual=2", "train.grad_accum=2"}},
+      {"pp2_interleaved",
+       2,
+       {"dist.pp=2", "dist.pp_schedule=interleaved", "dist.pp_virtual=2", "train.grad_accum=2"}},
       {"dp2tp2_zero1", 4, {"dist.tp=2", "dist.zero=1"}},
   };
   for (const Case& c : cases) {
@@ -65,10 +69,13 @@ TEST(GpuLayouts, EveryLayoutOnOneGpuTrainsTheOneRankRun) {
     sets.push_back("dist.share_gpus=true");
     auto r = run_crucible(launch(c.ranks, train_args(dir / c.name, sets)), dir.path());
     ASSERT_EQ(r.code, 0) << c.name << "\n" << r.output;
-    EXPECT_NE(r.output.find("+staged"), std::string::npos) << c.name << ": ranks sharing a GPU stage\n" << r.output;
+    EXPECT_NE(r.output.find("+staged"), std::string::npos)
+        << c.name << ": ranks sharing a GPU stage\n"
+        << r.output;
     const auto got = losses(dir / c.name);
     ASSERT_EQ(got.size(), want.size()) << c.name;
-    for (const auto& [step, loss] : want) EXPECT_NEAR(got.at(step), loss, 1e-4) << c.name << " step " << step;
+    for (const auto& [step, loss] : want)
+      EXPECT_NEAR(got.at(step), loss, 1e-4) << c.name << " step " << step;
   }
   // Without dist.share_gpus, two ranks on one GPU are refused before training.
   auto refused = run_crucible(launch(2, train_args(dir / "refused", {})), dir.path());

@@ -67,7 +67,8 @@ TEST(StagedMpi, AllreduceEqualsTheHostCommBitwise) {
   // Non-blocking, several in flight (a data-parallel step's buckets), max too.
   auto a = data(5000, 3), b = data(3000, 4);
   float *da = f.upload(a), *db = f.upload(b);
-  Request ra = f.staged->iallreduce(da, a.size()), rb = f.staged->iallreduce(db, b.size(), ReduceOp::kMax);
+  Request ra = f.staged->iallreduce(da, a.size()),
+          rb = f.staged->iallreduce(db, b.size(), ReduceOp::kMax);
   ASSERT_TRUE(host().allreduce(a.data(), a.size()).is_ok());
   ASSERT_TRUE(host().allreduce(b.data(), b.size(), ReduceOp::kMax).is_ok());
   while (!rb.test()) {
@@ -109,7 +110,8 @@ TEST(StagedMpi, ReduceScatterAndAllgatherUnevenInPlaceAndNot) {
     std::vector<float> h = full;
     ASSERT_TRUE(host().reduce_scatter(h.data(), h.data() + offset, counts).is_ok());
     ASSERT_TRUE(f.staged->reduce_scatter(d, d + offset, counts).is_ok());
-    EXPECT_EQ(download(d + offset, mine), std::vector<float>(h.begin() + long(offset), h.begin() + long(offset + mine)));
+    EXPECT_EQ(download(d + offset, mine),
+              std::vector<float>(h.begin() + long(offset), h.begin() + long(offset + mine)));
   }
   // All-gather, in place and out of place.
   {
@@ -149,7 +151,8 @@ TEST(StagedMpi, Bf16PiecesBroadcastAndBytes) {
   std::vector<bf16> all(total);
   size_t off = 0;
   for (int r = 0; r < R; ++r) off += counts[size_t(r)];
-  for (size_t i = 0; i < counts[size_t(R)]; ++i) all[off + i].bits = uint16_t(7000 + R * 10 + int(i));
+  for (size_t i = 0; i < counts[size_t(R)]; ++i)
+    all[off + i].bits = uint16_t(7000 + R * 10 + int(i));
   bf16* da = f.upload(all);
   ASSERT_TRUE(host().iallgather_pieces(all.data(), counts).wait().is_ok());
   ASSERT_TRUE(f.staged->iallgather_pieces(da, counts).wait().is_ok());
@@ -174,7 +177,8 @@ TEST(StagedMpi, PointToPointAndSplits) {
   std::vector<float> mine = data(257, 41);
   float* dm = f.upload(mine);
   float* dg = f.memory->alloc<float>(257);
-  ASSERT_TRUE(f.staged->sendrecv(dm, 257 * sizeof(float), next, dg, 257 * sizeof(float), prev, 5).is_ok());
+  ASSERT_TRUE(
+      f.staged->sendrecv(dm, 257 * sizeof(float), next, dg, 257 * sizeof(float), prev, 5).is_ok());
   Rng rng(41, uint64_t(prev));
   std::vector<float> from_prev(257);
   rng.fill_uniform(from_prev.data(), 257, -1.0f, 1.0f);
@@ -211,14 +215,19 @@ TEST(StagedMpi, TheNcclBootstrapCarriesRankZerosIdOrItsError) {
   unsigned char id[128];
   std::memset(id, 0, sizeof(id));
   ASSERT_TRUE(detail::share_unique_id(host(), id, sizeof(id), [](void* p) {
-                for (int i = 0; i < 128; ++i) static_cast<unsigned char*>(p)[i] = uint8_t(i * 7 + 1);
+                for (int i = 0; i < 128; ++i)
+                  static_cast<unsigned char*>(p)[i] = uint8_t(i * 7 + 1);
                 return Status::ok();
               }).is_ok());
   for (int i = 0; i < 128; ++i) ASSERT_EQ(id[i], uint8_t(i * 7 + 1)) << i;
-  Status s = detail::share_unique_id(host(), id, sizeof(id), [](void*) { return Status::internal("rank 0: no NIC"); });
+  Status s = detail::share_unique_id(host(), id, sizeof(id),
+                                     [](void*) { return Status::internal("rank 0: no NIC"); });
   ASSERT_FALSE(s.is_ok()) << "every rank fails, none waits";
-  if (host().rank() == 0) EXPECT_EQ(s.message(), "rank 0: no NIC");
-  else EXPECT_NE(s.message().find("rank 0 could not make the unique id"), std::string::npos) << s.message();
+  if (host().rank() == 0)
+    EXPECT_EQ(s.message(), "rank 0: no NIC");
+  else
+    EXPECT_NE(s.message().find("rank 0 could not make the unique id"), std::string::npos)
+        << s.message();
 }
 
 TEST(StagedMpi, RanksOnOneGpuTakeTheStagedPath) {
@@ -255,7 +264,8 @@ TEST(GpuWorldMpi, RanksOnAMachineWithoutGpusAreRefusedAlike) {
   cfg.run.device = "cuda";
   auto gpu = open_gpu_world(world, cfg);
   ASSERT_FALSE(gpu.is_ok());
-  EXPECT_EQ(gpu.status().message().rfind("[launch] rank 0's host ", 0), 0u) << gpu.status().message();
+  EXPECT_EQ(gpu.status().message().rfind("[launch] rank 0's host ", 0), 0u)
+      << gpu.status().message();
   EXPECT_NE(gpu.status().message().find("has no GPU"), std::string::npos) << gpu.status().message();
 }
 

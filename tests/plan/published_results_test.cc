@@ -45,7 +45,8 @@ nn::GPTConfig gpt(int layers, int heads, int width, int vocab, int seq) {
 
 // The fastest of the schedules a published run could have used, its other
 // fields fixed: the published codes chose their best, so does this.
-double best_step(const nn::GPTConfig& md, const Cluster& cl, Candidate c, std::initializer_list<int> vs) {
+double best_step(const nn::GPTConfig& md, const Cluster& cl, Candidate c,
+                 std::initializer_list<int> vs) {
   double best = 1e30;
   for (int v : vs) {
     c.v = v;
@@ -66,11 +67,13 @@ TEST(PublishedResults, MegatronLm2021WeakScalingOnA100) {
     double tflops;  // per GPU, as published
     double within;  // the error this model is held to (docs/plan.md)
   };
-  const Row rows[] = {
-      {1.7, 24, 2304, 24, 1, 1, 32, 512, 137, 0},       {3.6, 32, 3072, 30, 2, 1, 64, 512, 138, 0},
-      {7.5, 32, 4096, 36, 4, 1, 128, 512, 142, 0},      {18.4, 48, 6144, 40, 8, 1, 256, 1024, 135, 0.12},
-      {39.1, 64, 8192, 48, 8, 2, 512, 1536, 138, 0.12}, {76.1, 80, 10240, 60, 8, 4, 1024, 1792, 140, 0.12},
-      {145.6, 96, 12288, 80, 8, 8, 1536, 2304, 148, 0.12}};
+  const Row rows[] = {{1.7, 24, 2304, 24, 1, 1, 32, 512, 137, 0},
+                      {3.6, 32, 3072, 30, 2, 1, 64, 512, 138, 0},
+                      {7.5, 32, 4096, 36, 4, 1, 128, 512, 142, 0},
+                      {18.4, 48, 6144, 40, 8, 1, 256, 1024, 135, 0.12},
+                      {39.1, 64, 8192, 48, 8, 2, 512, 1536, 138, 0.12},
+                      {76.1, 80, 10240, 60, 8, 4, 1024, 1792, 140, 0.12},
+                      {145.6, 96, 12288, 80, 8, 8, 1536, 2304, 148, 0.12}};
   for (const Row& r : rows) {
     const double s = 2048, V = 51200, h = r.hidden, l = r.layers;
     const double F = 96 * r.batch * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
@@ -85,8 +88,10 @@ TEST(PublishedResults, MegatronLm2021WeakScalingOnA100) {
       best = std::min(best, best_step(gpt(r.layers, r.heads, r.hidden, 51200, 2048), cl, c, {1}));
     }
     const double err = best / published - 1;
-    std::printf("[published] MLM21 %6.1fB tp%d pp%-2d %5d GPUs: published %6.2f s, predicted %6.2f s (%+.1f%%)\n",
-                r.billions, r.tp, r.pp, r.gpus, published, best, err * 100);
+    std::printf(
+        "[published] MLM21 %6.1fB tp%d pp%-2d %5d GPUs: published %6.2f s, predicted %6.2f s "
+        "(%+.1f%%)\n",
+        r.billions, r.tp, r.pp, r.gpus, published, best, err * 100);
     if (r.within > 0) {
       EXPECT_LT(std::fabs(err), r.within) << r.billions << "B";
     }
@@ -106,7 +111,9 @@ TEST(PublishedResults, TensorParallelInsideANodeBeatsDeeperPipelinesAtSmallBatch
     return predict(md, c, cl);
   };
   const double t8 = step(8).step_time_s, t4 = step(4).step_time_s, t2 = step(2).step_time_s;
-  std::printf("[published] 175B on 64 A100s, batch 32: tp8 pp8 %.1f s, tp4 pp16 %.1f s, tp2 pp32 %.1f s\n", t8, t4, t2);
+  std::printf(
+      "[published] 175B on 64 A100s, batch 32: tp8 pp8 %.1f s, tp4 pp16 %.1f s, tp2 pp32 %.1f s\n",
+      t8, t4, t2);
   EXPECT_LT(t8, t4);
   EXPECT_LT(t4, t2);
   const Prediction across = step(16);
@@ -134,8 +141,10 @@ TEST(PublishedResults, Llama3On8kAnd16kH100s) {
     c.fused_head = true;
     const double t = best_step(md, cl, c, {1, 2, 4});
     const double slow = best_step(md, ours, c, {1, 2, 4});
-    std::printf("[published] L3 405B %5d H100s: published %.2f s, predicted %.2f s (%+.1f%%); crucible's stack %.2f s\n",
-                gpus, published, t, (t / published - 1) * 100, slow);
+    std::printf(
+        "[published] L3 405B %5d H100s: published %.2f s, predicted %.2f s (%+.1f%%); crucible's "
+        "stack %.2f s\n",
+        gpus, published, t, (t / published - 1) * 100, slow);
     EXPECT_LT(std::fabs(t / published - 1), 0.10) << gpus;
     EXPECT_GT(slow, t * 1.05) << "tensor-parallel sums in f32, nothing overlapped";
     mfu[i++] = flops_per_step / t / (gpus * cl.device.peak_flops[1]);

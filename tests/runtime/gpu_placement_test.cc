@@ -54,7 +54,8 @@ TEST(GpuPlacement, APinnedIndexPutsEveryRankOfAHostOnIt) {
   const auto h = hosts({{"one-gpu", 2}});
   auto refused = place_on_gpus(h, {1, 1}, 1, 0, false);
   ASSERT_FALSE(refused.is_ok());
-  EXPECT_NE(refused.status().message().find("puts 2 ranks of host one-gpu on one GPU"), std::string::npos);
+  EXPECT_NE(refused.status().message().find("puts 2 ranks of host one-gpu on one GPU"),
+            std::string::npos);
   auto shared = place_on_gpus(h, {1, 1}, 1, 0, true);
   ASSERT_TRUE(shared.is_ok());
   EXPECT_EQ(shared->gpu, (std::vector<int>{0, 0}));
@@ -70,7 +71,8 @@ TEST(GpuPlacement, ATensorParallelGroupAcrossHostsIsRefused) {
   auto p = place_on_gpus(h, std::vector<int>(6, 4), 2, -1, false);
   ASSERT_FALSE(p.is_ok());
   EXPECT_EQ(p.status().message(),
-            "[launch] tensor-parallel group of ranks 2..3 spans hosts n1 and n2: tp = 2 must stay inside a node "
+            "[launch] tensor-parallel group of ranks 2..3 spans hosts n1 and n2: tp = 2 must stay "
+            "inside a node "
             "(give each host a multiple of tp ranks)");
   EXPECT_TRUE(place_on_gpus(h, std::vector<int>(6, 4), 3, -1, false).is_ok());
 }

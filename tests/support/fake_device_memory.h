@@ -31,13 +31,15 @@ class FakeDeviceMemory final : public comm::DeviceMemory {
     return c >= arena_.data() && c < arena_.data() + arena_.size();
   }
   Status to_host(void* host, const void* device, size_t bytes) override {
-    if (!is_device(device) || is_device(host)) return Status::internal("fake: to_host from a non-device pointer");
+    if (!is_device(device) || is_device(host))
+      return Status::internal("fake: to_host from a non-device pointer");
     ++counts_->to_host;
     std::memcpy(host, device, bytes);
     return Status::ok();
   }
   Status to_device(void* device, const void* host, size_t bytes) override {
-    if (!is_device(device) || is_device(host)) return Status::internal("fake: to_device to a non-device pointer");
+    if (!is_device(device) || is_device(host))
+      return Status::internal("fake: to_device to a non-device pointer");
     ++counts_->to_device;
     std::memcpy(device, host, bytes);
     return Status::ok();

@@ -34,9 +34,12 @@ namespace {
 
 ncclRedOp_t to_nccl(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kMax: return ncclMax;
-    case ReduceOp::kMin: return ncclMin;
-    case ReduceOp::kSum: break;
+    case ReduceOp::kMax:
+      return ncclMax;
+    case ReduceOp::kMin:
+      return ncclMin;
+    case ReduceOp::kSum:
+      break;
   }
   return ncclSum;
 }
@@ -48,7 +51,8 @@ struct Layout {
 };
 Layout layout_of(const std::vector<size_t>& counts) {
   Layout l;
-  for (size_t c : counts) l.offsets.push_back(l.total), l.total += c, l.even = l.even && c == counts[0];
+  for (size_t c : counts)
+    l.offsets.push_back(l.total), l.total += c, l.even = l.even && c == counts[0];
   return l;
 }
 
@@ -67,17 +71,21 @@ class NcclRequest final : public Request::Impl {
 
 class NcclComm final : public Comm {
  public:
-  NcclComm(Comm* host, std::unique_ptr<Comm> owned, ncclComm_t nccl, int device, cudaStream_t kernels)
+  NcclComm(Comm* host, std::unique_ptr<Comm> owned, ncclComm_t nccl, int device,
+           cudaStream_t kernels)
       : host_(host), owned_(std::move(owned)), nccl_(nccl), device_(device), kernels_(kernels) {}
   ~NcclComm() override {
     for (cudaEvent_t e : events_) cudaEventDestroy(e);
     if (stream_) cudaStreamDestroy(stream_);
-    if (failed_) ncclCommAbort(nccl_);
-    else ncclCommDestroy(nccl_);
+    if (failed_)
+      ncclCommAbort(nccl_);
+    else
+      ncclCommDestroy(nccl_);
   }
   Status start() {
     CRUCIBLE_RETURN_IF_ERROR(
-        cuda_status("nccl", "cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)));
+        cuda_status("nccl", "cudaStreamCreateWithFlags",
+                    cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)));
     auto memory = cuda_device_memory(device_, kernels_);
     if (!memory) return memory.status();
     p2p_ = make_staged_comm(*host_, std::move(*memory));
@@ -88,34 +96,45 @@ class NcclComm final : public Comm {
   int size() const override { return host_->size(); }
   std::string backend() const override { return "nccl"; }
 
-  Status allreduce(float* data, size_t n, ReduceOp op) override { return iallreduce(data, n, op).wait(); }
+  Status allreduce(float* data, size_t n, ReduceOp op) override {
+    return iallreduce(data, n, op).wait();
+  }
   Request iallreduce(float* data, size_t n, ReduceOp op) override {
     if (!dev(data)) return host_->iallreduce(data, n, op);
-    return run("allreduce", [&] { return ncclAllReduce(data, data, n, ncclFloat, to_nccl(op), nccl_, stream_); });
+    return run("allreduce", [&] {
+      return ncclAllReduce(data, data, n, ncclFloat, to_nccl(op), nccl_, stream_);
+    });
   }
   Status allreduce(double* data, size_t n, ReduceOp op) override {
     if (!dev(data)) return host_->allreduce(data, n, op);
-    return run("allreduce", [&] { return ncclAllReduce(data, data, n, ncclDouble, to_nccl(op), nccl_, stream_); })
+    return run("allreduce",
+               [&] {
+                 return ncclAllReduce(data, data, n, ncclDouble, to_nccl(op), nccl_, stream_);
+               })
         .wait();
   }
-  Status reduce_scatter(const float* send, float* recv, const std::vector<size_t>& counts) override {
+  Status reduce_scatter(const float* send, float* recv,
+                        const std::vector<size_t>& counts) override {
     return ireduce_scatter(send, recv, counts).wait();
   }
-  Request ireduce_scatter(const float* send, float* recv, const std::vector<size_t>& counts) override {
+  Request ireduce_scatter(const float* send, float* recv,
+                          const std::vector<size_t>& counts) override {
     if (!dev(send) && !dev(recv)) return host_->ireduce_scatter(send, recv, counts);
     auto checked = detail::check_pieces("reduce_scatter", send, recv, counts, rank(), size());
     if (!checked) return Request::finished(checked.status());
     const Layout l = layout_of(counts);
     if (l.even)
-      return run("reduce_scatter",
-                 [&] { return ncclReduceScatter(send, recv, counts[0], ncclFloat, ncclSum, nccl_, stream_); });
+      return run("reduce_scatter", [&] {
+        return ncclReduceScatter(send, recv, counts[0], ncclFloat, ncclSum, nccl_, stream_);
+      });
     return run("reduce_scatter", [&] {
       ncclGroupStart();
       for (int q = 0; q < size(); ++q) {
         if (counts[size_t(q)] == 0) continue;
         const float* in = send + l.offsets[size_t(q)];
         float* out = q == rank() ? recv : const_cast<float*>(in);  // used on the root only
-        ncclResult_t r = ncclReduce(in, out, counts[size_t(q)], ncclFloat, ncclSum, q, nccl_, stream_);
+        ncclResult_t r =
+            ncclReduce(in, out, counts[size_t(q)], ncclFloat, ncclSum, q, nccl_, stream_);
         if (r != ncclSuccess) return ncclGroupEnd(), r;
       }
       return ncclGroupEnd();
@@ -130,16 +149,20 @@ class NcclComm final : public Comm {
     if (!checked) return Request::finished(checked.status());
     return gather("allgather", send, recv, counts, ncclFloat);
   }
-  Request ialltoall_pieces(const bf16* send, bf16* recv, const std::vector<size_t>& counts) override {
+  Request ialltoall_pieces(const bf16* send, bf16* recv,
+                           const std::vector<size_t>& counts) override {
     if (!dev(send) && !dev(recv)) return host_->ialltoall_pieces(send, recv, counts);
-    if (counts.size() != size_t(size())) return host_->ialltoall_pieces(send, recv, counts);  // its error
+    if (counts.size() != size_t(size()))
+      return host_->ialltoall_pieces(send, recv, counts);  // its error
     const Layout l = layout_of(counts);
     const size_t mine = counts[size_t(rank())];
     return run("alltoall_pieces", [&] {
       ncclGroupStart();
       for (int q = 0; q < size(); ++q) {
-        ncclResult_t r = ncclSend(send + l.offsets[size_t(q)], counts[size_t(q)], ncclBfloat16, q, nccl_, stream_);
-        if (r == ncclSuccess) r = ncclRecv(recv + size_t(q) * mine, mine, ncclBfloat16, q, nccl_, stream_);
+        ncclResult_t r = ncclSend(send + l.offsets[size_t(q)], counts[size_t(q)], ncclBfloat16, q,
+                                  nccl_, stream_);
+        if (r == ncclSuccess)
+          r = ncclRecv(recv + size_t(q) * mine, mine, ncclBfloat16, q, nccl_, stream_);
         if (r != ncclSuccess) return ncclGroupEnd(), r;
       }
       return ncclGroupEnd();
@@ -148,27 +171,37 @@ class NcclComm final : public Comm {
   Request iallgather_pieces(bf16* recv, const std::vector<size_t>& counts) override {
     if (!dev(recv)) return host_->iallgather_pieces(recv, counts);
     const Layout l = layout_of(counts);
-    return gather("allgather_pieces", recv + (counts.empty() ? 0 : l.offsets[size_t(rank())]), recv, counts,
-                  ncclBfloat16);
+    return gather("allgather_pieces", recv + (counts.empty() ? 0 : l.offsets[size_t(rank())]), recv,
+                  counts, ncclBfloat16);
   }
   Status broadcast(void* data, size_t bytes, int root) override {
     if (!dev(data)) return host_->broadcast(data, bytes, root);
     CRUCIBLE_RETURN_IF_ERROR(detail::check_peer("broadcast", "root", root, size()));
-    return run("broadcast", [&] { return ncclBroadcast(data, data, bytes, ncclUint8, root, nccl_, stream_); }).wait();
+    return run("broadcast",
+               [&] { return ncclBroadcast(data, data, bytes, ncclUint8, root, nccl_, stream_); })
+        .wait();
   }
   Status allgather_bytes(const void* send, size_t bytes, void* recv) override {
     if (!dev(send) && !dev(recv)) return host_->allgather_bytes(send, bytes, recv);
-    return run("allgather_bytes", [&] { return ncclAllGather(send, recv, bytes, ncclUint8, nccl_, stream_); }).wait();
+    return run("allgather_bytes",
+               [&] { return ncclAllGather(send, recv, bytes, ncclUint8, nccl_, stream_); })
+        .wait();
   }
   // Point to point: host buffers to MPI, device buffers staged (above).
-  Status send(const void* data, size_t bytes, int dest, int tag) override { return p2p_->send(data, bytes, dest, tag); }
-  Status recv(void* data, size_t bytes, int src, int tag) override { return p2p_->recv(data, bytes, src, tag); }
+  Status send(const void* data, size_t bytes, int dest, int tag) override {
+    return p2p_->send(data, bytes, dest, tag);
+  }
+  Status recv(void* data, size_t bytes, int src, int tag) override {
+    return p2p_->recv(data, bytes, src, tag);
+  }
   Request isend(const void* data, size_t bytes, int dest, int tag) override {
     return p2p_->isend(data, bytes, dest, tag);
   }
-  Request irecv(void* data, size_t bytes, int src, int tag) override { return p2p_->irecv(data, bytes, src, tag); }
-  Status sendrecv(const void* send, size_t send_bytes, int dest, void* recv, size_t recv_bytes, int src,
-                  int tag) override {
+  Request irecv(void* data, size_t bytes, int src, int tag) override {
+    return p2p_->irecv(data, bytes, src, tag);
+  }
+  Status sendrecv(const void* send, size_t send_bytes, int dest, void* recv, size_t recv_bytes,
+                  int src, int tag) override {
     return p2p_->sendrecv(send, send_bytes, dest, recv, recv_bytes, src, tag);
   }
 
@@ -192,10 +225,13 @@ class NcclComm final : public Comm {
 
   // For NcclRequest: the kernels' stream waits for `done`; NCCL's async error.
   Status finish(cudaEvent_t done, bool wait) {
-    Status s = wait ? cuda_status("nccl", "cudaStreamWaitEvent", cudaStreamWaitEvent(kernels_, done, 0)) : Status::ok();
+    Status s =
+        wait ? cuda_status("nccl", "cudaStreamWaitEvent", cudaStreamWaitEvent(kernels_, done, 0))
+             : Status::ok();
     ncclResult_t async = ncclSuccess;
     ncclCommGetAsyncError(nccl_, &async);
-    if (s.is_ok() && async != ncclSuccess && async != ncclInProgress) s = error("wait", "ncclCommGetAsyncError", async);
+    if (s.is_ok() && async != ncclSuccess && async != ncclInProgress)
+      s = error("wait", "ncclCommGetAsyncError", async);
     events_.push_back(done);
     return s;
   }
@@ -204,7 +240,8 @@ class NcclComm final : public Comm {
   bool dev(const void* p) const { return p != nullptr && detail::on_cuda_device(p); }
   Status error(const char* op, const char* call, ncclResult_t r) {
     failed_ = true;
-    return Status::internal(detail::nccl_error(op, call, rank(), size(), r, ncclGetLastError(nccl_)));
+    return Status::internal(
+        detail::nccl_error(op, call, rank(), size(), r, ncclGetLastError(nccl_)));
   }
   cudaEvent_t event() {
     if (events_.empty()) {
@@ -227,11 +264,13 @@ class NcclComm final : public Comm {
     if (!s) return Request::finished(s);
     if (ncclResult_t r = enqueue(); r != ncclSuccess) return Request::finished(error(op, op, r));
     cudaEvent_t done = event();
-    if (Status d = cuda_status(op, "cudaEventRecord", cudaEventRecord(done, stream_)); !d) return Request::finished(d);
+    if (Status d = cuda_status(op, "cudaEventRecord", cudaEventRecord(done, stream_)); !d)
+      return Request::finished(d);
     return Request(std::make_unique<NcclRequest>(this, done));
   }
   template <typename T>
-  Request gather(const char* op, const T* send, T* recv, const std::vector<size_t>& counts, ncclDataType_t type) {
+  Request gather(const char* op, const T* send, T* recv, const std::vector<size_t>& counts,
+                 ncclDataType_t type) {
     const Layout l = layout_of(counts);
     if (l.even)
       return run(op, [&] { return ncclAllGather(send, recv, counts[0], type, nccl_, stream_); });
@@ -240,7 +279,8 @@ class NcclComm final : public Comm {
       for (int q = 0; q < size(); ++q) {
         if (counts[size_t(q)] == 0) continue;
         T* piece = recv + l.offsets[size_t(q)];
-        ncclResult_t r = ncclBroadcast(q == rank() ? send : piece, piece, counts[size_t(q)], type, q, nccl_, stream_);
+        ncclResult_t r = ncclBroadcast(q == rank() ? send : piece, piece, counts[size_t(q)], type,
+                                       q, nccl_, stream_);
         if (r != ncclSuccess) return ncclGroupEnd(), r;
       }
       return ncclGroupEnd();
@@ -253,14 +293,15 @@ class NcclComm final : public Comm {
   int device_;
   cudaStream_t kernels_, stream_ = nullptr;
   std::vector<cudaEvent_t> events_;  // free events
-  std::unique_ptr<Comm> p2p_;          // the staged Comm over host_, for point to point
+  std::unique_ptr<Comm> p2p_;        // the staged Comm over host_, for point to point
   bool failed_ = false;
 };
 
 bool NcclRequest::test(Status* status) {
   cudaError_t q = cudaEventQuery(done_);
   if (q == cudaErrorNotReady) return false;
-  *status = q == cudaSuccess ? comm_->finish(done_, false) : cuda_status("nccl", "cudaEventQuery", q);
+  *status =
+      q == cudaSuccess ? comm_->finish(done_, false) : cuda_status("nccl", "cudaEventQuery", q);
   return true;
 }
 Status NcclRequest::wait() { return comm_->finish(done_, true); }
@@ -272,14 +313,15 @@ Result<std::unique_ptr<Comm>> make_nccl_comm(Comm& host, int device, CUstream_st
   ncclUniqueId id;
   CRUCIBLE_RETURN_IF_ERROR(detail::share_unique_id(host, &id, sizeof(id), [&](void* p) {
     ncclResult_t r = ncclGetUniqueId(static_cast<ncclUniqueId*>(p));
-    return r == ncclSuccess ? Status::ok()
-                            : Status::internal(detail::nccl_error("bootstrap", "ncclGetUniqueId", host.rank(),
-                                                                  host.size(), r, ncclGetLastError(nullptr)));
+    return r == ncclSuccess
+               ? Status::ok()
+               : Status::internal(detail::nccl_error("bootstrap", "ncclGetUniqueId", host.rank(),
+                                                     host.size(), r, ncclGetLastError(nullptr)));
   }));
   ncclComm_t nccl = nullptr;
   if (ncclResult_t r = ncclCommInitRank(&nccl, host.size(), id, host.rank()); r != ncclSuccess)
-    return Status::internal(
-        detail::nccl_error("bootstrap", "ncclCommInitRank", host.rank(), host.size(), r, ncclGetLastError(nullptr)));
+    return Status::internal(detail::nccl_error("bootstrap", "ncclCommInitRank", host.rank(),
+                                               host.size(), r, ncclGetLastError(nullptr)));
   auto comm = std::make_unique<NcclComm>(&host, nullptr, nccl, device, stream);
   CRUCIBLE_RETURN_IF_ERROR(comm->start());
   return std::unique_ptr<Comm>(std::move(comm));

@@ -16,18 +16,23 @@ class CudaMemory final : public DeviceMemory {
   // On the kernels' stream, so the copy follows the work that wrote the data.
   Status to_host(void* host, const void* device, size_t bytes) override {
     CRUCIBLE_RETURN_IF_ERROR(
-        cuda_status("staging", "cudaMemcpyAsync", cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream_)));
+        cuda_status("staging", "cudaMemcpyAsync",
+                    cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream_)));
     return cuda_status("staging", "cudaStreamSynchronize", cudaStreamSynchronize(stream_));
   }
   Status to_device(void* device, const void* host, size_t bytes) override {
     CRUCIBLE_RETURN_IF_ERROR(
-        cuda_status("staging", "cudaMemcpyAsync", cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream_)));
+        cuda_status("staging", "cudaMemcpyAsync",
+                    cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream_)));
     return cuda_status("staging", "cudaStreamSynchronize", cudaStreamSynchronize(stream_));
   }
   Result<void*> alloc_pinned(size_t bytes) override {
     void* p = nullptr;
-    if (Status s = cuda_status("staging", "cudaHostAlloc", cudaHostAlloc(&p, bytes, cudaHostAllocDefault)); !s)
-      return Status::internal(s.message() + " (" + std::to_string(bytes) + " bytes of pinned memory)");
+    if (Status s =
+            cuda_status("staging", "cudaHostAlloc", cudaHostAlloc(&p, bytes, cudaHostAllocDefault));
+        !s)
+      return Status::internal(s.message() + " (" + std::to_string(bytes) +
+                              " bytes of pinned memory)");
     return p;
   }
   void free_pinned(void* p) override { cudaFreeHost(p); }
@@ -53,8 +58,8 @@ bool on_cuda_device(const void* p) {
 Status cuda_status(const char* op, const char* call, int err) {
   if (err == cudaSuccess) return Status::ok();
   cudaGetLastError();
-  return Status::internal(std::string("[dist] ") + op + ": " + call + " failed: " +
-                          cudaGetErrorString(static_cast<cudaError_t>(err)));
+  return Status::internal(std::string("[dist] ") + op + ": " + call +
+                          " failed: " + cudaGetErrorString(static_cast<cudaError_t>(err)));
 }
 
 Result<std::unique_ptr<DeviceMemory>> cuda_device_memory(int device, CUstream_st* stream) {
