@@ -228,9 +228,9 @@ Result<Cluster> from_probe(const json& probe, const std::string& source) {
 // A GPU node (the probe's gpu section, profile/probe_gpu.h): its GPUs are the
 // devices, each with what the probe measured of the first one. The peak is
 // the GEMM ceiling measured through the step's own cuBLASLt path, the figure
-// a GPU run quotes its MFU against (docs/gpu.md), so the measured shape has
-// efficiency 1; the others interpolate to it until `crucible plan
-// --calibrate` refits them from a run. The link between ranks: with one GPU
+// a GPU run quotes its MFU against (docs/gpu.md); the efficiency table is the
+// ceiling's square shape and the transformer-step shapes the probe timed,
+// refitted by `crucible plan --calibrate` from a run. The link between ranks: with one GPU
 // per rank NCCL inside the node is not measured yet (one GPU lent); ranks
 // sharing a GPU stage through pinned host memory (comm/device_comm.h), so
 // each collective crosses the host link twice, plus MPI's latency.
@@ -253,9 +253,25 @@ Result<Cluster> gpu_node(const json& probe, Cluster c, const Bad& bad) {
   if (d.memory_bytes <= 0) return bad("gpu.devices[0].memory_bytes is missing");
   d.memory_bandwidth_Bps = copy * 1e9;  // bytes read plus written per second, as kernels stream
   d.memory_efficiency = 1;
-  d.peak_flops[0] = f32 * 1e12, d.peak_flops[1] = bf16 * 1e12;
-  d.gemm_efficiency[0] = {{n / 2, n / 2, n / 2, 1.0}};  // f32 is timed at half the size
-  d.gemm_efficiency[1] = {{n, n, n, 1.0}};
+  // The step's own shapes where the probe timed them (gpu.devices[0].gemm);
+  // a shape faster than the square ceiling raises the peak (a ceiling below a
+  // measurement is no ceiling).
+  double peak[2] = {f32, bf16};
+  const json rows = g.value("gemm", json::array());
+  for (const json& r : rows)
+    if (r.is_object() && r.value("tflops", 0.0) > 0) {
+      const int p = r.value("dtype", "") == "bf16" ? 1 : 0;
+      peak[p] = std::max(peak[p], r.value("tflops", 0.0));
+    }
+  d.peak_flops[0] = peak[0] * 1e12, d.peak_flops[1] = peak[1] * 1e12;
+  d.gemm_efficiency[0] = {{n / 2, n / 2, n / 2, f32 / peak[0]}};  // f32 is timed at half the size
+  d.gemm_efficiency[1] = {{n, n, n, bf16 / peak[1]}};
+  for (const json& r : rows) {
+    const double m = r.value("m", 0.0), nn = r.value("n", 0.0), k = r.value("k", 0.0), tf = r.value("tflops", 0.0);
+    if (m < 1 || nn < 1 || k < 1 || tf <= 0) continue;
+    const int p = r.value("dtype", "") == "bf16" ? 1 : 0;
+    d.gemm_efficiency[p].push_back({m, nn, k, tf / peak[p]});
+  }
   // The attention kernel is not in the section: FlashAttention-2-class
   // kernels reach about half of the GEMM ceiling on Hopper ([FA2]); refitted
   // by --calibrate from a run.

@@ -73,6 +73,40 @@ Result<GpuCeiling> measure_gpu_ceiling(Device device, int n) {
   return c;
 }
 
+Result<std::vector<GpuGemmRow>> measure_gpu_gemms(Device device,
+                                                  const std::vector<std::array<int64_t, 3>>& shapes) {
+  if (!device.is_cuda()) return Status::invalid("[probe] gpu gemms: " + device.str() + " is not a GPU");
+  size_t most[3] = {1, 1, 1};  // elements of A, B and C at their largest
+  for (const auto& [m, n, k] : shapes)
+    most[0] = std::max(most[0], size_t(m * k)), most[1] = std::max(most[1], size_t(k * n)),
+    most[2] = std::max(most[2], size_t(m * n));
+  Allocator& pool = Allocator::of(device);
+  void* buf[3];
+  for (int i = 0; i < 3; ++i) buf[i] = pool.allocate(most[i] * 4, "probe.gpu_gemms");
+  kernels::DeviceScope on(device);
+  for (int i = 0; i < 2; ++i) kernels::fill(static_cast<float*>(buf[i]), most[i], 1.0f);  // not zeros: see above
+  std::vector<GpuGemmRow> rows;
+  Status status;  // the first failure, if any
+  for (const auto& [m, n, k] : shapes) {
+    for (const DType t : {DType::bf16, DType::f32}) {
+      const int M = int(m), N = int(n), K = int(k);
+      auto s = gpu_best_seconds(t == DType::bf16 ? 5 : 2, 3, [&] {
+        kernels::gemm(t, t, false, false, M, N, K, buf[0], K, buf[1], N, buf[2], N, false, nullptr);
+        return Status::ok();
+      });
+      if (!s) {
+        status = s.status();
+        break;
+      }
+      rows.push_back({m, n, k, t == DType::bf16 ? "bf16" : "f32", 2.0 * double(m) * n * k / *s * 1e-12});
+    }
+    if (!status.is_ok()) break;
+  }
+  for (void* p : buf) pool.release(p);
+  if (!status.is_ok()) return status;
+  return rows;
+}
+
 nlohmann::json to_json(const GpuCeiling& c) {
   return {{"name", c.name},
           {"gemm_n", c.gemm_n},

@@ -9,9 +9,12 @@
 // (kernels::cuda::use_device). Allocates from the device's pool and gives
 // everything back. Not thread-safe with other work on the same GPU.
 #pragma once
+#include <array>
+#include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "core/device.h"
 #include "core/status.h"
@@ -37,5 +40,18 @@ Result<double> gpu_best_seconds(int reps, int trials, const std::function<Status
 // an H100/H200). Returns invalid when the device is not a GPU in use.
 Result<GpuCeiling> measure_gpu_ceiling(Device device, int n = 8192);
 nlohmann::json to_json(const GpuCeiling& c);
+
+// One GEMM's rate at one shape: C (m, n) = A (m, k) B (k, n) through
+// kernels::gemm, bf16 (f32 accumulate, bf16 out) or f32 (no TF32).
+struct GpuGemmRow {
+  int64_t m = 0, n = 0, k = 0;
+  std::string dtype;  // "bf16" | "f32"
+  double tflops = 0;
+};
+// Every shape in both precisions, in one allocation as large as the largest
+// (f32) operands, given back at the end. The planner's efficiency table for
+// a GPU node comes from these (plan --cluster-from-probe).
+Result<std::vector<GpuGemmRow>> measure_gpu_gemms(Device device,
+                                                  const std::vector<std::array<int64_t, 3>>& shapes);
 
 }  // namespace crucible::profile

@@ -163,6 +163,19 @@ Result<json> probe_device(int index, double load_s) {
   d["bf16_gemm_tflops"] = ceiling->bf16_gemm_tflops;
   d["f32_gemm_tflops"] = ceiling->f32_gemm_tflops;
   d["copy_gbs"] = ceiling->copy_gbs;
+  // A transformer step's GEMMs, as the planner times them (plan/time_model.h
+  // forward_gemms): GPT-2 124M and 350M widths, 16 sequences of 1024 tokens;
+  // the efficiency table of this GPU node's cluster file.
+  std::vector<std::array<int64_t, 3>> shapes;
+  for (const int64_t C : {768, 1024})
+    for (const std::array<int64_t, 2> nk : {std::array<int64_t, 2>{3 * C, C}, {C, C}, {4 * C, C}, {C, 4 * C}, {50304, C}})
+      shapes.push_back({16 * 1024, nk[0], nk[1]});
+  auto gemms = measure_gpu_gemms(Device::cuda(index), shapes);
+  if (!gemms) return gemms.status();
+  json rows = json::array();
+  for (const GpuGemmRow& r : *gemms)
+    rows.push_back({{"m", r.m}, {"n", r.n}, {"k", r.k}, {"dtype", r.dtype}, {"tflops", r.tflops}});
+  d["gemm"] = rows;
   CRUCIBLE_RETURN_IF_ERROR(measure_host_links(index, d));
   auto launch = measure_launch_us(index);
   if (!launch) return launch.status();

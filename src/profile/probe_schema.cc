@@ -145,6 +145,12 @@ Status check_gpu(const json& g, const JsonSchema& s) {
           "h2d_pageable_gbs", "d2h_pageable_gbs", "launch_us", "memory_bytes"})
       CRUCIBLE_RETURN_IF_ERROR(at.number(d, k, 0, 1e15));
     CRUCIBLE_RETURN_IF_ERROR(at.object(d, "nvml"));
+    CRUCIBLE_RETURN_IF_ERROR(at.each(d, "gemm", [](const json& r, const JsonSchema& row) {
+      CRUCIBLE_RETURN_IF_ERROR(row.object(r, ""));
+      for (const char* k : {"m", "n", "k"}) CRUCIBLE_RETURN_IF_ERROR(row.integer(r, k, 1, int64_t(1) << 31));
+      CRUCIBLE_RETURN_IF_ERROR(row.string(r, "dtype"));
+      return row.number(r, "tflops", 0, 1e5);
+    }));
     return at.object(d, "load");
   });
 }

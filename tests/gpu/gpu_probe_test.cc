@@ -24,6 +24,18 @@ TEST(GpuProbe, EveryFigureIsWithinPhysicalBounds) {
   EXPECT_GT(d["bf16_gemm_tflops"].get<double>(), 50);
   EXPECT_LT(d["bf16_gemm_tflops"].get<double>(), 2500);
   EXPECT_LT(d["f32_gemm_tflops"].get<double>(), d["bf16_gemm_tflops"].get<double>());
+  // The transformer-step shapes, both precisions: positive, under the part's
+  // peak, and bf16 faster than f32 at each shape.
+  ASSERT_EQ(d["gemm"].size(), 20u);
+  for (size_t i = 0; i + 1 < d["gemm"].size(); i += 2) {
+    const auto& b = d["gemm"][i];
+    const auto& f = d["gemm"][i + 1];
+    EXPECT_EQ(b["dtype"], "bf16");
+    EXPECT_EQ(f["dtype"], "f32");
+    EXPECT_GT(f["tflops"].get<double>(), 0);
+    EXPECT_LT(b["tflops"].get<double>(), 2500);
+    EXPECT_GT(b["tflops"].get<double>(), f["tflops"].get<double>()) << b.dump();
+  }
   EXPECT_GT(d["copy_gbs"].get<double>(), 300);
   EXPECT_LT(d["copy_gbs"].get<double>(), 8000);  // HBM3e: 4.8 TB/s (H200), 8 TB/s (B200)
   // PCIe 5.0 x16 moves 63 GB/s each way; NVLink-C2C (GH200) 450.

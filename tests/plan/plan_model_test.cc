@@ -299,6 +299,22 @@ TEST(ClusterFile, FromAGpuNodesProbe) {
   const Prediction pr = predict(workload("gpt2-124M"), cand, *c);
   EXPECT_TRUE(pr.runs) << pr.why_not;
   EXPECT_GT(pr.step_time_s, 0);
+  // The step's shapes the probe timed join the table; one faster than the
+  // square ceiling raises the peak.
+  probe["gpu"]["devices"][0]["gemm"] = {
+      {{"m", 16384}, {"n", 2304}, {"k", 768}, {"dtype", "bf16"}, {"tflops", 520.0}},
+      {{"m", 16384}, {"n", 2304}, {"k", 768}, {"dtype", "f32"}, {"tflops", 45.0}},
+      {{"m", 16384}, {"n", 50304}, {"k", 768}, {"dtype", "bf16"}, {"tflops", 800.0}}};
+  auto shaped = cluster_from_probe(probe, "probe.json");
+  ASSERT_TRUE(shaped) << shaped.status().message();
+  EXPECT_DOUBLE_EQ(shaped->device.peak_flops[1], 800e12);
+  ASSERT_EQ(shaped->device.gemm_efficiency[1].size(), 3u);
+  EXPECT_NEAR(shaped->device.gemm_efficiency[1][0].efficiency, 780.0 / 800, 1e-12);
+  EXPECT_NEAR(shaped->device.gemm_efficiency[1][1].efficiency, 520.0 / 800, 1e-12);
+  EXPECT_NEAR(shaped->device.gemm_efficiency_at(1, 16384, 2304, 768), 520.0 / 800, 1e-9);
+  ASSERT_EQ(shaped->device.gemm_efficiency[0].size(), 2u);
+  EXPECT_NEAR(shaped->device.gemm_efficiency[0][1].efficiency, 45.0 / 50, 1e-12);
+  probe["gpu"]["devices"][0].erase("gemm");
   // `crucible probe --sections gpu` alone suffices for a GPU node.
   nlohmann::json gpu_only = probe;
   gpu_only.erase("compute"), gpu_only.erase("memory"), gpu_only.erase("cpu"), gpu_only.erase("topology");
