@@ -49,6 +49,9 @@ Result<GpuPlacement> place_on_gpus(const std::vector<std::string>& hosts,
     p.shared = p.shared || shares;
     p.gpu.push_back(gpu);
   }
+  std::map<std::pair<std::string, int>, int> on_gpu;  // (host, gpu) -> ranks
+  for (size_t r = 0; r < W; ++r) ++on_gpu[{hosts[r], p.gpu[r]}];
+  for (size_t r = 0; r < W; ++r) p.sharing.push_back(on_gpu[{hosts[r], p.gpu[r]}]);
   return p;
 }
 

@@ -20,8 +20,9 @@
 namespace crucible::runtime {
 
 struct GpuPlacement {
-  std::vector<int> gpu;  // per rank: the device index on its host
-  bool shared = false;   // two ranks of one host use one GPU
+  std::vector<int> gpu;      // per rank: the device index on its host
+  std::vector<int> sharing;  // per rank: how many ranks use its GPU (itself included)
+  bool shared = false;       // two ranks of one host use one GPU
 };
 
 // hosts[r], gpus[r]: rank r's host and how many GPUs that host shows it.

@@ -19,6 +19,7 @@ Result<GpuWorld> open_gpu_world(comm::Comm& world, const Config& cfg) {
                                     cfg.dist.share_gpus);
   if (!placed) return placed.status();
   g.device = Device::cuda(placed->gpu[size_t(world.rank())]);
+  g.sharing = placed->sharing[size_t(world.rank())];
   // This rank's GPU, agreed before any collective that needs it.
   Status local = kernels::cuda::use_device(g.device.index);
   auto info =

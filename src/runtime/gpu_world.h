@@ -17,6 +17,7 @@ struct GpuWorld {
   Device device = Device::cpu();     // this rank's device
   std::unique_ptr<comm::Comm> comm;  // over `world`; null: use the world itself
   std::string path;                  // "nccl" | "staged" | "" (one rank, or the CPU)
+  int sharing = 1;                   // ranks on this rank's device (its memory is theirs together)
 };
 
 // On the CPU, or with one rank: the device run.device names and no Comm.

@@ -120,7 +120,8 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
       fits = check_memory_fits(plan.config, W, rank, here, available_memory());
     } else {
       auto free = kernels::cuda::free_memory(device.index);
-      fits = free ? check_memory_fits(plan.config, W, rank, 1, *free, "on " + device.str()) : free.status();
+      fits = free ? check_memory_fits(plan.config, W, rank, gpus->sharing, *free, "on " + device.str())
+                  : free.status();
     }
     CRUCIBLE_RETURN_IF_ERROR(agree(comm, fits));
     CRUCIBLE_RETURN_IF_ERROR(agree(comm, check_memory_budget(plan.config, W)));

@@ -23,6 +23,7 @@ TEST(GpuPlacement, TwoDgxNodesGiveEachRankItsOwnGpu) {
   ASSERT_TRUE(p.is_ok()) << p.status().message();
   EXPECT_FALSE(p->shared);
   for (int r = 0; r < 16; ++r) EXPECT_EQ(p->gpu[size_t(r)], r % 8) << r;
+  EXPECT_EQ(p->sharing, std::vector<int>(16, 1));
 }
 
 TEST(GpuPlacement, RanksInterleavedOverHostsCountLocally) {
@@ -44,6 +45,7 @@ TEST(GpuPlacement, MoreRanksThanGpusIsRefusedUnlessShared) {
   ASSERT_TRUE(shared.is_ok());
   EXPECT_TRUE(shared->shared);
   EXPECT_EQ(shared->gpu, (std::vector<int>{0, 1, 0, 1}));
+  EXPECT_EQ(shared->sharing, (std::vector<int>{2, 2, 2, 2})) << "their memory checks count both";
   // Exactly as many ranks as GPUs: nothing shared.
   auto exact = place_on_gpus(hosts({{"gpu-box", 2}}), {2, 2}, 1, -1, true);
   ASSERT_TRUE(exact.is_ok());
