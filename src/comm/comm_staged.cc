@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "comm/device_comm.h"
+#include "comm/wrapping_comm.h"
 #include "core/trace.h"
 
 namespace crucible::comm {
@@ -113,18 +114,14 @@ size_t sum(const std::vector<size_t>& counts) {
   return t;
 }
 
-class StagedComm final : public Comm {
+class StagedComm final : public detail::WrappingComm {
  public:
   StagedComm(Comm* host, std::unique_ptr<Comm> owned, std::shared_ptr<Pool> pool)
-      : host_(host), owned_(std::move(owned)), pool_(std::move(pool)) {}
+      : WrappingComm(host, std::move(owned)), pool_(std::move(pool)) {}
 
-  int rank() const override { return host_->rank(); }
-  int size() const override { return host_->size(); }
   std::string backend() const override { return host_->backend() + "+staged"; }
+  using WrappingComm::allreduce;  // the blocking float one: iallreduce, waited for
 
-  Status allreduce(float* data, size_t n, ReduceOp op) override {
-    return iallreduce(data, n, op).wait();
-  }
   Request iallreduce(float* data, size_t n, ReduceOp op) override {
     if (!dev(data)) return host_->iallreduce(data, n, op);
     trace::Scope scope("stage", "comm");
@@ -144,10 +141,6 @@ class StagedComm final : public Comm {
 
   // The staged reduce-scatter is always in place on the staging copy of the
   // full buffer; the piece is copied out to wherever recv is.
-  Status reduce_scatter(const float* send, float* recv,
-                        const std::vector<size_t>& counts) override {
-    return ireduce_scatter(send, recv, counts).wait();
-  }
   Request ireduce_scatter(const float* send, float* recv,
                           const std::vector<size_t>& counts) override {
     if (!dev(send) && !dev(recv)) return host_->ireduce_scatter(send, recv, counts);
@@ -162,9 +155,6 @@ class StagedComm final : public Comm {
                   [=, this] { return out(recv, piece, count * sizeof(float)); });
   }
   // The staged all-gather is in place in a staging copy of the full buffer.
-  Status allgather(const float* send, float* recv, const std::vector<size_t>& counts) override {
-    return iallgather(send, recv, counts).wait();
-  }
   Request iallgather(const float* send, float* recv, const std::vector<size_t>& counts) override {
     if (!dev(send) && !dev(recv)) return host_->iallgather(send, recv, counts);
     auto layout = detail::check_pieces("allgather", recv, send, counts, rank(), size());
@@ -224,12 +214,6 @@ class StagedComm final : public Comm {
     return out(recv, r->as<void>(), bytes * size_t(size()));
   }
 
-  Status send(const void* data, size_t bytes, int dest, int tag) override {
-    return isend(data, bytes, dest, tag).wait();
-  }
-  Status recv(void* data, size_t bytes, int src, int tag) override {
-    return irecv(data, bytes, src, tag).wait();
-  }
   Request isend(const void* data, size_t bytes, int dest, int tag) override {
     if (!dev(data)) return host_->isend(data, bytes, dest, tag);
     auto s = stage_in(data, bytes);
@@ -265,7 +249,6 @@ class StagedComm final : public Comm {
     Comm* raw = sub->get();
     return std::unique_ptr<Comm>(new StagedComm(raw, std::move(*sub), pool_));
   }
-  Status barrier() override { return host_->barrier(); }
   [[noreturn]] void abort(int code) override {
     host_->abort(code);
     std::_Exit(code);  // abort() does not return; this is for the compiler
@@ -299,8 +282,6 @@ class StagedComm final : public Comm {
         std::make_unique<StagedRequest>(std::move(inner), std::move(bufs), std::move(after)));
   }
 
-  Comm* host_;
-  std::unique_ptr<Comm> owned_;  // a split's MPI sub-Comm
   std::shared_ptr<Pool> pool_;
 };
 

@@ -46,8 +46,7 @@ bool fit_collective(const json& rows, double hops_per_rank, int n, AlphaBeta* ou
 }
 
 Result<Cluster> from_probe(const json& probe, const std::string& source);
-template <typename Bad>
-Result<Cluster> gpu_node(const json& probe, Cluster c, const Bad& bad);
+Result<Cluster> gpu_node(const json& probe, Cluster c, const std::string& source);
 void links_from_probe(const json& probe, double triad, Cluster& c);
 
 }  // namespace
@@ -122,7 +121,7 @@ Result<Cluster> from_probe(const json& probe, const std::string& source) {
     c.source = source;
     c.name = "this machine (" + probe.value("host", std::string("?")) + ")";
     links_from_probe(probe, number(probe, {"memory", "threads_all", "triad", "best_gbs"}, 0), c);
-    return gpu_node(probe, c, bad);
+    return gpu_node(probe, c, source);
   }
   const double fma = number(probe, {"compute", "peak", "measured_fma_gflops_all"}, 0);
   const json* gemms = at(probe, {"compute", "gemm"});
@@ -234,8 +233,8 @@ Result<Cluster> from_probe(const json& probe, const std::string& source) {
 // per rank NCCL inside the node is not measured yet (one GPU lent); ranks
 // sharing a GPU stage through pinned host memory (comm/device_comm.h), so
 // each collective crosses the host link twice, plus MPI's latency.
-template <typename Bad>
-Result<Cluster> gpu_node(const json& probe, Cluster c, const Bad& bad) {
+Result<Cluster> gpu_node(const json& probe, Cluster c, const std::string& source) {
+  auto bad = [&](const std::string& why) { return Status::invalid("[plan] " + source + ": " + why); };
   const json* devs = at(probe, {"gpu", "devices"});
   if (!devs || !devs->is_array() || devs->empty() || !(*devs)[0].is_object()) return bad("gpu.devices is empty");
   const json& g = (*devs)[0];

@@ -26,20 +26,6 @@ std::vector<std::string> train_args(const std::string& run, std::vector<std::str
   return a;
 }
 
-std::vector<std::string> launch(int ranks, std::vector<std::string> train) {
-  std::vector<std::string> a = {"launch", "-n",   std::to_string(ranks), "--threads", "1",
-                                "--",     "train"};
-  a.insert(a.end(), train.begin(), train.end());
-  return a;
-}
-
-std::map<int64_t, double> losses(const std::string& run) {
-  std::map<int64_t, double> out;
-  for (const nlohmann::json& r : metric_rows(run + "/metrics.jsonl"))
-    if (r.contains("loss")) out[r.value("step", int64_t(0))] = r["loss"].get<double>();
-  return out;
-}
-
 TEST(GpuLayouts, EveryLayoutOnOneGpuTrainsTheOneRankRun) {
   REQUIRE_GPU();
   TempDir dir("gpu_layouts");
@@ -47,7 +33,7 @@ TEST(GpuLayouts, EveryLayoutOnOneGpuTrainsTheOneRankRun) {
   for (const std::string& a : train_args(dir / "one", {"train.grad_accum=2"})) one.push_back(a);
   auto base = run_crucible(one, dir.path());
   ASSERT_EQ(base.code, 0) << base.output;
-  const auto want = losses(dir / "one");
+  const auto want = step_losses(dir / "one");
   ASSERT_EQ(want.size(), 20u);
   struct Case {
     std::string name;
@@ -67,18 +53,18 @@ TEST(GpuLayouts, EveryLayoutOnOneGpuTrainsTheOneRankRun) {
   for (const Case& c : cases) {
     std::vector<std::string> sets = c.sets;
     sets.push_back("dist.share_gpus=true");
-    auto r = run_crucible(launch(c.ranks, train_args(dir / c.name, sets)), dir.path());
+    auto r = run_crucible(launch_train(c.ranks, train_args(dir / c.name, sets)), dir.path());
     ASSERT_EQ(r.code, 0) << c.name << "\n" << r.output;
     EXPECT_NE(r.output.find("+staged"), std::string::npos)
         << c.name << ": ranks sharing a GPU stage\n"
         << r.output;
-    const auto got = losses(dir / c.name);
+    const auto got = step_losses(dir / c.name);
     ASSERT_EQ(got.size(), want.size()) << c.name;
     for (const auto& [step, loss] : want)
       EXPECT_NEAR(got.at(step), loss, 1e-4) << c.name << " step " << step;
   }
   // Without dist.share_gpus, two ranks on one GPU are refused before training.
-  auto refused = run_crucible(launch(2, train_args(dir / "refused", {})), dir.path());
+  auto refused = run_crucible(launch_train(2, train_args(dir / "refused", {})), dir.path());
   EXPECT_EQ(refused.code, 2) << refused.output;
   EXPECT_NE(refused.output.find("dist.share_gpus = true"), std::string::npos) << refused.output;
 }

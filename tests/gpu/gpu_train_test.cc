@@ -30,13 +30,6 @@ std::vector<std::string> default_train(const std::string& run_dir, const std::st
   return a;
 }
 
-std::map<int64_t, double> losses(const std::string& run) {
-  std::map<int64_t, double> out;
-  for (const nlohmann::json& r : metric_rows(run + "/metrics.jsonl"))
-    if (r.contains("loss")) out[r.value("step", int64_t(0))] = r["loss"].get<double>();
-  return out;
-}
-
 double final_val_loss(const std::string& run) {
   double v = NAN;
   for (const nlohmann::json& r : metric_rows(run + "/metrics.jsonl"))
@@ -52,7 +45,7 @@ TEST(GpuTrain, Bf16TracksTheCpuRunOfTheDefault) {
   ASSERT_EQ(cpu.code, 0) << cpu.output;
   auto gpu = run_crucible(default_train(dir / "gpu", "cuda", 300, bf16), dir.path());
   ASSERT_EQ(gpu.code, 0) << gpu.output;
-  const auto c = losses(dir / "cpu"), g = losses(dir / "gpu");
+  const auto c = step_losses(dir / "cpu"), g = step_losses(dir / "gpu");
   ASSERT_EQ(c.size(), g.size());
   for (const auto& [step, loss] : c)
     if (step > 10) {

@@ -42,17 +42,6 @@ std::vector<double> losses(const std::string& run) {
   return out;
 }
 
-std::vector<std::string> launch(int ranks, std::vector<std::string> train_args) {
-  // In sanitizer builds: Open MPI's unloaded components leave allocations
-  // LeakSanitizer cannot attribute or suppress (see CMakeLists.txt); the ranks
-  // inherit this. No effect on other builds.
-  ::setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
-  std::vector<std::string> args = {"launch", "-n",   std::to_string(ranks), "--threads", "1",
-                                   "--",     "train"};
-  args.insert(args.end(), train_args.begin(), train_args.end());
-  return args;
-}
-
 // (step, val_loss) of the evaluation steps.
 std::vector<std::pair<int64_t, double>> val_losses(const std::string& run) {
   std::vector<std::pair<int64_t, double>> out;
@@ -90,7 +79,7 @@ TEST(DistTrain, TwoRanksEqualOneRankWithTheSameGlobalBatch) {
   ASSERT_EQ(one.code, 0) << one.output;
   for (int zero : {0, 1, 2}) {
     std::string run = dir / ("two_zero" + std::to_string(zero));
-    auto two = run_crucible(launch(
+    auto two = run_crucible(launch_train(
         2, {make_config(dir, 2), "--run-dir", run, "--set", "dist.zero=" + std::to_string(zero)}));
     ASSERT_EQ(two.code, 0) << two.output;
     // wte's head gradient rode the overlapped buckets, its embedding rows
@@ -124,7 +113,7 @@ TEST(DistTrain, FourRanksZero2EqualOneRank) {
   auto one = run_crucible({"train", make_config(dir, 4), "--run-dir", dir / "one"});
   ASSERT_EQ(one.code, 0) << one.output;
   auto four = run_crucible(
-      launch(4, {make_config(dir, 1), "--run-dir", dir / "four", "--set", "dist.zero=2"}));
+      launch_train(4, {make_config(dir, 1), "--run-dir", dir / "four", "--set", "dist.zero=2"}));
   ASSERT_EQ(four.code, 0) << four.output;
   expect_same_training(dir / "one", dir / "four", 1e-5);
 }
@@ -137,9 +126,9 @@ TEST(DistTrain, ReshardingResume2To4To1) {
   ASSERT_EQ(one.code, 0) << one.output;
   const std::string run = dir / "run";
   auto a = run_crucible(
-      launch(2, {make_config(dir, 2), "--run-dir", run, "--stop-at", "7", "--set", "dist.zero=1"}));
+      launch_train(2, {make_config(dir, 2), "--run-dir", run, "--stop-at", "7", "--set", "dist.zero=1"}));
   ASSERT_EQ(a.code, 0) << a.output;
-  auto b = run_crucible(launch(4, {make_config(dir, 1), "--run-dir", run, "--resume", "--stop-at",
+  auto b = run_crucible(launch_train(4, {make_config(dir, 1), "--run-dir", run, "--resume", "--stop-at",
                                    "14", "--set", "dist.zero=2"}));
   ASSERT_EQ(b.code, 0) << b.output;
   EXPECT_NE(b.output.find("written by 2 ranks, now 4"), std::string::npos) << b.output;
@@ -168,9 +157,9 @@ TEST(DistTrain, ReproducibleModeIsBitIdenticalAcrossWorldSizes) {
   one_args.insert(one_args.begin(), "train");
   auto one = run_crucible(one_args);
   ASSERT_EQ(one.code, 0) << one.output;
-  auto two = run_crucible(launch(2, args(dir / "w2", 2)));
+  auto two = run_crucible(launch_train(2, args(dir / "w2", 2)));
   ASSERT_EQ(two.code, 0) << two.output;
-  auto four = run_crucible(launch(4, args(dir / "w4", 1)));
+  auto four = run_crucible(launch_train(4, args(dir / "w4", 1)));
   ASSERT_EQ(four.code, 0) << four.output;
   const std::string ref = read_file(dir / "w1/ckpt/step_0000020/model.safetensors");
   ASSERT_FALSE(ref.empty());
@@ -182,10 +171,10 @@ TEST(DistTrain, ReproducibleModeIsBitIdenticalAcrossWorldSizes) {
   const std::string run = dir / "reshard";
   auto a_args = args(run, 2);
   a_args.insert(a_args.end(), {"--stop-at", "7"});
-  ASSERT_EQ(run_crucible(launch(2, a_args)).code, 0);
+  ASSERT_EQ(run_crucible(launch_train(2, a_args)).code, 0);
   auto b_args = args(run, 1);
   b_args.insert(b_args.end(), {"--resume", "--stop-at", "14"});
-  ASSERT_EQ(run_crucible(launch(4, b_args)).code, 0);
+  ASSERT_EQ(run_crucible(launch_train(4, b_args)).code, 0);
   auto c_args = args(run, 4);
   c_args.insert(c_args.begin(), "train");
   c_args.push_back("--resume");

@@ -39,13 +39,6 @@ std::string make_config(const TempDir& dir) {
   return testutil::write_small_config(dir, run, "cfg.toml");
 }
 
-std::vector<std::string> launch(int ranks, std::vector<std::string> train_args) {
-  ::setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
-  std::vector<std::string> args = {"launch", "-n", std::to_string(ranks), "--threads", "1", "--", "train"};
-  args.insert(args.end(), train_args.begin(), train_args.end());
-  return args;
-}
-
 void expect_same_run(const std::string& single, const std::string& multi, double tol, size_t steps = 20) {
   auto a = metric_rows(single + "/metrics.jsonl"), b = metric_rows(multi + "/metrics.jsonl");
   ASSERT_EQ(a.size(), steps);
@@ -94,7 +87,7 @@ void expect_layouts_equal_one_rank(const TempDir& dir, const std::string& cfg, c
     const std::string run = dir / c.name;
     std::vector<std::string> args = with({cfg, "--run-dir", run}, model);
     for (const std::string& s : c.sets) args.insert(args.end(), {"--set", s});
-    auto r = run_crucible(launch(c.ranks, args));
+    auto r = run_crucible(launch_train(c.ranks, args));
     ASSERT_EQ(r.code, 0) << c.name << "\n" << r.output;
     if (metric == "pipeline_wait_ms") {
       EXPECT_NE(r.output.find("[pipeline] bubble"), std::string::npos) << r.output;
@@ -196,7 +189,7 @@ TEST(PipelineTrain, CheckpointsResumeAtAnotherLayout) {
       a.insert(a.begin(), "train");
       return run_crucible(a);
     }
-    return run_crucible(launch(ranks, a));
+    return run_crucible(launch_train(ranks, a));
   };
   auto one = train(dir / "one", {}, 1);
   ASSERT_EQ(one.code, 0) << one.output;
@@ -248,7 +241,7 @@ TEST(TensorParallelTrain, OneRunReshardsThroughSixLayouts) {
     if (i > 0) args.push_back("--resume");
     if (i + 1 < legs.size()) args.insert(args.end(), {"--stop-at", std::to_string(3 * (i + 1))});
     for (const std::string& s : legs[i].second) args.insert(args.end(), {"--set", s});
-    auto r = legs[i].first == 1 ? run_crucible(with({"train"}, args)) : run_crucible(launch(legs[i].first, args));
+    auto r = legs[i].first == 1 ? run_crucible(with({"train"}, args)) : run_crucible(launch_train(legs[i].first, args));
     ASSERT_EQ(r.code, 0) << "leg " << i << "\n" << r.output;
     // The ZeRO legs' checkpoints: each rank's shard of the moments in its own file.
     if (i == 2) {
@@ -277,7 +270,7 @@ TEST(ModelParallelMemory, TooLargeForOneRankIsRefusedAndTrainsAtTp2) {
   EXPECT_EQ(one.output.find("tp=1 pp=2 ("), std::string::npos) << "pp = 2 does not fit 90 MB here\n" << one.output;
   EXPECT_FALSE(std::filesystem::exists(dir / "one"));
   const std::string run = dir / "tp2";
-  auto tp2 = run_crucible(launch(2, with(big, {"--run-dir", run, "--set", "dist.tp=2"})));
+  auto tp2 = run_crucible(launch_train(2, with(big, {"--run-dir", run, "--set", "dist.tp=2"})));
   ASSERT_EQ(tp2.code, 0) << tp2.output;
   for (int r = 0; r < 2; ++r) {
     uint64_t peak = 0;

@@ -2,18 +2,17 @@
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
-#include <csignal>
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
-#include <thread>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
-
-#include <cstdlib>
+#include <thread>
 
 namespace crucible::e2e {
 
@@ -33,8 +32,7 @@ std::string shell_quote(const std::string& s) {
 }  // namespace
 
 CliResult run_crucible(const std::vector<std::string>& args, const std::string& cwd) {
-  std::string cmd = "cd " + shell_quote(cwd) + " && exec " +
-                    shell_quote(crucible_binary());
+  std::string cmd = "cd " + shell_quote(cwd) + " && exec " + shell_quote(crucible_binary());
   for (const auto& a : args) cmd += " " + shell_quote(a);
   cmd += " 2>&1";
   CliResult r;
@@ -90,9 +88,25 @@ std::vector<nlohmann::json> metric_rows(const std::string& path) {
   return out;
 }
 
+std::map<int64_t, double> step_losses(const std::string& run) {
+  std::map<int64_t, double> out;
+  for (const nlohmann::json& r : metric_rows(run + "/metrics.jsonl"))
+    if (r.contains("loss")) out[r.value("step", int64_t(0))] = r["loss"].get<double>();
+  return out;
+}
+
+std::vector<std::string> launch_train(int ranks, const std::vector<std::string>& train_args) {
+  ::setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
+  std::vector<std::string> args = {"launch", "-n",   std::to_string(ranks), "--threads", "1",
+                                   "--",     "train"};
+  args.insert(args.end(), train_args.begin(), train_args.end());
+  return args;
+}
+
 std::vector<int64_t> metric_steps(const std::string& run) {
   std::vector<int64_t> out;
-  for (const auto& row : metric_rows(run + "/metrics.jsonl")) out.push_back(row["step"].get<int64_t>());
+  for (const auto& row : metric_rows(run + "/metrics.jsonl"))
+    out.push_back(row["step"].get<int64_t>());
   return out;
 }
 

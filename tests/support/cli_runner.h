@@ -5,8 +5,9 @@
 
 #include <cstdint>
 #include <functional>
-#include <string>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "support/files.h"
@@ -37,6 +38,14 @@ struct Background {
 std::vector<int64_t> metric_steps(const std::string& run);
 // Every row of a metrics file (RUN/metrics.jsonl, RUN/metrics.rank{R}.jsonl), parsed.
 std::vector<nlohmann::json> metric_rows(const std::string& path);
+// step -> training loss of every row of RUN/metrics.jsonl that has one.
+std::map<int64_t, double> step_losses(const std::string& run);
+
+// `crucible launch -n RANKS --threads 1 -- train TRAIN_ARGS...`. Sets
+// ASAN_OPTIONS=detect_leaks=0 for the ranks to inherit: in sanitizer builds
+// Open MPI's unloaded components leave allocations LeakSanitizer cannot
+// attribute or suppress (see CMakeLists.txt); no effect on other builds.
+std::vector<std::string> launch_train(int ranks, const std::vector<std::string>& train_args);
 
 // `crucible export RUN --step STEP`: the run's weights at that step as one
 // safetensors file, whatever layout wrote the checkpoint (a failed export

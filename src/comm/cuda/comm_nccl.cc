@@ -27,6 +27,7 @@
 
 #include "comm/cuda/cuda_status.h"
 #include "comm/device_comm.h"
+#include "comm/wrapping_comm.h"
 #include "core/trace.h"
 
 namespace crucible::comm {
@@ -69,11 +70,11 @@ class NcclRequest final : public Request::Impl {
   cudaEvent_t done_;
 };
 
-class NcclComm final : public Comm {
+class NcclComm final : public detail::WrappingComm {
  public:
   NcclComm(Comm* host, std::unique_ptr<Comm> owned, ncclComm_t nccl, int device,
            cudaStream_t kernels)
-      : host_(host), owned_(std::move(owned)), nccl_(nccl), device_(device), kernels_(kernels) {}
+      : WrappingComm(host, std::move(owned)), nccl_(nccl), device_(device), kernels_(kernels) {}
   ~NcclComm() override {
     for (cudaEvent_t e : events_) cudaEventDestroy(e);
     if (stream_) cudaStreamDestroy(stream_);
@@ -92,13 +93,9 @@ class NcclComm final : public Comm {
     return Status::ok();
   }
 
-  int rank() const override { return host_->rank(); }
-  int size() const override { return host_->size(); }
   std::string backend() const override { return "nccl"; }
 
-  Status allreduce(float* data, size_t n, ReduceOp op) override {
-    return iallreduce(data, n, op).wait();
-  }
+  using WrappingComm::allreduce;  // the blocking float one: iallreduce, waited for
   Request iallreduce(float* data, size_t n, ReduceOp op) override {
     if (!dev(data)) return host_->iallreduce(data, n, op);
     return run("allreduce", [&] {
@@ -112,10 +109,6 @@ class NcclComm final : public Comm {
                  return ncclAllReduce(data, data, n, ncclDouble, to_nccl(op), nccl_, stream_);
                })
         .wait();
-  }
-  Status reduce_scatter(const float* send, float* recv,
-                        const std::vector<size_t>& counts) override {
-    return ireduce_scatter(send, recv, counts).wait();
   }
   Request ireduce_scatter(const float* send, float* recv,
                           const std::vector<size_t>& counts) override {
@@ -139,9 +132,6 @@ class NcclComm final : public Comm {
       }
       return ncclGroupEnd();
     });
-  }
-  Status allgather(const float* send, float* recv, const std::vector<size_t>& counts) override {
-    return iallgather(send, recv, counts).wait();
   }
   Request iallgather(const float* send, float* recv, const std::vector<size_t>& counts) override {
     if (!dev(send) && !dev(recv)) return host_->iallgather(send, recv, counts);
@@ -188,12 +178,6 @@ class NcclComm final : public Comm {
         .wait();
   }
   // Point to point: host buffers to MPI, device buffers staged (above).
-  Status send(const void* data, size_t bytes, int dest, int tag) override {
-    return p2p_->send(data, bytes, dest, tag);
-  }
-  Status recv(void* data, size_t bytes, int src, int tag) override {
-    return p2p_->recv(data, bytes, src, tag);
-  }
   Request isend(const void* data, size_t bytes, int dest, int tag) override {
     return p2p_->isend(data, bytes, dest, tag);
   }
@@ -216,7 +200,6 @@ class NcclComm final : public Comm {
     CRUCIBLE_RETURN_IF_ERROR(comm->start());
     return std::unique_ptr<Comm>(std::move(comm));
   }
-  Status barrier() override { return host_->barrier(); }
   [[noreturn]] void abort(int code) override {
     ncclCommAbort(nccl_);  // frees the GPU's side before MPI ends the job
     host_->abort(code);
@@ -287,8 +270,6 @@ class NcclComm final : public Comm {
     });
   }
 
-  Comm* host_;
-  std::unique_ptr<Comm> owned_;  // a split's MPI sub-Comm
   ncclComm_t nccl_;
   int device_;
   cudaStream_t kernels_, stream_ = nullptr;
