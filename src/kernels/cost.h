@@ -152,5 +152,10 @@ inline Cost softmax_xent_backward_bf16(bf16*, const float*, const float*, const 
   return {3 * n, 2 * 2 * n};
 }
 inline Cost convert_to_bf16(bf16*, const float*, size_t n) { return {0, 6.0 * double(n)}; }
+inline Cost convert_to_f32(float*, const bf16*, size_t n) { return {0, 6.0 * double(n)}; }
+// W bf16 reads and one f32 write (and a bf16 write when rounded) per element.
+inline Cost sum_bf16_pieces(float*, bf16* rounded, const bf16*, int W, size_t n) {
+  return {double(W) * double(n), (2.0 * W + 4.0 + (rounded ? 2.0 : 0.0)) * double(n)};
+}
 
 }  // namespace crucible::kernels::cost

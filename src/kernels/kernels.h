@@ -67,6 +67,8 @@ struct KernelTable {
   decltype(&ref::logsumexp_rows_bf16) logsumexp_rows_bf16;
   decltype(&ref::softmax_xent_backward_bf16) softmax_xent_backward_bf16;
   decltype(&ref::convert_to_bf16) convert_to_bf16;
+  decltype(&ref::convert_to_f32) convert_to_f32;
+  decltype(&ref::sum_bf16_pieces) sum_bf16_pieces;
 };
 
 // The table in use (the widest supported ISA unless overridden).
@@ -127,6 +129,8 @@ CRUCIBLE_FORWARD(softmax_cross_entropy_bf16, cross_entropy)
 CRUCIBLE_FORWARD(logsumexp_rows_bf16, cross_entropy)
 CRUCIBLE_FORWARD(softmax_xent_backward_bf16, cross_entropy)
 CRUCIBLE_FORWARD(convert_to_bf16, other)
+CRUCIBLE_FORWARD(convert_to_f32, other)
+CRUCIBLE_FORWARD(sum_bf16_pieces, other)
 #undef CRUCIBLE_FORWARD
 
 }  // namespace crucible::kernels

@@ -48,13 +48,13 @@ DataParallel::DataParallel(comm::Comm& comm, nn::ParamRegistry& params, const Da
     scatter_ = Tensor::zeros(Shape{int64_t(std::max<size_t>(1, scatter_total))}, DType::f32,
                              "dist.scatter", params.device());  // beside the gradients
   if (cfg.grad_dtype == DType::bf16) {
-    wire_ = Tensor::zeros(Shape{int64_t(params.numel())}, DType::bf16, "dist.grad_wire");
+    wire_ = Tensor::zeros(Shape{int64_t(params.numel())}, DType::bf16, "dist.grad_wire", params.device());
     size_t at = 0;
     for (Bucket& b : buckets_) {
       b.recv_at = at;
       at += size_t(W) * b.counts[size_t(comm.rank())];
     }
-    recv_ = Tensor::zeros(Shape{int64_t(std::max<size_t>(1, at))}, DType::bf16, "dist.grad_recv");
+    recv_ = Tensor::zeros(Shape{int64_t(std::max<size_t>(1, at))}, DType::bf16, "dist.grad_recv", params.device());
   }
 }
 
@@ -120,22 +120,13 @@ void DataParallel::on_grads_ready(size_t ready_from) {
 }
 
 void DataParallel::reduce_pieces(Bucket& b) {
-  const int W = comm_.size();
   const size_t r = size_t(comm_.rank()), count = b.counts[r];
-  const bf16* got = recv_.bf16_data() + b.recv_at;  // (W, count): every rank's copy of this piece
-  float* sum = params_.grads() + b.offsets[r];
-  bf16* w = wire_.bf16_data() + b.offsets[r];
-#pragma omp parallel for schedule(static) if (count >= 32768)
-  for (size_t i = 0; i < count; ++i) {
-    float s = 0.0f;
-    for (int q = 0; q < W; ++q) s += to_f32(got[size_t(q) * count + i]);  // rank order: the same bits anywhere
-    if (cfg_.zero == 2) {
-      sum[i] = s;  // only this rank reads its pieces: kept unrounded
-    } else {
-      w[i] = to_bf16(s);
-      sum[i] = to_f32(w[i]);  // what every other rank receives
-    }
-  }
+  // recv_ holds (W, count): every rank's copy of this piece. zero 2 keeps
+  // its sums unrounded (only this rank reads its pieces); otherwise the sum
+  // is rounded once into the wire, and this rank keeps what every other rank
+  // receives.
+  kernels::sum_bf16_pieces(params_.grads() + b.offsets[r], cfg_.zero == 2 ? nullptr : wire_.bf16_data() + b.offsets[r],
+                           recv_.bf16_data() + b.recv_at, comm_.size(), count);
   if (cfg_.zero == 2) {
     b.phase = 3;
     return;
@@ -152,14 +143,8 @@ Status DataParallel::wait(Bucket& b) {
   }
   if (b.phase == 2) {  // the other ranks' rounded sums, widened into the f32 buffer
     const size_t r = size_t(comm_.rank());
-    for (size_t q = 0; q < b.counts.size(); ++q) {
-      if (q == r) continue;
-      const bf16* w = wire_.bf16_data() + b.offsets[q];
-      float* g = params_.grads() + b.offsets[q];
-      const size_t count = b.counts[q];
-#pragma omp parallel for schedule(static) if (count >= 32768)
-      for (size_t i = 0; i < count; ++i) g[i] = to_f32(w[i]);
-    }
+    for (size_t q = 0; q < b.counts.size(); ++q)
+      if (q != r) kernels::convert_to_f32(params_.grads() + b.offsets[q], wire_.bf16_data() + b.offsets[q], b.counts[q]);
   }
   b.phase = 0;
   return Status::ok();

@@ -41,7 +41,7 @@ std::vector<std::string> missing_kernels(const kernels::KernelTable& t, bool bf1
 
 }  // namespace
 
-Status check_device(const Config& cfg, int world, std::optional<Device> placed) {
+Status check_device(const Config& cfg, std::optional<Device> placed) {
   auto device = placed ? Result<Device>(*placed) : Device::parse(cfg.run.device);
   if (!device) return Status::invalid("[train] run.device: " + device.status().message());
   if (device->is_cpu()) return Status::ok();
@@ -50,10 +50,7 @@ Status check_device(const Config& cfg, int world, std::optional<Device> placed) 
   if (Status s = kernels::cuda::use_device(device->index); !s) return Status::invalid(key + ": " + strip(s.message()));
   auto info = kernels::cuda::device_info(device->index);
   const std::string named = key + (info ? " (" + info->name + ")" : "");
-  // Several ranks: their collectives on device buffers (comm/device_comm.h);
-  // the bf16 wire's sums still run on the host.
-  if (world > 1 && cfg.dist.grad_dtype == "bf16")
-    return Status::invalid(named + ": dist.grad_dtype = \"bf16\" sums its pieces on the host; use \"f32\" on GPUs");
+  // Several ranks: their collectives on device buffers (comm/device_comm.h).
   if (cfg.dist.reproducible)
     return Status::invalid(named + ": dist.reproducible's tree reduction runs on the host; leave it false on a GPU");
   const std::vector<std::string> missing =

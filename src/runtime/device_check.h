@@ -3,10 +3,9 @@
 // the problem otherwise:
 //   "[train] run.device = cuda:0: no GPU cuda:0 (this machine has 0 GPUs)"
 //   "[train] run.device = cuda:0: this crucible was built without CUDA ..."
-//   "[train] run.device = cuda:0 (NVIDIA H200): dist.grad_dtype = "bf16" sums
-//    its pieces on the host; use "f32" on GPUs" (several ranks)
+//   "[train] run.device = cuda:0 (NVIDIA H200): dist.reproducible's tree
+//    reduction runs on the host; leave it false on a GPU"
 //   "[train] run.device = cuda:0 (...): the CUDA backend lacks ..."
-// `world`: the job's ranks.
 #pragma once
 #include <optional>
 
@@ -18,6 +17,6 @@ namespace crucible::runtime {
 
 // `placed`: this rank's device where the ranks were placed on GPUs
 // (runtime/gpu_world.h); else the one run.device names.
-Status check_device(const Config& cfg, int world, std::optional<Device> placed = std::nullopt);
+Status check_device(const Config& cfg, std::optional<Device> placed = std::nullopt);
 
 }  // namespace crucible::runtime

@@ -267,7 +267,7 @@ Result<int> supervise(const SuperviseOptions& opt) {
     CRUCIBLE_RETURN_IF_ERROR(check_memory_fits(plan->config, opt.launch.ranks, 0, opt.launch.ranks,
                                                available_memory()));
   CRUCIBLE_RETURN_IF_ERROR(check_memory_budget(plan->config, opt.launch.ranks));
-  CRUCIBLE_RETURN_IF_ERROR(check_device(plan->config, opt.launch.ranks));
+  CRUCIBLE_RETURN_IF_ERROR(check_device(plan->config));
   // The layout on this many ranks (tp x pp dividing them, the micro-batches
   // the pipeline needs): one line here, not a refusal every rank finds after
   // mpirun has started them.

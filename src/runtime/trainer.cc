@@ -110,7 +110,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   // local size; on a GPU, the model and its step live in the GPU's memory).
   auto gpus = open_gpu_world(comm, plan.config);  // several ranks on GPUs: placed, their device Comm
   CRUCIBLE_RETURN_IF_ERROR(agree(comm, gpus.status()));
-  CRUCIBLE_RETURN_IF_ERROR(agree(comm, check_device(plan.config, W, gpus->device)));
+  CRUCIBLE_RETURN_IF_ERROR(agree(comm, check_device(plan.config, gpus->device)));
   const Device device = gpus->device;
   {
     const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");

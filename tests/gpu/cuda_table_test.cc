@@ -58,9 +58,32 @@ TEST(CudaTable, StepPassesMatchTheReference) {
     EXPECT_EQ(copied.host(), a);
     const std::vector<bf16> got16 = narrow.host();
     for (size_t i = 0; i < n; ++i) ASSERT_EQ(got16[i].bits, want16[i].bits) << i;
+    // The bf16 wire's passes: 3 ranks' copies summed in rank order, rounded
+    // once (and not), widened; the same bits as the CPU's.
+    {
+      const int W = 3;
+      std::vector<bf16> pieces(size_t(W) * n);
+      for (size_t i = 0; i < pieces.size(); ++i) pieces[i] = to_bf16(b[i % n] * float(1 + i / n));
+      DeviceBuffer<bf16> dpieces(pieces), rounded(n);
+      DeviceBuffer<float> sum(n), kept(n), wide(n);
+      kernels::sum_bf16_pieces(sum.get(), rounded.get(), dpieces.get(), W, n);
+      kernels::sum_bf16_pieces(kept.get(), nullptr, dpieces.get(), W, n);
+      kernels::convert_to_f32(wide.get(), rounded.get(), n);
+      std::vector<float> sum_ref(n), kept_ref(n), wide_ref(n);
+      std::vector<bf16> rounded_ref(n);
+      kernels::ref::sum_bf16_pieces(sum_ref.data(), rounded_ref.data(), pieces.data(), W, n);
+      kernels::ref::sum_bf16_pieces(kept_ref.data(), nullptr, pieces.data(), W, n);
+      kernels::ref::convert_to_f32(wide_ref.data(), rounded_ref.data(), n);
+      EXPECT_EQ(sum.host(), sum_ref);
+      EXPECT_EQ(kept.host(), kept_ref);
+      EXPECT_EQ(wide.host(), wide_ref);
+      const std::vector<bf16> r16 = rounded.host();
+      for (size_t i = 0; i < n; ++i) ASSERT_EQ(r16[i].bits, rounded_ref[i].bits) << i;
+    }
     // Sums in double: a different order, far below f32's resolution of the result.
     const double s = kernels::sum(da.get(), n), s_ref = kernels::ref::sum(a.data(), n);
-    const double q = kernels::sum_squares(da.get(), n), q_ref = kernels::ref::sum_squares(a.data(), n);
+    const double q = kernels::sum_squares(da.get(), n),
+                 q_ref = kernels::ref::sum_squares(a.data(), n);
     EXPECT_NEAR(s, s_ref, 1e-12 * double(n));
     EXPECT_NEAR(q, q_ref, 1e-12 * q_ref);
     // Deterministic: the same bits again.
@@ -78,21 +101,24 @@ TEST(CudaTable, EmbeddingAndVocabularyParallelPiecesMatchTheReference) {
   for (const Shape& sh : {Shape{1, 1, 1, 4, 0, 2, 0, 2}, Shape{2, 7, 33, 50, 10, 31, 3, 3},
                           Shape{4, 64, 768, 50257, 25000, 50257, 64, 2}}) {
     const int N = sh.B * sh.T, Vl = sh.hi - sh.lo;
-    SCOPED_TRACE("B T C V = " + std::to_string(sh.B) + " " + std::to_string(sh.T) + " " + std::to_string(sh.C) +
-                 " " + std::to_string(sh.V));
+    SCOPED_TRACE("B T C V = " + std::to_string(sh.B) + " " + std::to_string(sh.T) + " " +
+                 std::to_string(sh.C) + " " + std::to_string(sh.V));
     std::vector<int32_t> idx(static_cast<size_t>(N));
     for (auto& t : idx) t = int32_t(rng.next_u32() % uint32_t(sh.V));
-    auto wte = testing::random_vector(rng, size_t(sh.V) * sh.C), wpe = testing::random_vector(rng, size_t(sh.T) * sh.C);
+    auto wte = testing::random_vector(rng, size_t(sh.V) * sh.C),
+         wpe = testing::random_vector(rng, size_t(sh.T) * sh.C);
     DeviceBuffer<int32_t> d_idx(idx);
     DeviceBuffer<float> d_wte(wte), d_wpe(wpe), out(size_t(N) * sh.C), looked(size_t(N) * sh.C);
     kernels::embedding_forward(out.get(), d_idx.get(), d_wte.get(), d_wpe.get(), sh.B, sh.T, sh.C);
     // The shard [lo, hi): wte's rows from lo.
-    kernels::embedding_lookup(looked.get(), d_idx.get(), d_wte.get() + size_t(sh.lo) * sh.C, sh.lo, sh.hi, N, sh.C);
+    kernels::embedding_lookup(looked.get(), d_idx.get(), d_wte.get() + size_t(sh.lo) * sh.C, sh.lo,
+                              sh.hi, N, sh.C);
     kernels::add_positions(looked.get(), d_wpe.get(), sh.first, N, sh.T, sh.C);
     std::vector<float> want(size_t(N) * sh.C), want_looked(want.size());
-    kernels::ref::embedding_forward(want.data(), idx.data(), wte.data(), wpe.data(), sh.B, sh.T, sh.C);
-    kernels::ref::embedding_lookup(want_looked.data(), idx.data(), wte.data() + size_t(sh.lo) * sh.C, sh.lo, sh.hi,
-                                   N, sh.C);
+    kernels::ref::embedding_forward(want.data(), idx.data(), wte.data(), wpe.data(), sh.B, sh.T,
+                                    sh.C);
+    kernels::ref::embedding_lookup(want_looked.data(), idx.data(),
+                                   wte.data() + size_t(sh.lo) * sh.C, sh.lo, sh.hi, N, sh.C);
     kernels::ref::add_positions(want_looked.data(), wpe.data(), sh.first, N, sh.T, sh.C);
     EXPECT_EQ(out.host(), want);
     EXPECT_EQ(looked.host(), want_looked);
@@ -111,7 +137,8 @@ TEST(CudaTable, EmbeddingAndVocabularyParallelPiecesMatchTheReference) {
     kernels::target_logits_bf16(x16.get(), d_logits16.get(), d_t.get(), sh.lo, sh.hi, N);
     std::vector<float> want_x(static_cast<size_t>(N)), want_x16(static_cast<size_t>(N));
     kernels::ref::target_logits(want_x.data(), logits.data(), targets.data(), sh.lo, sh.hi, N);
-    kernels::ref::target_logits_bf16(want_x16.data(), logits16.data(), targets.data(), sh.lo, sh.hi, N);
+    kernels::ref::target_logits_bf16(want_x16.data(), logits16.data(), targets.data(), sh.lo, sh.hi,
+                                     N);
     EXPECT_EQ(x.host(), want_x);
     EXPECT_EQ(x16.host(), want_x16);
     std::vector<float> all(size_t(sh.R) * 3 * N);
@@ -120,19 +147,25 @@ TEST(CudaTable, EmbeddingAndVocabularyParallelPiecesMatchTheReference) {
         float* part = all.data() + size_t(r) * 3 * N;
         part[n] = rng.uniform() * 16 - 8;
         part[N + n] = rng.uniform() * 5;
-        part[2 * N + n] = targets[size_t(n)] >= 0 && targets[size_t(n)] % sh.R == r ? part[n] - 1.0f : 0.0f;
+        part[2 * N + n] =
+            targets[size_t(n)] >= 0 && targets[size_t(n)] % sh.R == r ? part[n] - 1.0f : 0.0f;
       }
-    DeviceBuffer<float> d_all(all), mx(static_cast<size_t>(N)), ls(static_cast<size_t>(N)), loss(static_cast<size_t>(N));
+    DeviceBuffer<float> d_all(all), mx(static_cast<size_t>(N)), ls(static_cast<size_t>(N)),
+        loss(static_cast<size_t>(N));
     kernels::combine_vocab_stats(mx.get(), ls.get(), loss.get(), d_all.get(), d_t.get(), sh.R, N);
     std::vector<float> want_mx(static_cast<size_t>(N)), want_ls(want_mx), want_loss(want_mx);
-    kernels::ref::combine_vocab_stats(want_mx.data(), want_ls.data(), want_loss.data(), all.data(), targets.data(),
-                                      sh.R, N);
+    kernels::ref::combine_vocab_stats(want_mx.data(), want_ls.data(), want_loss.data(), all.data(),
+                                      targets.data(), sh.R, N);
     EXPECT_EQ(mx.host(), want_mx);
     // expf and logf: CUDA's and glibc's differ by an ulp or two.
     const std::vector<float> got_ls = ls.host(), got_loss = loss.host();
     for (int n = 0; n < N; ++n) {
-      ASSERT_NEAR(got_ls[size_t(n)], want_ls[size_t(n)], 1e-5f * (1 + std::fabs(want_ls[size_t(n)]))) << n;
-      ASSERT_NEAR(got_loss[size_t(n)], want_loss[size_t(n)], 1e-5f * (1 + std::fabs(want_loss[size_t(n)]))) << n;
+      ASSERT_NEAR(got_ls[size_t(n)], want_ls[size_t(n)],
+                  1e-5f * (1 + std::fabs(want_ls[size_t(n)])))
+          << n;
+      ASSERT_NEAR(got_loss[size_t(n)], want_loss[size_t(n)],
+                  1e-5f * (1 + std::fabs(want_loss[size_t(n)])))
+          << n;
     }
     EXPECT_EQ(got_loss[0], 0.0f);
   }
@@ -151,24 +184,31 @@ TEST(CudaGemm, EveryFormMatchesTheReference) {
     bool ta, tb, acc, bias;
     DType in, out;
   };
-  const std::vector<Form> forms = {
-      {false, false, false, false, DType::f32, DType::f32}, {false, true, false, true, DType::f32, DType::f32},
-      {true, false, true, false, DType::f32, DType::f32},   {false, false, false, true, DType::bf16, DType::bf16},
-      {false, true, false, false, DType::bf16, DType::bf16}, {true, false, true, false, DType::bf16, DType::f32},
-      {false, true, false, false, DType::bf16, DType::f32}};
+  const std::vector<Form> forms = {{false, false, false, false, DType::f32, DType::f32},
+                                   {false, true, false, true, DType::f32, DType::f32},
+                                   {true, false, true, false, DType::f32, DType::f32},
+                                   {false, false, false, true, DType::bf16, DType::bf16},
+                                   {false, true, false, false, DType::bf16, DType::bf16},
+                                   {true, false, true, false, DType::bf16, DType::f32},
+                                   {false, true, false, false, DType::bf16, DType::f32}};
   for (auto [M, N, K] : {std::tuple{1, 1, 1}, std::tuple{17, 33, 65}, std::tuple{128, 768, 256},
                          std::tuple{2048, 257, 1024}, std::tuple{64, 50257, 768}})
     for (const Form& f : forms) {
-      SCOPED_TRACE(std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) + (f.ta ? " ta" : "") +
-                   (f.tb ? " tb" : "") + (f.acc ? " acc" : "") + (f.bias ? " bias" : "") +
-                   (f.in == DType::bf16 ? " bf16" : " f32") + (f.out == DType::bf16 ? "->bf16" : "->f32"));
+      SCOPED_TRACE(std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) +
+                   (f.ta ? " ta" : "") + (f.tb ? " tb" : "") + (f.acc ? " acc" : "") +
+                   (f.bias ? " bias" : "") + (f.in == DType::bf16 ? " bf16" : " f32") +
+                   (f.out == DType::bf16 ? "->bf16" : "->f32"));
       const bool half = f.in == DType::bf16;
       // op(A) (M,K), op(B) (K,N), as stored: A (K,M) when ta, B (N,K) when tb.
-      auto A = testing::random_vector(rng, size_t(M) * K), B = testing::random_vector(rng, size_t(K) * N);
-      auto C0 = testing::random_vector(rng, size_t(M) * N), bias = testing::random_vector(rng, size_t(N));
+      auto A = testing::random_vector(rng, size_t(M) * K),
+           B = testing::random_vector(rng, size_t(K) * N);
+      auto C0 = testing::random_vector(rng, size_t(M) * N),
+           bias = testing::random_vector(rng, size_t(N));
       std::vector<bf16> A16(A.size()), B16(B.size());
-      for (size_t i = 0; i < A.size(); ++i) A16[i] = to_bf16(A[i]), A[i] = half ? to_f32(A16[i]) : A[i];
-      for (size_t i = 0; i < B.size(); ++i) B16[i] = to_bf16(B[i]), B[i] = half ? to_f32(B16[i]) : B[i];
+      for (size_t i = 0; i < A.size(); ++i)
+        A16[i] = to_bf16(A[i]), A[i] = half ? to_f32(A16[i]) : A[i];
+      for (size_t i = 0; i < B.size(); ++i)
+        B16[i] = to_bf16(B[i]), B[i] = half ? to_f32(B16[i]) : B[i];
       const int lda = f.ta ? M : K, ldb = f.tb ? K : N;
       std::vector<float> want = f.acc ? C0 : std::vector<float>(C0.size(), 0.0f);
       kernels::ref::gemm(f.ta, f.tb, M, N, K, A.data(), lda, B.data(), ldb, want.data(), N, f.acc,
@@ -177,13 +217,16 @@ TEST(CudaGemm, EveryFormMatchesTheReference) {
       std::vector<float> absA(A.size()), absB(B.size()), mag(C0.size(), 0.0f);
       for (size_t i = 0; i < A.size(); ++i) absA[i] = std::fabs(A[i]);
       for (size_t i = 0; i < B.size(); ++i) absB[i] = std::fabs(B[i]);
-      kernels::ref::gemm(f.ta, f.tb, M, N, K, absA.data(), lda, absB.data(), ldb, mag.data(), N, false, nullptr);
-      DeviceBuffer<float> dA(A), dB(B), dbias(bias), dC(f.acc ? C0 : std::vector<float>(C0.size(), 0.0f));
+      kernels::ref::gemm(f.ta, f.tb, M, N, K, absA.data(), lda, absB.data(), ldb, mag.data(), N,
+                         false, nullptr);
+      DeviceBuffer<float> dA(A), dB(B), dbias(bias),
+          dC(f.acc ? C0 : std::vector<float>(C0.size(), 0.0f));
       DeviceBuffer<bf16> dA16(A16), dB16(B16), dC16(C0.size());
       const void* a = half ? static_cast<const void*>(dA16.get()) : dA.get();
       const void* b = half ? static_cast<const void*>(dB16.get()) : dB.get();
       void* c = f.out == DType::bf16 ? static_cast<void*>(dC16.get()) : dC.get();
-      kernels::gemm(f.in, f.out, f.ta, f.tb, M, N, K, a, lda, b, ldb, c, N, f.acc, f.bias ? dbias.get() : nullptr);
+      kernels::gemm(f.in, f.out, f.ta, f.tb, M, N, K, a, lda, b, ldb, c, N, f.acc,
+                    f.bias ? dbias.get() : nullptr);
       ASSERT_TRUE(kernels::cuda::last_error("gemm").is_ok());
       std::vector<float> got(C0.size());
       if (f.out == DType::bf16) {
@@ -193,8 +236,10 @@ TEST(CudaGemm, EveryFormMatchesTheReference) {
         got = dC.host();
       }
       for (size_t i = 0; i < got.size(); ++i) {
-        const double scale = mag[i] + (f.acc ? std::fabs(C0[i]) : 0) + (f.bias ? std::fabs(bias[i % N]) : 0);
-        const double bound = 0x1p-22 * K * scale + (f.out == DType::bf16 ? 0x1p-8 * std::fabs(want[i]) : 0) + 1e-30;
+        const double scale =
+            mag[i] + (f.acc ? std::fabs(C0[i]) : 0) + (f.bias ? std::fabs(bias[i % N]) : 0);
+        const double bound =
+            0x1p-22 * K * scale + (f.out == DType::bf16 ? 0x1p-8 * std::fabs(want[i]) : 0) + 1e-30;
         ASSERT_NEAR(got[i], want[i], bound) << "entry " << i;
       }
     }

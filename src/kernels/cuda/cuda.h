@@ -175,6 +175,8 @@ void copy_bytes(void* dst, const void* src, size_t bytes, Stream s);
 double sum(const float* x, size_t n, Stream s);
 double sum_squares(const float* x, size_t n, Stream s);
 void convert_to_bf16(bf16* out, const float* in, size_t n, Stream s);
+void convert_to_f32(float* out, const bf16* in, size_t n, Stream s);
+void sum_bf16_pieces(float* sum, bf16* rounded, const bf16* pieces, int W, size_t n, Stream s);
 void target_logits(float* out, const float* logits, const int32_t* targets, int64_t lo, int64_t hi, int N,
                    Stream s);
 void target_logits_bf16(float* out, const bf16* logits, const int32_t* targets, int64_t lo, int64_t hi, int N,

@@ -53,6 +53,8 @@ void copy_bytes(void*, const void*, size_t, Stream) { unreachable(); }
 double sum(const float*, size_t, Stream) { unreachable(); }
 double sum_squares(const float*, size_t, Stream) { unreachable(); }
 void convert_to_bf16(bf16*, const float*, size_t, Stream) { unreachable(); }
+void convert_to_f32(float*, const bf16*, size_t, Stream) { unreachable(); }
+void sum_bf16_pieces(float*, bf16*, const bf16*, int, size_t, Stream) { unreachable(); }
 void target_logits(float*, const float*, const int32_t*, int64_t, int64_t, int, Stream) { unreachable(); }
 void target_logits_bf16(float*, const bf16*, const int32_t*, int64_t, int64_t, int, Stream) { unreachable(); }
 void combine_vocab_stats(float*, float*, float*, const float*, const int32_t*, int, int, Stream) { unreachable(); }

@@ -34,6 +34,25 @@ __global__ void convert_kernel(__nv_bfloat16* out, const float* in, size_t n) {
   CRUCIBLE_GRID_STRIDE(i, n) out[i] = __float2bfloat16_rn(in[i]);
 }
 
+__global__ void widen_kernel(float* out, const __nv_bfloat16* in, size_t n) {
+  CRUCIBLE_GRID_STRIDE(i, n) out[i] = __bfloat162float(in[i]);
+}
+
+// pieces (W,n): W ranks' copies of n gradients. One thread per element adds
+// the W copies in rank order (W is small: the data-parallel group), so the
+// bits are the CPU's; no atomics.
+__global__ void sum_pieces_kernel(float* sum, __nv_bfloat16* rounded, const __nv_bfloat16* pieces, int W, size_t n) {
+  CRUCIBLE_GRID_STRIDE(i, n) {
+    float s = 0.0f;
+    for (int q = 0; q < W; ++q) s += __bfloat162float(pieces[size_t(q) * n + i]);
+    if (rounded) {
+      rounded[i] = __float2bfloat16_rn(s);
+      s = __bfloat162float(rounded[i]);
+    }
+    sum[i] = s;
+  }
+}
+
 // out (N) = logits (N, hi-lo)[n, targets[n] - lo], or 0
 template <typename L>
 __global__ void target_logits_kernel(float* out, const L* logits, const int32_t* targets, int64_t lo, int64_t hi,
@@ -127,6 +146,16 @@ double sum_squares(const float* x, size_t n, Stream s) { return reduce(x, n, tru
 
 void convert_to_bf16(bf16* out, const float* in, size_t n, Stream s) {
   if (n) convert_kernel<<<blocks_for(n), kThreads, 0, s>>>(reinterpret_cast<__nv_bfloat16*>(out), in, n);
+}
+
+void convert_to_f32(float* out, const bf16* in, size_t n, Stream s) {
+  if (n) widen_kernel<<<blocks_for(n), kThreads, 0, s>>>(out, reinterpret_cast<const __nv_bfloat16*>(in), n);
+}
+
+void sum_bf16_pieces(float* sum, bf16* rounded, const bf16* pieces, int W, size_t n, Stream s) {
+  if (n)
+    sum_pieces_kernel<<<blocks_for(n), kThreads, 0, s>>>(sum, reinterpret_cast<__nv_bfloat16*>(rounded),
+                                                         reinterpret_cast<const __nv_bfloat16*>(pieces), W, n);
 }
 
 void target_logits(float* out, const float* logits, const int32_t* targets, int64_t lo, int64_t hi, int N,

@@ -99,6 +99,9 @@ const KernelTable table = {
       softmax_xent_backward_bf16(logits, max, log_sum, targets, offset, N, V, dscale, stream());
     },
     .convert_to_bf16 = [](bf16* out, const float* in, size_t n) { convert_to_bf16(out, in, n, stream()); },
+    .convert_to_f32 = [](float* out, const bf16* in, size_t n) { convert_to_f32(out, in, n, stream()); },
+    .sum_bf16_pieces = [](float* sum, bf16* rounded, const bf16* pieces, int W,
+                          size_t n) { sum_bf16_pieces(sum, rounded, pieces, W, n, stream()); },
 };
 
 }  // namespace

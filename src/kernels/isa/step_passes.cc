@@ -31,6 +31,26 @@ void fill(float* x, size_t n, float value) {
 
 void copy_bytes(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
 
+// out (n) = in (n) widened (a shift: the compiler vectorises it)
+void convert_to_f32(float* out, const bf16* in, size_t n) {
+#pragma omp parallel for schedule(static) if (n > kSerial)
+  for (size_t i = 0; i < n; ++i) out[i] = to_f32(in[i]);
+}
+
+// pieces (W,n) -> sum (n) in rank order; rounded (n) once where asked
+void sum_bf16_pieces(float* sum, bf16* rounded, const bf16* pieces, int W, size_t n) {
+#pragma omp parallel for schedule(static) if (n > kSerial)
+  for (size_t i = 0; i < n; ++i) {
+    float s = 0.0f;
+    for (int q = 0; q < W; ++q) s += to_f32(pieces[size_t(q) * n + i]);
+    if (rounded) {
+      rounded[i] = to_bf16(s);
+      s = to_f32(rounded[i]);
+    }
+    sum[i] = s;
+  }
+}
+
 // In index order: the loss is the same bits whatever the thread count.
 double sum(const float* x, size_t n) {
   double s = 0;

@@ -45,6 +45,8 @@ const KernelTable table = {
     .logsumexp_rows_bf16 = logsumexp_rows_bf16,
     .softmax_xent_backward_bf16 = softmax_xent_backward_bf16,
     .convert_to_bf16 = convert_to_bf16,
+    .convert_to_f32 = convert_to_f32,
+    .sum_bf16_pieces = sum_bf16_pieces,
 };
 
 }  // namespace crucible::kernels::CRUCIBLE_ISA

@@ -87,6 +87,22 @@ void softmax_xent_backward_bf16(bf16* logits, const float* max, const float* log
 
 void convert_to_bf16(bf16* out, const float* in, size_t n) { narrow(out, in, n); }
 
+void convert_to_f32(float* out, const bf16* in, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = to_f32(in[i]);
+}
+
+void sum_bf16_pieces(float* sum, bf16* rounded, const bf16* pieces, int W, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    float s = 0.0f;
+    for (int q = 0; q < W; ++q) s += to_f32(pieces[size_t(q) * n + i]);
+    if (rounded) {
+      rounded[i] = to_bf16(s);
+      s = to_f32(rounded[i]);
+    }
+    sum[i] = s;
+  }
+}
+
 void adamw_bf16_moments(float* p, bf16* p_bf16, const float* g, bf16* m, bf16* v, size_t n,
                         float lr, float beta1, float beta2, float eps, float weight_decay,
                         float grad_scale, int t) {
