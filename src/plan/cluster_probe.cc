@@ -255,20 +255,23 @@ Result<Cluster> gpu_node(const json& probe, Cluster c, const std::string& source
   // The step's own shapes where the probe timed them (gpu.devices[0].gemm);
   // a shape faster than the square ceiling raises the peak (a ceiling below a
   // measurement is no ceiling).
+  // The tf32 rows are not a precision crucible trains in: not in the table.
   double peak[2] = {f32, bf16};
   const json rows = g.value("gemm", json::array());
+  auto precision = [](const json& r) {
+    const std::string d = r.is_object() ? r.value("dtype", "") : "";
+    return d == "bf16" ? 1 : d == "f32" ? 0 : -1;
+  };
   for (const json& r : rows)
-    if (r.is_object() && r.value("tflops", 0.0) > 0) {
-      const int p = r.value("dtype", "") == "bf16" ? 1 : 0;
-      peak[p] = std::max(peak[p], r.value("tflops", 0.0));
-    }
+    if (precision(r) >= 0 && r.value("tflops", 0.0) > 0)
+      peak[precision(r)] = std::max(peak[precision(r)], r.value("tflops", 0.0));
   d.peak_flops[0] = peak[0] * 1e12, d.peak_flops[1] = peak[1] * 1e12;
   d.gemm_efficiency[0] = {{n / 2, n / 2, n / 2, f32 / peak[0]}};  // f32 is timed at half the size
   d.gemm_efficiency[1] = {{n, n, n, bf16 / peak[1]}};
   for (const json& r : rows) {
     const double m = r.value("m", 0.0), nn = r.value("n", 0.0), k = r.value("k", 0.0), tf = r.value("tflops", 0.0);
-    if (m < 1 || nn < 1 || k < 1 || tf <= 0) continue;
-    const int p = r.value("dtype", "") == "bf16" ? 1 : 0;
+    const int p = precision(r);
+    if (p < 0 || m < 1 || nn < 1 || k < 1 || tf <= 0) continue;
     d.gemm_efficiency[p].push_back({m, nn, k, tf / peak[p]});
   }
   // The attention kernel is not in the section: FlashAttention-2-class

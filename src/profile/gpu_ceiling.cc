@@ -55,6 +55,12 @@ Result<GpuCeiling> measure_gpu_ceiling(Device device, int n) {
     kernels::gemm(DType::f32, DType::f32, false, false, nf, nf, nf, a, nf, b, nf, cm, nf, false, nullptr);
     return Status::ok();
   });
+  // TF32 at (n/2, n/2, n): f32 operands of n/2 x n are the bf16 matrices' bytes.
+  auto tf32 = gpu_best_seconds(10, 3, [&] {
+    kernels::cuda::gemm_tf32(nf, nf, n, static_cast<const float*>(a), static_cast<const float*>(b),
+                             static_cast<float*>(cm), kernels::current_target().stream);
+    return Status::ok();
+  });
   // Copy bandwidth: one matrix into another, counted as read + write.
   auto copy = gpu_best_seconds(20, 3, [&] {
     kernels::copy_bytes(cm, a, bytes);
@@ -65,10 +71,12 @@ Result<GpuCeiling> measure_gpu_ceiling(Device device, int n) {
   pool.release(cm);
   if (!bf) return bf.status();
   if (!f32) return f32.status();
+  if (!tf32) return tf32.status();
   if (!copy) return copy.status();
   const double flops = 2.0 * double(n) * n * n, flops_f32 = 2.0 * double(nf) * nf * nf;
   c.bf16_gemm_tflops = flops / *bf * 1e-12;
   c.f32_gemm_tflops = flops_f32 / *f32 * 1e-12;
+  c.tf32_gemm_tflops = 2.0 * double(nf) * nf * n / *tf32 * 1e-12;
   c.copy_gbs = 2.0 * double(bytes) / *copy * 1e-9;
   return c;
 }
@@ -88,17 +96,23 @@ Result<std::vector<GpuGemmRow>> measure_gpu_gemms(Device device,
   std::vector<GpuGemmRow> rows;
   Status status;  // the first failure, if any
   for (const auto& [m, n, k] : shapes) {
-    for (const DType t : {DType::bf16, DType::f32}) {
+    for (const char* dtype : {"bf16", "f32", "tf32"}) {
       const int M = int(m), N = int(n), K = int(k);
-      auto s = gpu_best_seconds(t == DType::bf16 ? 5 : 2, 3, [&] {
-        kernels::gemm(t, t, false, false, M, N, K, buf[0], K, buf[1], N, buf[2], N, false, nullptr);
+      const std::string d = dtype;
+      const DType t = d == "bf16" ? DType::bf16 : DType::f32;
+      auto s = gpu_best_seconds(d == "f32" ? 2 : 5, 3, [&] {
+        if (d == "tf32")
+          kernels::cuda::gemm_tf32(M, N, K, static_cast<const float*>(buf[0]), static_cast<const float*>(buf[1]),
+                                   static_cast<float*>(buf[2]), kernels::current_target().stream);
+        else
+          kernels::gemm(t, t, false, false, M, N, K, buf[0], K, buf[1], N, buf[2], N, false, nullptr);
         return Status::ok();
       });
       if (!s) {
         status = s.status();
         break;
       }
-      rows.push_back({m, n, k, t == DType::bf16 ? "bf16" : "f32", 2.0 * double(m) * n * k / *s * 1e-12});
+      rows.push_back({m, n, k, d, 2.0 * double(m) * n * k / *s * 1e-12});
     }
     if (!status.is_ok()) break;
   }
@@ -112,6 +126,7 @@ nlohmann::json to_json(const GpuCeiling& c) {
           {"gemm_n", c.gemm_n},
           {"bf16_gemm_tflops", c.bf16_gemm_tflops},
           {"f32_gemm_tflops", c.f32_gemm_tflops},
+          {"tf32_gemm_tflops", c.tf32_gemm_tflops},
           {"copy_gbs", c.copy_gbs}};
 }
 

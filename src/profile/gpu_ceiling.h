@@ -26,6 +26,7 @@ struct GpuCeiling {
   int gemm_n = 0;                   // the square bf16 GEMM's size (f32: half of it)
   double bf16_gemm_tflops = 0;      // bf16 in, f32 accumulate, bf16 out
   double f32_gemm_tflops = 0;       // f32 in and out, no TF32, at gemm_n / 2
+  double tf32_gemm_tflops = 0;      // f32 in and out, TF32 products, (gemm_n/2, gemm_n/2, gemm_n)
   double copy_gbs = 0;              // device-to-device, bytes read + written per second
 };
 
@@ -42,13 +43,15 @@ Result<GpuCeiling> measure_gpu_ceiling(Device device, int n = 8192);
 nlohmann::json to_json(const GpuCeiling& c);
 
 // One GEMM's rate at one shape: C (m, n) = A (m, k) B (k, n) through
-// kernels::gemm, bf16 (f32 accumulate, bf16 out) or f32 (no TF32).
+// kernels::gemm, bf16 (f32 accumulate, bf16 out) or f32 (no TF32), and
+// through kernels::cuda::gemm_tf32 (f32 with TF32 products: no crucible
+// precision trains with it; what a PyTorch user's allow_tf32 gets).
 struct GpuGemmRow {
   int64_t m = 0, n = 0, k = 0;
-  std::string dtype;  // "bf16" | "f32"
+  std::string dtype;  // "bf16" | "f32" | "tf32"
   double tflops = 0;
 };
-// Every shape in both precisions, in one allocation as large as the largest
+// Every shape in the three precisions, in one allocation as large as the largest
 // (f32) operands, given back at the end. The planner's efficiency table for
 // a GPU node comes from these (plan --cluster-from-probe).
 Result<std::vector<GpuGemmRow>> measure_gpu_gemms(Device device,

@@ -162,6 +162,7 @@ Result<json> probe_device(int index, double load_s) {
   d["gemm_n"] = ceiling->gemm_n;
   d["bf16_gemm_tflops"] = ceiling->bf16_gemm_tflops;
   d["f32_gemm_tflops"] = ceiling->f32_gemm_tflops;
+  d["tf32_gemm_tflops"] = ceiling->tf32_gemm_tflops;
   d["copy_gbs"] = ceiling->copy_gbs;
   // A transformer step's GEMMs, as the planner times them (plan/time_model.h
   // forward_gemms): GPT-2 124M and 350M widths, 16 sequences of 1024 tokens;
@@ -220,7 +221,7 @@ std::string gpu_table(const json& j) {
     }
     std::snprintf(line, sizeof line,
                   "  cuda:%d %s (%s, sm_%s, %d SMs, %.0f GiB)\n"
-                  "    GEMM bf16 %.0f TFLOP/s, f32 %.1f TFLOP/s (%d^3); copy %.0f GB/s\n"
+                  "    GEMM bf16 %.0f TFLOP/s, f32 %.1f TFLOP/s (%d^3), tf32 %.0f TFLOP/s; copy %.0f GB/s\n"
                   "    host->device %.1f GB/s pinned, %.1f pageable; device->host %.1f pinned, "
                   "%.1f pageable; "
                   "launch %.1f us\n",
@@ -228,7 +229,7 @@ std::string gpu_table(const json& j) {
                   d.value("pci_bus_id", "?").c_str(), d.value("compute_capability", "?").c_str(),
                   d.value("sms", 0), d.value("memory_bytes", 0.0) / double(1 << 30),
                   d.value("bf16_gemm_tflops", 0.0), d.value("f32_gemm_tflops", 0.0),
-                  d.value("gemm_n", 0), d.value("copy_gbs", 0.0), d.value("h2d_pinned_gbs", 0.0),
+                  d.value("gemm_n", 0), d.value("tf32_gemm_tflops", 0.0), d.value("copy_gbs", 0.0), d.value("h2d_pinned_gbs", 0.0),
                   d.value("h2d_pageable_gbs", 0.0), d.value("d2h_pinned_gbs", 0.0),
                   d.value("d2h_pageable_gbs", 0.0), d.value("launch_us", 0.0));
     out += line;

@@ -141,7 +141,7 @@ Status check_gpu(const json& g, const JsonSchema& s) {
     for (const char* k : {"name", "pci_bus_id", "compute_capability", "error", "nvml_unavailable"})
       CRUCIBLE_RETURN_IF_ERROR(at.string(d, k));
     for (const char* k :
-         {"bf16_gemm_tflops", "f32_gemm_tflops", "copy_gbs", "h2d_pinned_gbs", "d2h_pinned_gbs",
+         {"bf16_gemm_tflops", "f32_gemm_tflops", "tf32_gemm_tflops", "copy_gbs", "h2d_pinned_gbs", "d2h_pinned_gbs",
           "h2d_pageable_gbs", "d2h_pageable_gbs", "launch_us", "memory_bytes"})
       CRUCIBLE_RETURN_IF_ERROR(at.number(d, k, 0, 1e15));
     CRUCIBLE_RETURN_IF_ERROR(at.object(d, "nvml"));

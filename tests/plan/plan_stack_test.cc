@@ -154,6 +154,7 @@ TEST(ClusterFile, FromAGpuNodesProbe) {
   probe["gpu"]["devices"][0]["gemm"] = {
       {{"m", 16384}, {"n", 2304}, {"k", 768}, {"dtype", "bf16"}, {"tflops", 520.0}},
       {{"m", 16384}, {"n", 2304}, {"k", 768}, {"dtype", "f32"}, {"tflops", 45.0}},
+      {{"m", 16384}, {"n", 2304}, {"k", 768}, {"dtype", "tf32"}, {"tflops", 300.0}},
       {{"m", 16384}, {"n", 50304}, {"k", 768}, {"dtype", "bf16"}, {"tflops", 800.0}}};
   auto shaped = cluster_from_probe(probe, "probe.json");
   ASSERT_TRUE(shaped) << shaped.status().message();
@@ -162,6 +163,9 @@ TEST(ClusterFile, FromAGpuNodesProbe) {
   EXPECT_NEAR(shaped->device.gemm_efficiency[1][0].efficiency, 780.0 / 800, 1e-12);
   EXPECT_NEAR(shaped->device.gemm_efficiency[1][1].efficiency, 520.0 / 800, 1e-12);
   EXPECT_NEAR(shaped->device.gemm_efficiency_at(1, 16384, 2304, 768), 520.0 / 800, 1e-9);
+  // The tf32 row (a precision crucible does not train in) is neither f32's
+  // peak nor in its table.
+  EXPECT_DOUBLE_EQ(shaped->device.peak_flops[0], 50e12);
   ASSERT_EQ(shaped->device.gemm_efficiency[0].size(), 2u);
   EXPECT_NEAR(shaped->device.gemm_efficiency[0][1].efficiency, 45.0 / 50, 1e-12);
   probe["gpu"]["devices"][0].erase("gemm");

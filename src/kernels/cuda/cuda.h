@@ -102,6 +102,11 @@ const KernelTable& kernel_table();
 // an abort, as a failed kernel launch is.
 void gemm(DType in, DType out, bool trans_a, bool trans_b, int M, int N, int K, const void* A, int lda,
           const void* B, int ldb, void* C, int ldc, bool accumulate, const float* bias, Stream s);
+// C (M,N) = A (M,K) B (K,N), f32 row-major and packed, with TF32 products
+// (CUBLAS_COMPUTE_32F_FAST_TF32: 10-bit mantissas in, f32 accumulate). Not for
+// training (no crucible precision uses it): the probe's tf32 rows, what a
+// PyTorch user with allow_tf32 gets.
+void gemm_tf32(int M, int N, int K, const float* A, const float* B, float* C, Stream s);
 
 // AdamW over flat buffers, one thread per element (a grid-stride loop):
 // p, m, v (n) f32 updated in place; g (n) f32 read, times grad_scale (the clip

@@ -12,7 +12,8 @@
 // B^T; a stored-transposed one reads as op(B), which cuBLASLt transposes).
 // The bias (N) runs along C^T's
 // rows: cuBLASLt's BIAS epilogue. f32 accumulation (CUBLAS_COMPUTE_32F: no
-// TF32, fp32 stays fp32), alpha 1, beta 1 when accumulating.
+// TF32, fp32 stays fp32), alpha 1, beta 1 when accumulating. gemm_tf32 (the
+// probe's third row) is the same f32 GEMM with CUBLAS_COMPUTE_32F_FAST_TF32.
 //
 // One plan (descriptors, layouts, the heuristic's algorithm) per problem and
 // GPU, made on first use and kept, like the CPU path's oneDNN primitives; a
@@ -98,7 +99,7 @@ struct Plan {
   cublasLtMatmulAlgo_t algo{};
 };
 
-using Key = std::tuple<int, bool, bool, int, int, int, int, int, int, bool, bool, DType, DType>;
+using Key = std::tuple<int, bool, bool, int, int, int, int, int, int, bool, bool, DType, DType, bool>;
 
 struct State {
   std::mutex mu;
@@ -114,10 +115,11 @@ State& state() {
 cudaDataType_t cuda_type(DType t) { return t == DType::bf16 ? CUDA_R_16BF : CUDA_R_32F; }
 
 Plan make_plan(const PerGpu& g, bool ta, bool tb, int M, int N, int K, int lda, int ldb, int ldc, bool has_bias,
-               DType in, DType out) {
+               DType in, DType out, bool tf32) {
   const Lt& f = lt();
   Plan p;
-  ok(f.desc_create(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  ok(f.desc_create(&p.op, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F),
+     "cublasLtMatmulDescCreate");
   const cublasOperation_t op_first = tb ? CUBLAS_OP_T : CUBLAS_OP_N, op_second = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
   ok(f.desc_set(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof op_first), "TRANSA");
   ok(f.desc_set(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof op_second), "TRANSB");
@@ -145,10 +147,8 @@ Plan make_plan(const PerGpu& g, bool ta, bool tb, int M, int N, int K, int lda, 
   return p;
 }
 
-}  // namespace
-
-void gemm(DType in, DType out, bool ta, bool tb, int M, int N, int K, const void* A, int lda, const void* B, int ldb,
-          void* C, int ldc, bool accumulate, const float* bias, Stream s) {
+void gemm_with(bool tf32, DType in, DType out, bool ta, bool tb, int M, int N, int K, const void* A, int lda,
+               const void* B, int ldb, void* C, int ldc, bool accumulate, const float* bias, Stream s) {
   State& st = state();
   std::lock_guard<std::mutex> lock(st.mu);
   int device = 0;
@@ -158,16 +158,27 @@ void gemm(DType in, DType out, bool ta, bool tb, int M, int N, int K, const void
     ok(lt().create(&g.handle), "cublasLtCreate");
     ok(cudaMalloc(&g.workspace, kWorkspace), "workspace");
   }
-  const Key key{device, ta, tb, M, N, K, lda, ldb, ldc, accumulate, bias != nullptr, in, out};
+  const Key key{device, ta, tb, M, N, K, lda, ldb, ldc, accumulate, bias != nullptr, in, out, tf32};
   auto it = st.plans.find(key);
   if (it == st.plans.end())
-    it = st.plans.emplace(key, make_plan(g, ta, tb, M, N, K, lda, ldb, ldc, bias != nullptr, in, out)).first;
+    it = st.plans.emplace(key, make_plan(g, ta, tb, M, N, K, lda, ldb, ldc, bias != nullptr, in, out, tf32)).first;
   Plan& p = it->second;
   if (bias) ok(lt().desc_set(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias), "BIAS_POINTER");
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   ok(lt().matmul(g.handle, p.op, &alpha, B, p.first, A, p.second, &beta, C, p.out, C, p.out, &p.algo, g.workspace,
                  kWorkspace, s),
      "cublasLtMatmul");
+}
+
+}  // namespace
+
+void gemm(DType in, DType out, bool ta, bool tb, int M, int N, int K, const void* A, int lda, const void* B, int ldb,
+          void* C, int ldc, bool accumulate, const float* bias, Stream s) {
+  gemm_with(false, in, out, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, accumulate, bias, s);
+}
+
+void gemm_tf32(int M, int N, int K, const float* A, const float* B, float* C, Stream s) {
+  gemm_with(true, DType::f32, DType::f32, false, false, M, N, K, A, K, B, N, C, N, false, nullptr, s);
 }
 
 }  // namespace crucible::kernels::cuda
