@@ -229,10 +229,12 @@ Result<Cluster> from_probe(const json& probe, const std::string& source) {
 // the GEMM ceiling measured through the step's own cuBLASLt path, the figure
 // a GPU run quotes its MFU against (docs/gpu.md); the efficiency table is the
 // ceiling's square shape and the transformer-step shapes the probe timed,
-// refitted by `crucible plan --calibrate` from a run. The link between ranks: with one GPU
-// per rank NCCL inside the node is not measured yet (one GPU lent); ranks
-// sharing a GPU stage through pinned host memory (comm/device_comm.h), so
-// each collective crosses the host link twice, plus MPI's latency.
+// refitted by `crucible plan --calibrate` from a run. The link between ranks:
+// with several GPUs whose every pair has direct peer access (gpu.peers),
+// NCCL's rings run over those links, as fast as the slowest pair; otherwise
+// (one GPU, or pairs staged by the driver) ranks share a GPU or cross the
+// host: staged through pinned host memory (comm/device_comm.h), each
+// collective crossing the host link twice, plus MPI's latency.
 Result<Cluster> gpu_node(const json& probe, Cluster c, const std::string& source) {
   auto bad = [&](const std::string& why) { return Status::invalid("[plan] " + source + ": " + why); };
   const json* devs = at(probe, {"gpu", "devices"});
@@ -281,8 +283,17 @@ Result<Cluster> gpu_node(const json& probe, Cluster c, const std::string& source
   d.bf16_widened = false;
   d.power_w = number(g, {"load", "mean_power_w"}, 0.0);
   c.stack.launch_s = g.value("launch_us", 0.0) * 1e-6;
+  double slowest_peer = 0;
+  if (const json* peers = at(probe, {"gpu", "peers"}); peers && peers->is_array() && !peers->empty()) {
+    slowest_peer = 1e30;
+    for (const json& p : *peers)
+      slowest_peer = p.is_object() && p.value("access", false) ? std::min(slowest_peer, p.value("gbs", 0.0)) : 0;
+  }
   const double link = std::min(g.value("h2d_pinned_gbs", 0.0), g.value("d2h_pinned_gbs", 0.0));
-  if (link > 0) {
+  if (slowest_peer > 0) {
+    for (int k = 0; k < 4; ++k) c.intra.kinds[k].bandwidth_Bps = slowest_peer * 1e9;
+    if (c.nodes == 1) c.inter = c.intra;
+  } else if (link > 0) {
     for (int k = 0; k < 4; ++k) {
       AlphaBeta& ab = c.intra.kinds[k];
       ab.latency_s += 20e-6;  // a device copy each way

@@ -169,7 +169,8 @@ Result<json> probe_device(int index, double load_s) {
   // the efficiency table of this GPU node's cluster file.
   std::vector<std::array<int64_t, 3>> shapes;
   for (const int64_t C : {768, 1024})
-    for (const std::array<int64_t, 2> nk : {std::array<int64_t, 2>{3 * C, C}, {C, C}, {4 * C, C}, {C, 4 * C}, {50304, C}})
+    for (const std::array<int64_t, 2> nk :
+         {std::array<int64_t, 2>{3 * C, C}, {C, C}, {4 * C, C}, {C, 4 * C}, {50304, C}})
       shapes.push_back({16 * 1024, nk[0], nk[1]});
   auto gemms = measure_gpu_gemms(Device::cuda(index), shapes);
   if (!gemms) return gemms.status();
@@ -193,6 +194,44 @@ Result<json> probe_device(int index, double load_s) {
   return d;
 }
 
+// GPU-to-GPU bandwidth for every ordered pair (from, to): 256 MiB copied,
+// best of 3, on `from`'s default stream. NVLink's or PCIe P2P's rate where
+// peer access is possible, the driver's staging through the host otherwise
+// (`access` says which). What NCCL's rings and trees run over.
+Result<json> measure_peers(int n) {
+  const size_t bytes = size_t(256) << 20;
+  std::vector<void*> buf(size_t(n), nullptr);
+  for (int i = 0; i < n; ++i)
+    buf[size_t(i)] = Allocator::of(Device::cuda(i)).allocate(bytes, "probe.gpu_peer");
+  json peers = json::array();
+  Status s;
+  for (int from = 0; from < n && s; ++from)
+    for (int to = 0; to < n && s; ++to) {
+      if (from == to) continue;
+      auto access = kernels::cuda::enable_peer_access(from, to);
+      if (!access) {
+        s = access.status();
+        break;
+      }
+      kernels::DeviceScope on(Device::cuda(from));
+      auto seconds = gpu_best_seconds(2, 3, [&] {
+        return kernels::cuda::copy_peer(buf[size_t(to)], to, buf[size_t(from)], from, bytes,
+                                        nullptr);
+      });
+      if (!seconds) {
+        s = seconds.status();
+        break;
+      }
+      peers.push_back({{"from", from},
+                       {"to", to},
+                       {"access", *access},
+                       {"gbs", double(bytes) / *seconds * 1e-9}});
+    }
+  for (int i = 0; i < n; ++i) Allocator::of(Device::cuda(i)).release(buf[size_t(i)]);
+  if (!s) return s;
+  return peers;
+}
+
 }  // namespace
 
 json probe_gpu(const GpuProbeOptions& opt) {
@@ -206,7 +245,15 @@ json probe_gpu(const GpuProbeOptions& opt) {
     auto d = probe_device(i, load_s);
     devices.push_back(d ? *d : json{{"index", i}, {"error", d.status().message()}});
   }
-  return {{"count", n}, {"devices", devices}};
+  json out = {{"count", n}, {"devices", devices}};
+  if (n < 2) {
+    out["peers_why"] = "one GPU: no peer to copy to";
+  } else if (auto peers = measure_peers(n)) {
+    out["peers"] = *peers;
+  } else {
+    out["peers_why"] = peers.status().message();
+  }
+  return out;
 }
 
 std::string gpu_table(const json& j) {
@@ -219,19 +266,20 @@ std::string gpu_table(const json& j) {
              d["error"].get<std::string>() + "\n";
       continue;
     }
-    std::snprintf(line, sizeof line,
-                  "  cuda:%d %s (%s, sm_%s, %d SMs, %.0f GiB)\n"
-                  "    GEMM bf16 %.0f TFLOP/s, f32 %.1f TFLOP/s (%d^3), tf32 %.0f TFLOP/s; copy %.0f GB/s\n"
-                  "    host->device %.1f GB/s pinned, %.1f pageable; device->host %.1f pinned, "
-                  "%.1f pageable; "
-                  "launch %.1f us\n",
-                  d.value("index", 0), d.value("name", "?").c_str(),
-                  d.value("pci_bus_id", "?").c_str(), d.value("compute_capability", "?").c_str(),
-                  d.value("sms", 0), d.value("memory_bytes", 0.0) / double(1 << 30),
-                  d.value("bf16_gemm_tflops", 0.0), d.value("f32_gemm_tflops", 0.0),
-                  d.value("gemm_n", 0), d.value("tf32_gemm_tflops", 0.0), d.value("copy_gbs", 0.0), d.value("h2d_pinned_gbs", 0.0),
-                  d.value("h2d_pageable_gbs", 0.0), d.value("d2h_pinned_gbs", 0.0),
-                  d.value("d2h_pageable_gbs", 0.0), d.value("launch_us", 0.0));
+    std::snprintf(
+        line, sizeof line,
+        "  cuda:%d %s (%s, sm_%s, %d SMs, %.0f GiB)\n"
+        "    GEMM bf16 %.0f TFLOP/s, f32 %.1f TFLOP/s (%d^3), tf32 %.0f TFLOP/s; copy %.0f GB/s\n"
+        "    host->device %.1f GB/s pinned, %.1f pageable; device->host %.1f pinned, "
+        "%.1f pageable; "
+        "launch %.1f us\n",
+        d.value("index", 0), d.value("name", "?").c_str(), d.value("pci_bus_id", "?").c_str(),
+        d.value("compute_capability", "?").c_str(), d.value("sms", 0),
+        d.value("memory_bytes", 0.0) / double(1 << 30), d.value("bf16_gemm_tflops", 0.0),
+        d.value("f32_gemm_tflops", 0.0), d.value("gemm_n", 0), d.value("tf32_gemm_tflops", 0.0),
+        d.value("copy_gbs", 0.0), d.value("h2d_pinned_gbs", 0.0), d.value("h2d_pageable_gbs", 0.0),
+        d.value("d2h_pinned_gbs", 0.0), d.value("d2h_pageable_gbs", 0.0),
+        d.value("launch_us", 0.0));
     out += line;
     if (d.contains("load")) {
       const json& l = d["load"];
@@ -249,6 +297,20 @@ std::string gpu_table(const json& j) {
     }
     if (d.contains("nvml_unavailable"))
       out += "    NVML: " + d["nvml_unavailable"].get<std::string>() + "\n";
+  }
+  if (j.contains("peers") && !j["peers"].empty()) {
+    double lo = 1e30, hi = 0;
+    int direct = 0;
+    for (const json& p : j["peers"]) {
+      lo = std::min(lo, p.value("gbs", 0.0)), hi = std::max(hi, p.value("gbs", 0.0));
+      direct += p.value("access", false) ? 1 : 0;
+    }
+    std::snprintf(line, sizeof line,
+                  "  GPU to GPU: %.0f-%.0f GB/s over %zu pairs (%d with direct peer access)\n", lo,
+                  hi, j["peers"].size(), direct);
+    out += line;
+  } else if (j.contains("peers_why")) {
+    out += "  GPU to GPU: " + j["peers_why"].get<std::string>() + "\n";
   }
   return out;
 }

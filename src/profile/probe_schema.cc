@@ -135,6 +135,13 @@ Status check_storage_row(const json& d, const JsonSchema& at) {
 Status check_gpu(const json& g, const JsonSchema& s) {
   CRUCIBLE_RETURN_IF_ERROR(s.integer(g, "count", 0, 1 << 16, JsonSchema::kRequired));
   CRUCIBLE_RETURN_IF_ERROR(s.string(g, "why"));
+  CRUCIBLE_RETURN_IF_ERROR(s.string(g, "peers_why"));
+  CRUCIBLE_RETURN_IF_ERROR(s.each(g, "peers", [](const json& p, const JsonSchema& at) {
+    CRUCIBLE_RETURN_IF_ERROR(at.object(p, ""));
+    for (const char* k : {"from", "to"}) CRUCIBLE_RETURN_IF_ERROR(at.integer(p, k, 0, 1 << 16, JsonSchema::kRequired));
+    CRUCIBLE_RETURN_IF_ERROR(at.boolean(p, "access"));
+    return at.number(p, "gbs", 0, 1e5);
+  }));
   return s.each(g, "devices", [](const json& d, const JsonSchema& at) {
     CRUCIBLE_RETURN_IF_ERROR(at.object(d, ""));
     CRUCIBLE_RETURN_IF_ERROR(at.integer(d, "index", 0, 1 << 16, JsonSchema::kRequired));

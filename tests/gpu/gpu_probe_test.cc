@@ -45,6 +45,19 @@ TEST(GpuProbe, EveryFigureIsWithinPhysicalBounds) {
   }
   EXPECT_GT(d["copy_gbs"].get<double>(), 300);
   EXPECT_LT(d["copy_gbs"].get<double>(), 8000);  // HBM3e: 4.8 TB/s (H200), 8 TB/s (B200)
+  // GPU to GPU: one GPU says why there is nothing to measure; several are
+  // below NVLink 5's 900 GB/s one way, and above PCIe 3.0 x16's floor.
+  if (g["count"].get<int>() < 2) {
+    EXPECT_TRUE(g.contains("peers_why")) << g.dump();
+  } else {
+    ASSERT_TRUE(g.contains("peers")) << g.dump();
+    const int n = g["count"].get<int>();
+    EXPECT_EQ(g["peers"].size(), size_t(n) * size_t(n - 1));
+    for (const auto& p : g["peers"]) {
+      EXPECT_GT(p["gbs"].get<double>(), 5) << p.dump();
+      EXPECT_LT(p["gbs"].get<double>(), 900) << p.dump();
+    }
+  }
   // PCIe 5.0 x16 moves 63 GB/s each way; NVLink-C2C (GH200) 450.
   for (const char* k :
        {"h2d_pinned_gbs", "d2h_pinned_gbs", "h2d_pageable_gbs", "d2h_pageable_gbs"}) {

@@ -139,6 +139,23 @@ TEST(ClusterFile, FromAGpuNodesProbe) {
   EXPECT_NEAR(c->stack.launch_s, 2.5e-6, 1e-15);
   EXPECT_DOUBLE_EQ(c->intra.kinds[0].bandwidth_Bps, 22.5e9)
       << "each collective crosses the host link twice";
+  {
+    // Two GPUs with direct peer access: NCCL's ring runs over their links,
+    // as fast as the slowest pair; a pair staged by the driver keeps the
+    // host link.
+    nlohmann::json two = probe;
+    two["gpu"]["count"] = 2;
+    two["gpu"]["peers"] = {{{"from", 0}, {"to", 1}, {"access", true}, {"gbs", 370.0}},
+                           {{"from", 1}, {"to", 0}, {"access", true}, {"gbs", 340.0}}};
+    auto nvlink = cluster_from_probe(two, "probe.json");
+    ASSERT_TRUE(nvlink) << nvlink.status().message();
+    EXPECT_EQ(nvlink->devices_per_node, 2);
+    EXPECT_DOUBLE_EQ(nvlink->intra.kinds[0].bandwidth_Bps, 340e9);
+    two["gpu"]["peers"][1]["access"] = false;
+    auto staged = cluster_from_probe(two, "probe.json");
+    ASSERT_TRUE(staged) << staged.status().message();
+    EXPECT_DOUBLE_EQ(staged->intra.kinds[0].bandwidth_Bps, 22.5e9);
+  }
   // It writes a file its reader takes back.
   auto back = parse_cluster(cluster_toml(*c, ""), "h200.toml");
   ASSERT_TRUE(back) << back.status().message();

@@ -56,9 +56,20 @@ TEST(ProbeSchema, NamesTheBadField) {
        "interconnect.collectives.allreduce.comm[1].busbw_gbs must be a number, not a string"},
       {"/cpu/hardware_threads", 0, "cpu.hardware_threads = 0 is out of range [1, 16777216]"},
       {"/schema", "crucible-probe/2", "[probe] p.json is not a crucible probe document"},
+      {"/gpu/peers/0/gbs", "300", "gpu.peers[0].gbs must be a number, not a string"},
+      {"/gpu/peers/1/from", -1, "gpu.peers[1].from = -1 is out of range"},
+      {"/gpu/devices/0/tf32_gemm_tflops", 1e300, "gpu.devices[0].tf32_gemm_tflops = 1e+300 is out of range"},
   };
+  // A GPU node's section as a two-GPU machine writes it.
+  json gpu_node = good;
+  gpu_node["gpu"] = {{"count", 2},
+                     {"devices", {{{"index", 0}, {"tf32_gemm_tflops", 380.0}}, {{"index", 1}}}},
+                     {"peers",
+                      {{{"from", 0}, {"to", 1}, {"access", true}, {"gbs", 370.0}},
+                       {{"from", 1}, {"to", 0}, {"access", true}, {"gbs", 368.0}}}}};
+  EXPECT_EQ(why(check_probe_document(gpu_node, "p.json")), "ok");
   for (const Case& c : cases) {
-    json doc = good;
+    json doc = std::string(c.pointer).rfind("/gpu", 0) == 0 ? gpu_node : good;
     doc[json::json_pointer(c.pointer)] = c.value;
     const std::string got = why(check_probe_document(doc, "p.json"));
     EXPECT_NE(got.find(c.message), std::string::npos) << c.pointer << ": " << got;

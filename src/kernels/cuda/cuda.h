@@ -63,6 +63,15 @@ Result<uint64_t> free_memory(int index);
 Status copy_to_device(void* dst, const void* src, size_t bytes, Stream s);
 Status copy_to_host(void* dst, const void* src, size_t bytes, Stream s);
 Status synchronize(Stream s);
+// Peer to peer (the probe's GPU-to-GPU bandwidth): whether GPU `from` can
+// read and write GPU `to`'s memory directly (NVLink or PCIe P2P), enabling
+// it from `from` when it can (an already enabled pair is fine); false where
+// copies between them would go through the host.
+Result<bool> enable_peer_access(int from, int to);
+// bytes from src on GPU src_device to dst on GPU dst_device, on stream s
+// (cudaMemcpyPeerAsync: direct where peer access is enabled, else staged by
+// the driver through host memory).
+Status copy_peer(void* dst, int dst_device, const void* src, int src_device, size_t bytes, Stream s);
 // The last launch's error, if any (launchers do not check, so a step checks
 // once).
 Status last_error(const char* where);

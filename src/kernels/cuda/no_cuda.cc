@@ -30,6 +30,8 @@ Result<uint64_t> free_memory(int) { return absent(); }
 Status copy_to_device(void*, const void*, size_t, Stream) { return absent(); }
 Status copy_to_host(void*, const void*, size_t, Stream) { return absent(); }
 Status synchronize(Stream) { return absent(); }
+Result<bool> enable_peer_access(int, int) { return absent(); }
+Status copy_peer(void*, int, const void*, int, size_t, Stream) { return absent(); }
 Status last_error(const char*) { return absent(); }
 Status set_kernel_timing(bool) { return absent(); }
 bool kernel_timing() { return false; }

@@ -87,8 +87,8 @@ int device_count() {
 Result<DeviceInfo> device_info(int index) {
   const int n = device_count();
   if (index < 0 || index >= n)
-    return Status::invalid("[cuda] no GPU cuda:" + std::to_string(index) + " (this machine has " + std::to_string(n) +
-                           (n == 1 ? " GPU" : " GPUs") + ")");
+    return Status::invalid("[cuda] no GPU cuda:" + std::to_string(index) + " (this machine has " +
+                           std::to_string(n) + (n == 1 ? " GPU" : " GPUs") + ")");
   cudaDeviceProp prop{};
   if (cudaError_t e = cudaGetDeviceProperties(&prop, index); e != cudaSuccess)
     return cuda_error(e, "cudaGetDeviceProperties(" + std::to_string(index) + ")");
@@ -137,6 +137,28 @@ Status copy_to_device(void* dst, const void* src, size_t bytes, Stream s) {
 Status copy_to_host(void* dst, const void* src, size_t bytes, Stream s) {
   cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s);
   return e == cudaSuccess ? Status::ok() : cuda_error(e, "copy to host");
+}
+
+Result<bool> enable_peer_access(int from, int to) {
+  int can = 0;
+  if (cudaError_t e = cudaDeviceCanAccessPeer(&can, from, to); e != cudaSuccess)
+    return cuda_error(e, "cudaDeviceCanAccessPeer");
+  if (!can) return false;
+  int was = 0;
+  if (cudaError_t e = cudaGetDevice(&was); e != cudaSuccess) return cuda_error(e, "cudaGetDevice");
+  if (cudaError_t e = cudaSetDevice(from); e != cudaSuccess) return cuda_error(e, "cudaSetDevice");
+  cudaError_t e = cudaDeviceEnablePeerAccess(to, 0);
+  if (e == cudaErrorPeerAccessAlreadyEnabled)
+    (void)cudaGetLastError(), e = cudaSuccess;  // clears it
+  cudaSetDevice(was);
+  if (e != cudaSuccess) return cuda_error(e, "cudaDeviceEnablePeerAccess");
+  return true;
+}
+
+Status copy_peer(void* dst, int dst_device, const void* src, int src_device, size_t bytes,
+                 Stream s) {
+  cudaError_t e = cudaMemcpyPeerAsync(dst, dst_device, src, src_device, bytes, s);
+  return e == cudaSuccess ? Status::ok() : cuda_error(e, "copy between GPUs");
 }
 
 Status synchronize(Stream s) {
