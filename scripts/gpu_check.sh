@@ -7,7 +7,10 @@
 #                               (bench step --device cuda), then the peers' benchmark
 #                               (bench/gpu_peers.py: PyTorch eager and compile, the bf16 GEMM
 #                               ceiling); output under $OUT when set. BENCH=0 and PEERS=0 skip
-#                               crucible's and the peers' benchmarks.
+#                               crucible's and the peers' benchmarks; STAGES="tests probe bench
+#                               peers" (the default: all) picks stages, so that one device call
+#                               (600 s at most) can run the tests and the next the benchmarks;
+#                               FILTER=<gtest filter> narrows the tests, TESTS_S bounds them (420).
 # A test that needs a GPU reports itself skipped where there is none, never passed.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,21 +29,29 @@ case "${1:-}" in
     { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit --format=csv || true; } \
       | tee "$out/gpu.txt"
     # Every gpu test (crucible_gpu_tests holds exactly the label's tests).
+    stages=" ${STAGES:-tests probe bench peers} "
+    has() { [[ $stages == *" $1 "* ]]; }
     tests_rc=0
     # The CLI tests run the packed crucible (run.sh unpacks into /tmp/pack).
-    CRUCIBLE_BIN=/tmp/pack/bin/crucible bash .gpu-pack/run.sh crucible_gpu_tests --gtest_output="xml:$out/gpu_tests.xml" 2>&1 | tee "$out/gpu_tests.txt" ||
-      tests_rc=$?
+    if has tests; then
+      CRUCIBLE_BIN=/tmp/pack/bin/crucible timeout "${TESTS_S:-420}" bash .gpu-pack/run.sh crucible_gpu_tests \
+        --gtest_filter="${FILTER:-*}" --gtest_output="xml:$out/gpu_tests.xml" 2>&1 | tee "$out/gpu_tests.txt" ||
+        tests_rc=$?
+    fi
+    has probe || has bench || has peers || exit "$tests_rc"
     # The probe's gpu section (docs/probe.md): ceilings, host links, launch cost and
     # 20 s of sustained load under NVML, into $OUT for the platform issue's figures.
-    timeout 120 bash .gpu-pack/run.sh crucible probe --sections gpu --json "$out/probe_gpu.json" 2>&1 |
-      tee "$out/probe_gpu.txt" || true
-    # The GPU node's cluster file from it (docs/plan.md): configs/clusters/h200-measured.toml's source.
-    bash .gpu-pack/run.sh crucible plan --cluster-from-probe "$out/probe_gpu.json" -o "$out/h200-measured.toml" \
-      2>&1 | tee "$out/cluster.txt" || true
+    if has probe; then
+      timeout 120 bash .gpu-pack/run.sh crucible probe --sections gpu --json "$out/probe_gpu.json" 2>&1 |
+        tee "$out/probe_gpu.txt" || true
+      # The GPU node's cluster file from it (docs/plan.md): configs/clusters/h200-measured.toml's source.
+      bash .gpu-pack/run.sh crucible plan --cluster-from-probe "$out/probe_gpu.json" -o "$out/h200-measured.toml" \
+        2>&1 | tee "$out/cluster.txt" || true
+    fi
     # crucible's own step on the GPU (docs/gpu.md): GPT-2 124M and 350M at T = 1024 in
     # bf16, with the GEMM ceiling and copy bandwidth measured in the same process and
     # each kernel class against its own ceiling. BENCH=0 skips it.
-    if [[ ${BENCH:-1} != 0 ]]; then
+    if [[ ${BENCH:-1} != 0 ]] && has bench; then
       for run in "gpt2-124M-T1024 16" "gpt2-124M-T1024 32" "gpt2-350M-T1024 16"; do
         set -- $run
         name="crucible_${1}_b$2"
@@ -51,7 +62,7 @@ case "${1:-}" in
     fi
     # The peers crucible's GPU step is measured against (docs/gpu.md), bounded so the
     # call leaves device time for a rerun.
-    if [[ ${PEERS:-1} != 0 ]]; then
+    if [[ ${PEERS:-1} != 0 ]] && has peers; then
       for batch in 16 32; do
         timeout 240 python3 bench/gpu_peers.py --model gpt2-124M --batch "$batch" --json \
           > "$out/peers_gpt2-124M_b$batch.json" 2> "$out/peers_gpt2-124M_b$batch.err" || true
