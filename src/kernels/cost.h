@@ -33,10 +33,12 @@ inline Cost embedding_forward(float*, const int32_t*, const float*, const float*
   const double n = double(B) * T * C;
   return {n, 3 * 4 * n};
 }
-inline Cost embedding_backward(float* dwte, float*, const float*, const int32_t*, int64_t, int64_t, int B, int T,
-                               int C) {
-  const double n = double(B) * T * C;
-  return {(dwte ? 2 : 1) * n, (dwte ? 5 : 3) * 4 * n};
+// Each gradient it adds to (dwte, dwpe): n additions, its floats read and
+// written; dout read once.
+inline Cost embedding_backward(float* dwte, float* dwpe, const float*, const int32_t*, int64_t, int64_t, int B,
+                               int T, int C) {
+  const double n = double(B) * T * C, parts = (dwte ? 1 : 0) + (dwpe ? 1 : 0);
+  return {parts * n, (1 + 2 * parts) * 4 * n};
 }
 inline Cost embedding_lookup(float*, const int32_t*, const float*, int64_t, int64_t, int N, int C) {
   return {0, 2 * 4 * double(N) * C};

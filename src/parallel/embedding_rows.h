@@ -14,7 +14,10 @@
 //
 // It pays while the rows are fewer bytes than the dense tensor: worth() is
 // the rule TrainStep applies. The reproducible tree keeps the tensor whole
-// (its sums are of whole micro-batch gradients). Not thread-safe.
+// (its sums are of whole micro-batch gradients). The buffers live beside the
+// gradients (the run's device, crucible's allocator) and the rows are added
+// by the embedding's own backward kernel, one rank's block after another:
+// the same order, so the same bits, on either device. Not thread-safe.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -22,17 +25,19 @@
 
 #include "comm/comm.h"
 #include "core/status.h"
+#include "core/tensor.h"
 #include "nn/gpt.h"
 #include "nn/layers.h"
-#include "parallel/layout.h"
 #include "nn/tensor_parallel.h"
+#include "parallel/layout.h"
 
 namespace crucible::parallel {
 
 class EmbeddingGradRows {
  public:
-  // rows: this rank's rows per step (accum x B x T); C: the model width.
-  EmbeddingGradRows(comm::Comm& dp, size_t rows, int C);
+  // rows: this rank's rows per step (accum x B x T); C: the model width;
+  // device: the gradients'.
+  EmbeddingGradRows(comm::Comm& dp, size_t rows, int C, Device device);
 
   // True when all-gathering `rows` rows a rank over `ranks` ranks moves
   // fewer bytes than the ring allreduce of the dense (vocab, C) gradient.
@@ -41,8 +46,9 @@ class EmbeddingGradRows {
   // reproducible tree): data parallel, one pipeline stage, worth() for its
   // rows (accum x B x T) and this rank's vocabulary share.
   static bool applies(const Layout& layout, const nn::GPTConfig& model, int accum, int B);
-  // The bytes its buffers take (outside crucible's allocator).
-  static uint64_t bytes(int ranks, size_t rows, int C);
+  // One rank's block of rows (its tokens, then its rows); the buffers are
+  // this rank's block and every rank's (ranks blocks).
+  static uint64_t block_bytes(size_t rows, int C);
 
   // The buffer the model's embedding backward appends to (GPT::set_embedding_rows).
   nn::EmbeddingRows* sink() { return &sink_; }
@@ -57,9 +63,9 @@ class EmbeddingGradRows {
   comm::Comm& comm_;
   int C_;
   size_t capacity_;
-  size_t block_bytes_;            // one rank's block: capacity int32 tokens, then capacity x C floats
-  std::vector<std::byte> mine_;   // this rank's block, the sink's storage
-  std::vector<std::byte> all_;    // every rank's block, gathered
+  size_t block_bytes_;  // one rank's block: capacity int32 tokens, then capacity x C floats
+  Tensor mine_;         // this rank's block, the sink's storage
+  Tensor all_;          // every rank's block, gathered
   nn::EmbeddingRows sink_;
 };
 

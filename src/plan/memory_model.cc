@@ -96,8 +96,10 @@ MemoryEstimate estimate_memory(const nn::GPTConfig& model, const Candidate& c, c
   if (tp > 1) e.other += rounded(uint64_t(tp) * (part.sequence_parallel ? 1 : B * T) * uint64_t(model.n_embd) * 4);
   // The embedding's wte gradient rows, reduced apart (parallel/embedding_rows.h),
   // counted as if overlap is on (the default).
-  if (parallel::EmbeddingGradRows::applies(layout, model, c.m, c.mb))
-    e.staging += parallel::EmbeddingGradRows::bytes(dp, size_t(c.m) * B * T, model.n_embd);
+  if (parallel::EmbeddingGradRows::applies(layout, model, c.m, c.mb)) {
+    const uint64_t block = parallel::EmbeddingGradRows::block_bytes(size_t(c.m) * B * T, model.n_embd);
+    e.other += rounded(block) + rounded(uint64_t(dp) * block);
+  }
   e.other += kGemmScratchAllowance;
   // A CPU without a bf16 matmul runs a bf16 GEMM on f32 copies of its
   // operands and its product (kernels/gemm.cc's widening buffer, grown to

@@ -17,11 +17,10 @@
 //   other        the GEMM's row of ones for bias gradients (and its bf16
 //                twin), the gradient reduction's buffers (ZeRO-2's
 //                reduce-scatter target, bf16 gradients' wire and receive
-//                copies, the reproducible tree's partial sums), an
+//                copies, the reproducible tree's partial sums, the
+//                embedding's wte gradient rows: parallel/embedding_rows.h), an
 //                allowance for oneDNN's scratchpad, and on CPUs without a
 //                bf16 matmul the f32 widening buffer of bf16 GEMMs
-//   staging      outside crucible's allocator: the embedding's wte gradient
-//                rows (parallel/embedding_rows.h)
 //   snapshot     outside crucible's allocator: the host copy a checkpoint is
 //                written from (params and both moments of what this rank
 //                writes)
@@ -40,10 +39,9 @@ namespace crucible::plan {
 struct MemoryEstimate {
   uint64_t weights = 0, grads = 0, optimizer = 0, activations = 0, other = 0;  // crucible's allocator
   uint64_t snapshot = 0;  // host copy for checkpoints (std::vector)
-  uint64_t staging = 0;   // the embedding rows' buffers (std::vectors)
   int contexts = 1;       // micro-batch activation contexts held at once
   uint64_t allocator_bytes() const { return weights + grads + optimizer + activations + other; }
-  uint64_t total() const { return allocator_bytes() + snapshot + staging; }
+  uint64_t total() const { return allocator_bytes() + snapshot; }
   // "weights 21.3 MB, gradients 21.3 MB, optimizer 42.6 MB, activations 243 MB, checkpoint copy 64 MB"
   std::string describe() const;
 };

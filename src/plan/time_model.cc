@@ -175,7 +175,7 @@ Prediction predict(const nn::GPTConfig& md, const Candidate& c, const Cluster& c
   p.device_memory_bytes = device_memory(cl, c.world());
   // On a GPU the checkpoint copy is host memory; on a shared CPU node it is
   // the same memory as everything else.
-  const uint64_t need = p.memory.allocator_bytes() + p.memory.staging + (cl.shared_node ? p.memory.snapshot : 0);
+  const uint64_t need = p.memory.allocator_bytes() + (cl.shared_node ? p.memory.snapshot : 0);
   p.fits = need <= p.device_memory_bytes;
   p.runs = p.fits;
   if (!p.fits)
@@ -272,7 +272,6 @@ nlohmann::json to_json(const Prediction& p) {
   j["device_memory_bytes"] = p.device_memory_bytes;
   j["memory"] = {{"weights", e.weights},         {"gradients", e.grads}, {"optimizer", e.optimizer},
                  {"activations", e.activations}, {"other", e.other},     {"checkpoint_copy", e.snapshot},
-                 {"tp_staging", e.staging},
                  {"contexts", e.contexts}};
   if (!p.divides) return j;
   const Breakdown& b = p.breakdown;

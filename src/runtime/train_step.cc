@@ -79,15 +79,14 @@ Result<std::unique_ptr<TrainStep>> TrainStep::create(const Config& cfg, comm::Co
   if (L.tp() > 1) t->tp_ = std::make_unique<parallel::CommTensorParallel>(*t->groups_.tp);
   // Data parallel with overlap in one stage: wte's head gradient reduced as
   // soon as the head is done, its embedding rows apart (parallel/embedding_rows.h).
-  // On a GPU wte is reduced whole: the rows are added on the host (for now).
   nn::GPTPart part = stage_part(L, t->coords_, cfg);
-  const bool rows = !cfg.dist.reproducible && cfg.dist.overlap && cfg.dist.embedding_rows && part.device.is_cpu() &&
+  const bool rows = !cfg.dist.reproducible && cfg.dist.overlap && cfg.dist.embedding_rows &&
                     parallel::EmbeddingGradRows::applies(L, cfg.model, accum, cfg.train.batch_size);
   part.embedding_rows = rows;
   t->model_ = std::make_unique<nn::GPT>(cfg.model, part, t->tp_.get());
   if (rows) {
     t->rows_ = std::make_unique<parallel::EmbeddingGradRows>(
-        *t->groups_.dp, size_t(accum) * cfg.train.batch_size * cfg.model.seq_len, cfg.model.n_embd);
+        *t->groups_.dp, size_t(accum) * cfg.train.batch_size * cfg.model.seq_len, cfg.model.n_embd, part.device);
     t->model_->set_embedding_rows(t->rows_->sink());
   }
   // Each parameter draws from its own stream keyed by its name: every part's

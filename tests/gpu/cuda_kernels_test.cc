@@ -212,15 +212,18 @@ TEST_F(CudaKernels, EmbeddingBackwardIsTheCpusBits) {
     for (auto& t : idx) t = int32_t(rng_.next_u32() % uint32_t(s.V));
     auto dout = random(size_t(N) * s.C), dwte0 = random(size_t(Vl) * s.C), dwpe0 = random(size_t(s.T) * s.C);
     DeviceBuffer<int32_t> didx(idx);
-    DeviceBuffer<float> ddout(dout), dwte(dwte0), dwpe(dwpe0), dwpe_only(dwpe0);
+    DeviceBuffer<float> ddout(dout), dwte(dwte0), dwpe(dwpe0), dwpe_only(dwpe0), dwte_only(dwte0);
     kernels::embedding_backward(dwte.get(), dwpe.get(), ddout.get(), didx.get(), s.lo, s.hi, s.B, s.T, s.C);
     kernels::embedding_backward(nullptr, dwpe_only.get(), ddout.get(), didx.get(), s.lo, s.hi, s.B, s.T, s.C);
+    // dwpe null: the data-parallel embedding rows' sum (parallel/embedding_rows.h).
+    kernels::embedding_backward(dwte_only.get(), nullptr, ddout.get(), didx.get(), s.lo, s.hi, s.B, s.T, s.C);
     std::vector<float> want_wte = dwte0, want_wpe = dwpe0;
     kernels::ref::embedding_backward(want_wte.data(), want_wpe.data(), dout.data(), idx.data(), s.lo, s.hi, s.B, s.T,
                                      s.C);
     EXPECT_EQ(dwte.host(), want_wte);
     EXPECT_EQ(dwpe.host(), want_wpe);
     EXPECT_EQ(dwpe_only.host(), want_wpe);
+    EXPECT_EQ(dwte_only.host(), want_wte);
   }
 }
 

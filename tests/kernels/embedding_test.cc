@@ -65,15 +65,18 @@ TEST(Embedding, VocabularyShardsMatchReferenceExactly) {
         auto dout = testing::random_vector(rng, size_t(N) * C);
         auto dwte = testing::random_vector(rng, wte.size()), dwte_ref = dwte;
         auto dwpe = testing::random_vector(rng, wpe.size()), dwpe_ref = dwpe, dwpe_only = dwpe, dwpe_only_ref = dwpe;
+        std::vector<float> dwte_only = dwte, dwte_only_ref = dwte;
         std::vector<float> out(size_t(N) * C, 7.0f), out_ref(out.size());
         k.embedding_lookup(out.data(), idx.data(), wte.data(), lo, hi, N, C);
         k.add_positions(out.data(), wpe.data(), first, N, T, C);
         k.embedding_backward(dwte.data(), dwpe.data(), dout.data(), idx.data(), lo, hi, B, T, C);
         k.embedding_backward(nullptr, dwpe_only.data(), dout.data(), idx.data(), lo, hi, B, T, C);
+        k.embedding_backward(dwte_only.data(), nullptr, dout.data(), idx.data(), lo, hi, B, T, C);  // embedding rows
         kernels::ref::embedding_lookup(out_ref.data(), idx.data(), wte.data(), lo, hi, N, C);
         kernels::ref::add_positions(out_ref.data(), wpe.data(), first, N, T, C);
         kernels::ref::embedding_backward(dwte_ref.data(), dwpe_ref.data(), dout.data(), idx.data(), lo, hi, B, T, C);
         kernels::ref::embedding_backward(nullptr, dwpe_only_ref.data(), dout.data(), idx.data(), lo, hi, B, T, C);
+        kernels::ref::embedding_backward(dwte_only_ref.data(), nullptr, dout.data(), idx.data(), lo, hi, B, T, C);
         // Rows outside the shard look up zeros (plus their position).
         for (int n = 0; n < N; ++n)
           if (idx[size_t(n)] < lo || idx[size_t(n)] >= hi) {
@@ -82,7 +85,9 @@ TEST(Embedding, VocabularyShardsMatchReferenceExactly) {
         return std::vector<Compare>{{"out", out, out_ref, 0, 0},
                                     {"dwte", dwte, dwte_ref, 0, 0},
                                     {"dwpe", dwpe, dwpe_ref, 0, 0},
-                                    {"dwpe without dwte", dwpe_only, dwpe_only_ref, 0, 0}};
+                                    {"dwpe without dwte", dwpe_only, dwpe_only_ref, 0, 0},
+                                    {"dwte without dwpe", dwte_only, dwte_only_ref, 0, 0},
+                                    {"dwte alone adds what it adds beside dwpe", dwte_only, dwte_ref, 0, 0}};
       });
 }
 

@@ -38,7 +38,7 @@ TEST(EmbeddingGradRows, EveryRanksRowsAddInRankOrderOnEveryRank) {
   const int W = comm()->size(), C = 37, V = 101;  // C not a multiple of the 64-channel blocks
   const size_t R = 50;
   for (const nn::IndexRange vocab : {nn::IndexRange{0, V}, nn::IndexRange{20, 70}}) {
-    EmbeddingGradRows er(*comm(), R, C);
+    EmbeddingGradRows er(*comm(), R, C, Device::cpu());
     // The dense gradient, as the bucket reduction left it: the same on every rank.
     std::mt19937_64 rng(7);
     std::normal_distribution<float> normal(0.0f, 1.0f);

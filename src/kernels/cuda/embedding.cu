@@ -90,7 +90,7 @@ void add_positions(float* out, const float* wpe, int first, int N, int T, int C,
 void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* idx, int64_t lo, int64_t hi,
                         int B, int T, int C, Stream s) {
   if (size_t(B) * T * C == 0) return;
-  positions_backward_kernel<<<blocks_for(size_t(T) * C), kThreads, 0, s>>>(dwpe, dout, B, T, C);
+  if (dwpe) positions_backward_kernel<<<blocks_for(size_t(T) * C), kThreads, 0, s>>>(dwpe, dout, B, T, C);
   if (dwte) {
     const dim3 grid((C + kThreads - 1) / kThreads, kBuckets);
     tokens_backward_kernel<<<grid, kThreads, 0, s>>>(dwte, dout, idx, lo, hi, B * T, C);

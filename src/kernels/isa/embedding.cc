@@ -42,9 +42,11 @@ void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32
 #pragma omp parallel
   {
     // dwpe: row t gathers dout[b,t] for b = 0..B-1, so rows are independent.
+    if (dwpe) {
 #pragma omp for schedule(static) nowait
-    for (int t = 0; t < T; ++t)
-      for (int b = 0; b < B; ++b) add_into(dwpe + size_t(t) * C, dout + (size_t(b) * T + t) * C, C);
+      for (int t = 0; t < T; ++t)
+        for (int b = 0; b < B; ++b) add_into(dwpe + size_t(t) * C, dout + (size_t(b) * T + t) * C, C);
+    }
 
     // dwte: channel slices, every token in order within a slice.
     if (dwte) {

@@ -20,10 +20,10 @@ void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32
       const float* d = dout + (size_t(b) * T + t) * C;
       const int64_t tok = idx[b * T + t];
       float* e = dwte && tok >= lo && tok < hi ? dwte + size_t(tok - lo) * C : nullptr;
-      float* p = dwpe + size_t(t) * C;
+      float* p = dwpe ? dwpe + size_t(t) * C : nullptr;
       for (int c = 0; c < C; ++c) {
         if (e) e[c] += d[c];
-        p[c] += d[c];
+        if (p) p[c] += d[c];
       }
     }
 }
