@@ -118,6 +118,11 @@ Status check_cluster(const Cluster& c);
 // twice it where oneDNN has a native bf16 matmul), GEMM efficiency from its
 // all-thread GEMM rows, memory bandwidth from STREAM triad, the intra link
 // from its interconnect section (shared memory) when it has one.
-Result<Cluster> cluster_from_probe(const nlohmann::json& probe, const std::string& source);
+// What the file describes where the probe saw GPUs: the node's GPUs (auto,
+// and gpu, which requires the gpu section) or its CPUs (cpu: a CPU run on a
+// GPU machine is planned on the CPU's sections).
+enum class NodeKind { kAuto, kCpu, kGpu };
+Result<Cluster> cluster_from_probe(const nlohmann::json& probe, const std::string& source,
+                                   NodeKind kind = NodeKind::kAuto);
 
 }  // namespace crucible::plan

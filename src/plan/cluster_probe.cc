@@ -45,17 +45,17 @@ bool fit_collective(const json& rows, double hops_per_rank, int n, AlphaBeta* ou
   return true;
 }
 
-Result<Cluster> from_probe(const json& probe, const std::string& source);
+Result<Cluster> from_probe(const json& probe, const std::string& source, NodeKind kind);
 Result<Cluster> gpu_node(const json& probe, Cluster c, const std::string& source);
 void links_from_probe(const json& probe, double triad, Cluster& c);
 
 }  // namespace
 
 // A member of the wrong JSON type is a bad probe file, not a crash.
-Result<Cluster> cluster_from_probe(const json& probe, const std::string& source) {
+Result<Cluster> cluster_from_probe(const json& probe, const std::string& source, NodeKind kind) {
   CRUCIBLE_RETURN_IF_ERROR(profile::check_probe_document(probe, source));
   try {
-    auto c = from_probe(probe, source);
+    auto c = from_probe(probe, source, kind);
     if (!c) return c;
     // Never a cluster its own reader refuses (a peak or a latency beyond
     // the cluster file's bounds): refused here, naming the probe.
@@ -111,12 +111,15 @@ void links_from_probe(const json& probe, double triad, Cluster& c) {
     c.nodes = int(hosts->size());
 }
 
-Result<Cluster> from_probe(const json& probe, const std::string& source) {
+Result<Cluster> from_probe(const json& probe, const std::string& source, NodeKind kind) {
   auto bad = [&](const std::string& why) { return Status::invalid("[plan] " + source + ": " + why); };
   if (!probe.is_object() || probe.value("schema", "") != "crucible-probe/1")
     return bad("not a probe document (schema crucible-probe/1)");
+  const bool gpus = number(probe, {"gpu", "count"}, 0) > 0;
+  if (kind == NodeKind::kGpu && !gpus)
+    return bad("has no gpu section with a GPU (run crucible probe --sections gpu on the GPU node)");
   // A GPU node: its GPUs are the devices; the CPU's sections are not needed.
-  if (number(probe, {"gpu", "count"}, 0) > 0) {
+  if (gpus && kind != NodeKind::kCpu) {
     Cluster c;
     c.source = source;
     c.name = "this machine (" + probe.value("host", std::string("?")) + ")";
@@ -276,10 +279,15 @@ Result<Cluster> gpu_node(const json& probe, Cluster c, const std::string& source
     if (p < 0 || m < 1 || nn < 1 || k < 1 || tf <= 0) continue;
     d.gemm_efficiency[p].push_back({m, nn, k, tf / peak[p]});
   }
-  // The attention kernel is not in the section: FlashAttention-2-class
-  // kernels reach about half of the GEMM ceiling on Hopper ([FA2]); refitted
-  // by --calibrate from a run.
+  // The attention kernel: FlashAttention-2-class kernels reach about half of
+  // the GEMM ceiling on Hopper ([FA2]), refitted by --calibrate from a run;
+  // a run's own probe times its attention on the GPU
+  // (gpu.devices[0].attention, the last row of a precision:
+  // profile/local_probe.h), which stands instead.
   d.attention_efficiency[0] = d.attention_efficiency[1] = 0.5;
+  for (const json& r : g.value("attention", json::array()))
+    if (const int p = precision(r); p >= 0 && r.value("tflops", 0.0) > 0)
+      d.attention_efficiency[p] = std::min(1.0, r["tflops"].get<double>() / peak[p]);
   d.bf16_widened = false;
   d.power_w = number(g, {"load", "mean_power_w"}, 0.0);
   c.stack.launch_s = g.value("launch_us", 0.0) * 1e-6;

@@ -121,6 +121,39 @@ Result<std::vector<GpuGemmRow>> measure_gpu_gemms(Device device,
   return rows;
 }
 
+Result<double> measure_gpu_attention(Device device, int B, int T, int C, int NH, bool half) {
+  if (!device.is_cuda()) return Status::invalid("[probe] gpu attention: " + device.str() + " is not a GPU");
+  const size_t n = size_t(B) * T * C, nl = size_t(B) * NH * T, w = half ? 2 : 4;
+  Allocator& pool = Allocator::of(device);
+  // qkv (3n), out (n), dqkv (3n) of the precision's width; dout (n) and lse (nl) f32.
+  void* qkv = pool.allocate(3 * n * w, "probe.gpu_attention");
+  void* out = pool.allocate(n * w, "probe.gpu_attention");
+  void* dqkv = pool.allocate(3 * n * w, "probe.gpu_attention");
+  float* dout = static_cast<float*>(pool.allocate(n * 4, "probe.gpu_attention"));
+  float* lse = static_cast<float*>(pool.allocate(nl * 4, "probe.gpu_attention"));
+  kernels::DeviceScope on(device);
+  // Small values of either width (a bf16 pair of 0.01f's words is two small
+  // numbers): the rate does not depend on them; no overflow in the softmax.
+  kernels::fill(static_cast<float*>(qkv), 3 * n * w / 4, 0.01f);
+  kernels::fill(dout, n, 0.01f);
+  auto s = gpu_best_seconds(3, 3, [&] {
+    if (half) {
+      kernels::attention_forward_bf16(static_cast<bf16*>(out), lse, static_cast<const bf16*>(qkv), B, T, C, NH);
+      kernels::attention_backward_bf16(static_cast<bf16*>(dqkv), dout, static_cast<const bf16*>(qkv),
+                                       static_cast<const bf16*>(out), lse, B, T, C, NH);
+    } else {
+      kernels::attention_forward(static_cast<float*>(out), lse, static_cast<const float*>(qkv), B, T, C, NH);
+      kernels::attention_backward(static_cast<float*>(dqkv), dout, static_cast<const float*>(qkv),
+                                  static_cast<const float*>(out), lse, B, T, C, NH);
+    }
+    return Status::ok();
+  });
+  for (void* p : {qkv, out, dqkv, static_cast<void*>(dout), static_cast<void*>(lse)}) pool.release(p);
+  if (!s) return s.status();
+  const double flops = 3.5 * 2.0 * B * NH * double(T) * T * (double(C) / NH);
+  return flops / *s * 1e-12;
+}
+
 nlohmann::json to_json(const GpuCeiling& c) {
   return {{"name", c.name},
           {"gemm_n", c.gemm_n},

@@ -57,4 +57,11 @@ struct GpuGemmRow {
 Result<std::vector<GpuGemmRow>> measure_gpu_gemms(Device device,
                                                   const std::vector<std::array<int64_t, 3>>& shapes);
 
+// The step's attention on the GPU, forward and backward through the kernels
+// the step calls (kernels::attention_*; bf16 or f32), at (B, T, C, NH):
+// TFLOP/s counting 3.5 x 2 B NH T^2 hs per pass (forward 2 B NH T^2 hs,
+// backward 2.5x: the CPU's row's count, profile/probe_step_gemms.h). A run's
+// prediction reads it in place of a fraction of the GEMM ceiling.
+Result<double> measure_gpu_attention(Device device, int B, int T, int C, int NH, bool half);
+
 }  // namespace crucible::profile

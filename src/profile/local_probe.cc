@@ -1,15 +1,18 @@
 #include "profile/local_probe.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <filesystem>
 
 #include "core/file_io.h"
 #include "core/json_io.h"
 #include "kernels/gemm.h"
+#include "profile/gpu_ceiling.h"
 #include "profile/machine.h"
 #include "profile/probe.h"
 #include "profile/probe_compute.h"
+#include "profile/probe_gpu.h"
 #include "profile/probe_schema.h"
 #include "profile/probe_step_gemms.h"
 
@@ -31,8 +34,8 @@ double gemm_ceiling(const json& probe, int threads, const std::string& dtype) {
   const json& gemms = probe["compute"].value("gemm", json::array());
   if (!gemms.is_array()) return 0;
   for (const json& g : gemms)
-    if (g.is_object() && g.value("dtype", "") == dtype && g.value("threads", 0) == threads && g.value("valid", false) &&
-        g.contains("gflops") && g["gflops"].is_number())
+    if (g.is_object() && g.value("dtype", "") == dtype && g.value("threads", 0) == threads &&
+        g.value("valid", false) && g.contains("gflops") && g["gflops"].is_number())
       best = std::max(best, g["gflops"].get<double>());
   return best;
 }
@@ -54,13 +57,16 @@ json measure_here() {
 // The run's attention row (profile/probe_step_gemms.h): measured when the
 // document lacks one of its shape, and kept last in compute.attention either
 // way (the planner reads the last: plan/cluster_probe.cc). The number measured.
-int top_up_attention(json& compute, const StepAttention& a, const std::string& dtype, int threads, double ceiling) {
+int top_up_attention(json& compute, const StepAttention& a, const std::string& dtype, int threads,
+                     double ceiling) {
   if (a.B <= 0) return 0;
-  if (!compute.contains("attention") || !compute["attention"].is_array()) compute["attention"] = json::array();
+  if (!compute.contains("attention") || !compute["attention"].is_array())
+    compute["attention"] = json::array();
   json kept = json::array(), mine;
   for (const json& r : compute["attention"]) {
-    const bool same = r.is_object() && r.value("B", 0) == a.B && r.value("T", 0) == a.T && r.value("C", 0) == a.C &&
-                      r.value("NH", 0) == a.NH && r.value("dtype", "") == dtype && r.value("threads", 0) == threads;
+    const bool same = r.is_object() && r.value("B", 0) == a.B && r.value("T", 0) == a.T &&
+                      r.value("C", 0) == a.C && r.value("NH", 0) == a.NH &&
+                      r.value("dtype", "") == dtype && r.value("threads", 0) == threads;
     if (same)
       mine = r;
     else
@@ -89,7 +95,8 @@ int top_up(json& doc, const StepGemms& step, const std::string& dtype) {
   if (threads < 1 || !(ceiling > 0) || !compute["gemm"].is_array()) return 0;
   auto same = [&](const json& g, int m, int n, int k) {
     return g.is_object() && g.value("m", 0) == m && g.value("n", 0) == n && g.value("k", 0) == k &&
-           g.value("dtype", "") == dtype && g.value("threads", 0) == threads && gemm_row_is_in_step(g);
+           g.value("dtype", "") == dtype && g.value("threads", 0) == threads &&
+           gemm_row_is_in_step(g);
   };
   int measured = top_up_attention(compute, step.attention, dtype, threads, ceiling);
   bool missing = false;
@@ -100,8 +107,9 @@ int top_up(json& doc, const StepGemms& step, const std::string& dtype) {
   const std::vector<json> rows = measure_step_gemms(step, bf16, threads, 0.5, ceiling);
   json kept = json::array();
   for (const json& g : compute["gemm"])
-    if (std::none_of(rows.begin(), rows.end(),
-                     [&](const json& r) { return same(g, r["m"].get<int>(), r["n"].get<int>(), r["k"].get<int>()); }))
+    if (std::none_of(rows.begin(), rows.end(), [&](const json& r) {
+          return same(g, r["m"].get<int>(), r["n"].get<int>(), r["k"].get<int>());
+        }))
       kept.push_back(g);
   for (const json& r : rows) {
     compute["valid"] = compute.value("valid", true) && r.value("valid", false);
@@ -111,27 +119,172 @@ int top_up(json& doc, const StepGemms& step, const std::string& dtype) {
   return measured + int(rows.size());
 }
 
+// ---- a GPU run's section (the class comment) ----
+
+// The entry of gpu.devices for GPU `index` that measured it (no error), or null.
+json* gpu_entry(json& doc, int index) {
+  if (!doc.contains("gpu") || !doc["gpu"].is_object() || !doc["gpu"].contains("devices") ||
+      !doc["gpu"]["devices"].is_array())
+    return nullptr;
+  for (json& d : doc["gpu"]["devices"])
+    if (d.is_object() && d.value("index", -1) == index && !d.contains("error") &&
+        d.value("bf16_gemm_tflops", 0.0) > 0)
+      return &d;
+  return nullptr;
+}
+
+// GPU `index` measured into doc's gpu section (replacing what it said of that
+// GPU); an error when the GPU cannot be measured.
+Status measure_gpu_into(json& doc, int index) {
+  GpuProbeOptions o;
+  o.quick = true;
+  o.only = index;
+  const json g = probe_gpu(o);
+  const json* d = g.contains("devices") && !g["devices"].empty() ? &g["devices"][0] : nullptr;
+  if (!d || d->contains("error"))
+    return Status::invalid(
+        "[probe] cuda:" + std::to_string(index) + ": " +
+        (d ? d->value("error", std::string("?")) : g.value("why", std::string("not measured"))));
+  if (!doc.contains("gpu") || !doc["gpu"].is_object() || !doc["gpu"].contains("devices")) {
+    doc["gpu"] = g;
+    return Status::ok();
+  }
+  json kept = json::array();
+  for (const json& e : doc["gpu"]["devices"])
+    if (!e.is_object() || e.value("index", -1) != index) kept.push_back(e);
+  kept.push_back(*d);
+  doc["gpu"]["devices"] = std::move(kept);
+  doc["gpu"]["count"] = g["count"];
+  return Status::ok();
+}
+
+// The run's GEMM shapes and attention timed on GPU `index` where its entry
+// lacks them; the number measured.
+Result<int> top_up_gpu(json& dev, int index, const StepGemms& step, const std::string& dtype) {
+  if (!dev.contains("gemm") || !dev["gemm"].is_array()) dev["gemm"] = json::array();
+  std::vector<std::array<int64_t, 3>> missing;
+  for (const StepGemm& c : step.calls) {
+    const std::array<int64_t, 3> s = {c.m, c.n, c.k};
+    auto same = [&](const json& r) {
+      return r.is_object() && r.value("m", 0) == s[0] && r.value("n", 0) == s[1] &&
+             r.value("k", 0) == s[2] && r.value("dtype", "") == dtype;
+    };
+    if (std::none_of(dev["gemm"].begin(), dev["gemm"].end(), same) &&
+        std::find(missing.begin(), missing.end(), s) == missing.end())
+      missing.push_back(s);
+  }
+  int measured = 0;
+  if (!missing.empty()) {
+    auto rows = measure_gpu_gemms(Device::cuda(index), missing);
+    if (!rows) return rows.status();
+    for (const GpuGemmRow& r : *rows)
+      if (r.dtype == dtype) {
+        dev["gemm"].push_back({{"m", r.m},
+                               {"n", r.n},
+                               {"k", r.k},
+                               {"dtype", r.dtype},
+                               {"tflops", r.tflops},
+                               {"form", json::array({"in_step"})}});
+        ++measured;
+      }
+  }
+  const StepAttention& a = step.attention;
+  if (a.B > 0) {
+    if (!dev.contains("attention") || !dev["attention"].is_array())
+      dev["attention"] = json::array();
+    json kept = json::array(), mine;
+    for (const json& r : dev["attention"]) {
+      const bool same = r.is_object() && r.value("B", 0) == a.B && r.value("T", 0) == a.T &&
+                        r.value("C", 0) == a.C && r.value("NH", 0) == a.NH &&
+                        r.value("dtype", "") == dtype;
+      if (same)
+        mine = r;
+      else
+        kept.push_back(r);
+    }
+    if (mine.is_null()) {
+      auto tflops =
+          measure_gpu_attention(Device::cuda(index), a.B, a.T, a.C, a.NH, dtype == "bf16");
+      if (!tflops) return tflops.status();
+      mine = {{"B", a.B},   {"T", a.T},       {"C", a.C},
+              {"NH", a.NH}, {"dtype", dtype}, {"tflops", *tflops}};
+      ++measured;
+    }
+    kept.push_back(std::move(mine));  // last: the one the planner reads
+    dev["attention"] = std::move(kept);
+  }
+  return measured;
+}
+
+// The run's GPU first in gpu.devices (a GPU node's cluster file is made from
+// the first entry).
+json run_gpu_first(json doc, int index) {
+  json& devs = doc["gpu"]["devices"];
+  std::stable_partition(devs.begin(), devs.end(), [&](const json& d) {
+    return d.is_object() && d.value("index", -1) == index;
+  });
+  return doc;
+}
+
 }  // namespace
 
 LocalProbe local_probe(const LocalProbeOptions& opt) {
   auto log = [&](const std::string& m) {
     if (opt.log) opt.log(m);
   };
+  const bool gpu = opt.gpu >= 0;
   const json here = machine_identity();
   const std::string cache_dir = opt.use_cache ? machine_cache_dir() : "";
-  const std::string cached = cache_dir.empty() ? "" : cache_dir + "/probe-" + here.value("fingerprint", "") + ".json";
+  const std::string cached =
+      cache_dir.empty() ? "" : cache_dir + "/probe-" + here.value("fingerprint", "") + ".json";
   auto save_cache = [&](const json& doc) {
     if (cached.empty()) return;
     std::error_code ec;
     fs::create_directories(cache_dir, ec);
-    if (Status s = write_file_atomic(cached, doc.dump(1) + "\n"); !s) log("[probe] warning: " + s.message());
+    if (Status s = write_file_atomic(cached, doc.dump(1) + "\n"); !s)
+      log("[probe] warning: " + s.message());
   };
   auto keep = [&](const json& doc, const std::string& from) {
     std::error_code ec1, ec2;
-    if (opt.write_to.empty() ||
-        (!from.empty() && fs::weakly_canonical(from, ec1) == fs::weakly_canonical(opt.write_to, ec2)))
+    if (opt.write_to.empty() || (!from.empty() && fs::weakly_canonical(from, ec1) ==
+                                                      fs::weakly_canonical(opt.write_to, ec2)))
       return;
-    if (Status s = write_file_atomic(opt.write_to, doc.dump(1) + "\n"); !s) log("[probe] warning: " + s.message());
+    if (Status s = write_file_atomic(opt.write_to, doc.dump(1) + "\n"); !s)
+      log("[probe] warning: " + s.message());
+  };
+  // What the run's device needs of a document: the CPU's sections and its
+  // step's GEMMs on the CPU, or its GPU's section and its step on the GPU.
+  // Measures what is missing; the number of figures measured, or an error
+  // when the GPU cannot be measured.
+  auto complete = [&](json& doc) -> Result<int> {
+    if (!gpu) {
+      int added = 0;
+      if (!doc.contains("compute")) {  // a GPU run's document: the CPU's sections join it
+        log("[probe] measuring this machine's CPU (quick probe: compute, memory, topology; a few "
+            "seconds)");
+        const json cpu = measure_here();
+        for (const char* k : {"compute", "memory", "topology", "load"})
+          if (cpu.contains(k)) doc[k] = cpu[k];
+        ++added;
+      }
+      return added + top_up(doc, opt.step, opt.dtype);
+    }
+    int added = 0;
+    json* dev = gpu_entry(doc, opt.gpu);
+    if (!dev) {
+      log("[probe] measuring cuda:" + std::to_string(opt.gpu) +
+          " (quick: GEMM and copy ceilings, host links, launch cost, 3 s of load; about ten "
+          "seconds)");
+      CRUCIBLE_RETURN_IF_ERROR(measure_gpu_into(doc, opt.gpu));
+      dev = gpu_entry(doc, opt.gpu);
+      if (!dev)
+        return Status::internal("[probe] cuda:" + std::to_string(opt.gpu) +
+                                " measured but not recorded");
+      ++added;
+    }
+    auto more = top_up_gpu(*dev, opt.gpu, opt.step, opt.dtype);
+    if (!more) return more.status();
+    return added + *more;
   };
   std::vector<std::string> files = opt.candidates;
   if (!cached.empty()) files.push_back(cached);
@@ -152,36 +305,51 @@ LocalProbe local_probe(const LocalProbeOptions& opt) {
     // Its bf16 GEMMs ran the path this crucible would take (a build that
     // decides bf16 natively or widened otherwise measured other kernels).
     if (const json* c = doc->contains("compute") ? &(*doc)["compute"] : nullptr;
-        c && c->contains("bf16_native") && (*c)["bf16_native"].is_boolean() &&
+        !gpu && c && c->contains("bf16_native") && (*c)["bf16_native"].is_boolean() &&
         (*c)["bf16_native"].get<bool>() != kernels::gemm_bf16_native()) {
       log("[probe] " + f + " not used: its bf16 GEMMs ran " +
           ((*c)["bf16_native"].get<bool>() ? "natively" : "widened to f32") +
           ", this crucible's run " + (kernels::gemm_bf16_native() ? "natively" : "widened to f32"));
       continue;
     }
-    // The run's own GEMMs, where the document has not measured them: the
-    // cache learns them; a file the user made is left as it is (the run keeps
-    // its copy).
-    if (int added = top_up(*doc, opt.step, opt.dtype); added > 0) {
-      log("[probe] measured this run's step GEMMs (" + std::to_string(added) + " shapes), which " + f + " lacked");
-      if (f == cached) save_cache(*doc);
-      keep(*doc, "");
-    } else {
-      keep(*doc, f);
+    // What the run measures itself where the document lacks it: the cache
+    // learns it; a file the user made is left as it is (the run keeps its
+    // copy).
+    auto added = complete(*doc);
+    if (!added) {
+      log(added.status().message() + "; no prediction");
+      return {json(), ""};
     }
-    return {*doc, f};
+    if (*added > 0) {
+      log("[probe] measured what this run's step needs (" + std::to_string(*added) +
+          " figures), which " + f + " lacked");
+      if (f == cached) save_cache(*doc);
+    }
+    const json used = gpu ? run_gpu_first(*doc, opt.gpu) : *doc;
+    keep(used, *added > 0 || gpu ? "" : f);
+    return {used, f};
   }
   if (!opt.measure) return {json(), ""};
-  log("[probe] measuring this machine (quick probe: compute, memory, topology; a few seconds)");
-  json doc = measure_here();
-  for (const auto& [name, l] : doc["load"].items())
-    if (!l.value("reliable", true))
-      log("[probe] " + name + ": other processes used " + std::to_string(int(100 * l["others_share"].get<double>())) +
-          "% of the CPUs meanwhile: its figures (and the prediction) are unreliable");
-  top_up(doc, opt.step, opt.dtype);
+  json doc;
+  if (gpu) {
+    doc = probe_header(true);
+  } else {
+    log("[probe] measuring this machine (quick probe: compute, memory, topology; a few seconds)");
+    doc = measure_here();
+    for (const auto& [name, l] : doc["load"].items())
+      if (!l.value("reliable", true))
+        log("[probe] " + name + ": other processes used " +
+            std::to_string(int(100 * l["others_share"].get<double>())) +
+            "% of the CPUs meanwhile: its figures (and the prediction) are unreliable");
+  }
+  if (auto added = complete(doc); !added) {
+    log(added.status().message() + "; no prediction");
+    return {json(), ""};
+  }
   save_cache(doc);
-  keep(doc, "");
-  return {doc, "measured now"};
+  const json used = gpu ? run_gpu_first(doc, opt.gpu) : doc;
+  keep(used, "");
+  return {used, "measured now"};
 }
 
 }  // namespace crucible::profile

@@ -11,6 +11,13 @@
 // cached both in the run directory and in the machine cache, so the next run
 // here does not measure again. Not thread-safe (it measures with every
 // OpenMP thread).
+//
+// A run on a GPU (`gpu` >= 0) needs the document's gpu section for its GPU:
+// a document without it gets it measured now (that GPU alone, quick: about
+// ten seconds) and added, and the run's own GEMM shapes and attention are
+// timed on the GPU where the section lacks them (gpu.devices[i].gemm rows
+// with "in_step", gpu.devices[i].attention). The document returned lists
+// the run's GPU first (the one a GPU node's cluster file is made from).
 #pragma once
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -34,6 +41,7 @@ struct LocalProbeOptions {
   // prediction's GEMM time is a measurement, not an interpolation.
   StepGemms step;
   std::string dtype = "f32";
+  int gpu = -1;  // the run's GPU (cuda:N), or -1: a CPU run
 };
 
 struct LocalProbe {

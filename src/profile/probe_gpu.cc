@@ -242,11 +242,14 @@ json probe_gpu(const GpuProbeOptions& opt) {
   const double load_s = opt.load_s > 0 ? opt.load_s : opt.quick ? 3 : 20;
   json devices = json::array();
   for (int i = 0; i < n; ++i) {
+    if (opt.only >= 0 && i != opt.only) continue;
     auto d = probe_device(i, load_s);
     devices.push_back(d ? *d : json{{"index", i}, {"error", d.status().message()}});
   }
   json out = {{"count", n}, {"devices", devices}};
-  if (n < 2) {
+  if (opt.only >= 0) {
+    out["peers_why"] = "one GPU probed (cuda:" + std::to_string(opt.only) + ", a run's own)";
+  } else if (n < 2) {
     out["peers_why"] = "one GPU: no peer to copy to";
   } else if (auto peers = measure_peers(n)) {
     out["peers"] = *peers;

@@ -37,6 +37,7 @@ namespace crucible::profile {
 struct GpuProbeOptions {
   bool quick = false;
   double load_s = 0;  // the sustained load; 0: 20 s (quick: 3 s)
+  int only = -1;      // >= 0: that GPU alone (a run's own; no peers), count still all of them
 };
 
 nlohmann::json probe_gpu(const GpuProbeOptions& opt);

@@ -158,6 +158,12 @@ Status check_gpu(const json& g, const JsonSchema& s) {
       CRUCIBLE_RETURN_IF_ERROR(row.string(r, "dtype"));
       return row.number(r, "tflops", 0, 1e5);
     }));
+    CRUCIBLE_RETURN_IF_ERROR(at.each(d, "attention", [](const json& r, const JsonSchema& row) {
+      CRUCIBLE_RETURN_IF_ERROR(row.object(r, ""));
+      for (const char* k : {"B", "T", "C", "NH"}) CRUCIBLE_RETURN_IF_ERROR(row.integer(r, k, 1, int64_t(1) << 31));
+      CRUCIBLE_RETURN_IF_ERROR(row.string(r, "dtype"));
+      return row.number(r, "tflops", 0, 1e5);
+    }));
     return at.object(d, "load");
   });
 }

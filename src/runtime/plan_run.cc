@@ -39,10 +39,11 @@ plan::Candidate candidate_of(const Config& cfg, int world) {
   return c;
 }
 
-Result<plan::Cluster> local_cluster(const std::string& run_dir, const profile::LocalProbe& probe) {
+Result<plan::Cluster> local_cluster(const std::string& run_dir, const profile::LocalProbe& probe,
+                                    plan::NodeKind kind) {
   for (const std::string& f : {run_dir + "/cluster.toml", std::string("cluster.toml")})
     if (std::filesystem::exists(f)) return plan::load_cluster(f);
-  if (!probe.doc.is_null()) return plan::cluster_from_probe(probe.doc, probe.source);
+  if (!probe.doc.is_null()) return plan::cluster_from_probe(probe.doc, probe.source, kind);
   return Status::not_found("[plan] no cluster description: run `crucible probe` (probe.json) or `crucible plan "
                            "--cluster-from-probe probe.json` (cluster.toml) in the working directory");
 }
@@ -199,27 +200,22 @@ Result<plan::Observation> observe_run(const std::string& run_dir) {
   return o;
 }
 
-profile::LocalProbe predict_run(const Config& cfg, int world, const std::string& run,
+profile::LocalProbe predict_run(const Config& cfg, int world, const std::string& run, Device device,
                                 const std::function<void(const std::string&)>& log) {
-  profile::LocalProbe probe;
-  nlohmann::json prediction;
-  const bool cpu = Device::parse(cfg.run.device)->is_cpu();
-  if (cpu) {
-    profile::LocalProbeOptions po;
-    po.candidates = {run + "/probe.json", "probe.json"};
-    po.write_to = run + "/probe.json";
-    po.max_age_days = cfg.run.probe_max_age_days;
-    po.log = log;
-    po.step = run_step_gemms(cfg, world);
-    po.dtype = cfg.train.precision == "bf16" ? "bf16" : "f32";
-    probe = profile::local_probe(po);
-    prediction = run_prediction(cfg, world, local_cluster(run, probe));
-  } else {
-    prediction = run_prediction(cfg, world, Status::not_found("[plan] no probe of " + cfg.run.device + " yet"));
-  }
+  profile::LocalProbeOptions po;
+  po.candidates = {run + "/probe.json", "probe.json"};
+  po.write_to = run + "/probe.json";
+  po.max_age_days = cfg.run.probe_max_age_days;
+  po.log = log;
+  po.step = run_step_gemms(cfg, world);
+  po.dtype = cfg.train.precision == "bf16" ? "bf16" : "f32";
+  po.gpu = device.is_cuda() ? device.index : -1;
+  const profile::LocalProbe probe = profile::local_probe(po);
+  const nlohmann::json prediction = run_prediction(
+      cfg, world, local_cluster(run, probe, device.is_cuda() ? plan::NodeKind::kGpu : plan::NodeKind::kCpu));
   if (Status ps = write_file_atomic(run + "/plan.json", prediction.dump(1) + "\n"); !ps)
     log("[plan] warning: " + ps.message());
-  if (cpu) log(describe_prediction(prediction));
+  log(describe_prediction(prediction));
   return probe;
 }
 

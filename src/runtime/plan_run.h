@@ -23,9 +23,11 @@ plan::Candidate candidate_of(const Config& cfg, int world);
 // This machine as a cluster, for the prediction a run stores: the first of
 // RUN/cluster.toml and ./cluster.toml (written by `crucible plan
 // --cluster-from-probe`, refitted by `--calibrate`), else one made from
-// `probe` (profile/local_probe.h: a probe document made on this machine).
+// `probe` (profile/local_probe.h: a probe document made on this machine),
+// describing the node's CPUs or GPUs as `kind` says (a run: its device's).
 // not_found when there is neither (the run then predicts its memory only).
-Result<plan::Cluster> local_cluster(const std::string& run_dir, const profile::LocalProbe& probe);
+Result<plan::Cluster> local_cluster(const std::string& run_dir, const profile::LocalProbe& probe,
+                                    plan::NodeKind kind = plan::NodeKind::kAuto);
 // The same for `crucible plan`: RUN/probe.json or ./probe.json, which must
 // be well formed and made on this machine (else invalid, naming the file and
 // why); nothing is measured and the machine cache is not consulted.
@@ -51,11 +53,10 @@ std::string describe_prediction(const nlohmann::json& prediction);
 // A training run's prediction (docs/plan.md), by rank 0 before its first
 // step: on this machine's probe (profile/local_probe.h: one made here, else
 // a quick probe now, the run's own GEMMs and attention timed in its step),
-// written to RUN/plan.json and logged. A GPU run has no probe of its device
-// yet (the probe's GPU section): its plan.json holds the memory only, and
-// the probe returned is null (no MFU). Failing to write plan.json is a
-// warning.
-profile::LocalProbe predict_run(const Config& cfg, int world, const std::string& run,
+// written to RUN/plan.json and logged. `device`: rank 0's (a GPU run is
+// predicted on its GPU's section of the probe, measured now where the
+// document lacks it). Failing to write plan.json is a warning.
+profile::LocalProbe predict_run(const Config& cfg, int world, const std::string& run, Device device,
                                 const std::function<void(const std::string&)>& log);
 
 // A finished run as the calibration sees it: RUN/config.toml's model and

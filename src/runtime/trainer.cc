@@ -227,7 +227,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   // The planner's prediction for this layout, after the data's checks (a
   // run they refuse measures nothing) and before the first step.
   profile::LocalProbe probe;  // rank 0's: the metrics' GEMM ceiling below comes from it too
-  if (rank == 0) probe = predict_run(cfg, W, run, log);
+  if (rank == 0) probe = predict_run(cfg, W, run, device, log);
   if (W > 1) CRUCIBLE_RETURN_IF_ERROR(comm::quiet_barrier(comm));
   // The validation set is train.eval_batches global batches (B x accum x dp
   // sequences each) from the start of the validation shard, so every layout
@@ -370,8 +370,10 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     log("[train] MFU not shown: this CPU's peak could not be measured (" +
         (peak.notes.empty() ? std::string("?") : peak.notes[0]) + ")");
   // The probe's best GEMM of this precision at this thread count: the
-  // ceiling this machine showed (rank 0 writes the metrics that carry it).
-  const double gemm_ceiling_gflops = profile::gemm_ceiling(probe.doc, num_threads(), bf16 ? "bf16" : "f32");
+  // ceiling this machine showed (rank 0 writes the metrics that carry it);
+  // on a GPU the GEMM ceiling just measured.
+  const double gemm_ceiling_gflops =
+      device.is_cpu() ? profile::gemm_ceiling(probe.doc, num_threads(), bf16 ? "bf16" : "f32") : peak_gflops;
   // Validation: the same eval_batches micro-batches for any layout, dealt
   // out over the data-parallel ranks and forwarded through each pipeline;
   // the mean over all of them (the loss comes from the last stages).

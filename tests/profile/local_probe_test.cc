@@ -10,7 +10,10 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "core/file_io.h"
 #include "core/json_io.h"
+#include "kernels/cuda/cuda.h"
+#include "plan/cluster.h"
 #include "profile/machine.h"
 #include "support/cli_runner.h"
 #include "support/files.h"
@@ -39,7 +42,9 @@ struct ScopedEnv {
     if (had) old = std::getenv(n);
     ::setenv(n, v.c_str(), 1);
   }
-  ~ScopedEnv() { had ? (void)::setenv(name.c_str(), old.c_str(), 1) : (void)::unsetenv(name.c_str()); }
+  ~ScopedEnv() {
+    had ? (void)::setenv(name.c_str(), old.c_str(), 1) : (void)::unsetenv(name.c_str());
+  }
 };
 
 TEST(Machine, IdentityNamesThisMachineAndItsFingerprintIsStable) {
@@ -98,7 +103,8 @@ TEST(LocalProbe, AForeignProbeIsPassedOverAndThisMachineMeasuredOnce) {
   fs::create_directories(dir / "run");
   const LocalProbe p = local_probe(o);
   ASSERT_GE(lines.size(), 2u);
-  EXPECT_NE(lines[0].find("probe.json not used: it was made on another machine"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("probe.json not used: it was made on another machine"), std::string::npos)
+      << lines[0];
   EXPECT_EQ(p.source, "measured now");
   EXPECT_EQ(p.doc["machine"]["fingerprint"], machine_identity()["fingerprint"]);
   EXPECT_TRUE(p.doc["compute"]["valid"].get<bool>());
@@ -106,7 +112,8 @@ TEST(LocalProbe, AForeignProbeIsPassedOverAndThisMachineMeasuredOnce) {
   // Kept in the run directory and the machine cache.
   ASSERT_TRUE(fs::exists(dir / "run/probe.json"));
   EXPECT_EQ(read_json(dir / "run/probe.json")->at("created"), p.doc["created"]);
-  const std::string cached = dir / "cache/probe-" + machine_identity()["fingerprint"].get<std::string>() + ".json";
+  const std::string cached =
+      dir / "cache/probe-" + machine_identity()["fingerprint"].get<std::string>() + ".json";
   ASSERT_TRUE(fs::exists(cached));
   // The next run here finds the cache and measures nothing.
   lines.clear();
@@ -141,7 +148,8 @@ TEST(LocalProbe, TrainingPassesOverAForeignProbeAndPredictsForThisMachine) {
   ASSERT_TRUE(plan.is_ok());
   ASSERT_TRUE(plan->contains("step_time_s")) << plan->dump();
   const std::string host = machine_identity()["hostname"];
-  EXPECT_NE((*plan)["cluster"]["name"].get<std::string>().find(host), std::string::npos) << plan->dump();
+  EXPECT_NE((*plan)["cluster"]["name"].get<std::string>().find(host), std::string::npos)
+      << plan->dump();
   auto probe = read_json(dir / "run/probe.json");
   ASSERT_TRUE(probe.is_ok());
   EXPECT_EQ((*probe)["machine"]["fingerprint"], machine_identity()["fingerprint"]);
@@ -150,6 +158,78 @@ TEST(LocalProbe, TrainingPassesOverAForeignProbeAndPredictsForThisMachine) {
     if (row["mfu"].is_null()) continue;  // "n/a": not told honestly here
     EXPECT_GT(row["mfu"].get<double>(), 0.0);
     EXPECT_LE(row["mfu"].get<double>(), 1.0);
+  }
+}
+
+// A GPU run's document (profile/local_probe.h): one holding its GPU's section,
+// its step's GEMM shape and its attention is used as it is (nothing
+// measured: no GPU here), with the run's GPU listed first; one with its CPU
+// sections only would need the GPU measured, which a machine without one
+// cannot: the run then predicts nothing, and says why.
+TEST(LocalProbe, AGpuRunUsesItsGpusSectionListedFirst) {
+  TempDir dir("local_probe_gpu");
+  ScopedEnv cache("CRUCIBLE_CACHE_DIR", dir / "cache");
+  auto device = [](int index, double bf16) {
+    return json{
+        {"index", index},
+        {"name", "GPU"},
+        {"memory_bytes", 80e9},
+        {"gemm_n", 8192},
+        {"bf16_gemm_tflops", bf16},
+        {"f32_gemm_tflops", 50.0},
+        {"copy_gbs", 3000.0},
+        {"gemm", {{{"m", 4096}, {"n", 768}, {"k", 768}, {"dtype", "bf16"}, {"tflops", bf16 / 2}}}},
+        {"attention",
+         {{{"B", 4}, {"T", 1024}, {"C", 768}, {"NH", 12}, {"dtype", "bf16"}, {"tflops", 200.0}}}}};
+  };
+  json doc = {{"schema", "crucible-probe/1"},
+              {"machine", machine_identity()},
+              {"created", "2026-12-07T00:00:00Z"},
+              {"gpu", {{"count", 2}, {"devices", {device(0, 700.0), device(1, 760.0)}}}}};
+  doc["created"] = fixture("probe_zen3_vm_2026-12-03.json").value("created", std::string());
+  ASSERT_TRUE(write_file_atomic(dir / "probe.json", doc.dump()).is_ok());
+  LocalProbeOptions o;
+  o.candidates = {dir / "probe.json"};
+  o.max_age_days = 36500;
+  o.gpu = 1;
+  o.dtype = "bf16";
+  StepGemm g{};
+  g.m = 4096, g.n = 768, g.k = 768;
+  o.step.calls = {g};
+  o.step.attention = {4, 1024, 768, 12};
+  std::vector<std::string> lines;
+  o.log = [&](const std::string& m) { lines.push_back(m); };
+  const LocalProbe p = local_probe(o);
+  for (const std::string& l : lines) EXPECT_EQ(l.find("measuring"), std::string::npos) << l;
+  ASSERT_FALSE(p.doc.is_null());
+  EXPECT_EQ(p.doc["gpu"]["devices"][0]["index"], 1);
+  // The GPU node's cluster file is cuda:1's, its attention the run's row.
+  auto c = plan::cluster_from_probe(p.doc, p.source, plan::NodeKind::kGpu);
+  ASSERT_TRUE(c) << c.status().message();
+  EXPECT_DOUBLE_EQ(c->device.peak_flops[1], 760e12);
+  EXPECT_NEAR(c->device.attention_efficiency[1], 200.0 / 760, 1e-12);
+  // The same document for a CPU run is no CPU node: it has no compute section.
+  auto cpu = plan::cluster_from_probe(p.doc, p.source, plan::NodeKind::kCpu);
+  ASSERT_FALSE(cpu);
+  EXPECT_NE(cpu.status().message().find("has no compute section"), std::string::npos)
+      << cpu.status().message();
+  // A document of this machine's CPU alone: a GPU run must measure its GPU,
+  // which this machine cannot; no prediction, one line saying why.
+  json cpu_only = fixture("probe_zen3_vm_2026-12-03.json");
+  cpu_only["machine"] = machine_identity();
+  ASSERT_TRUE(write_file_atomic(dir / "cpu.json", cpu_only.dump()).is_ok());
+  o.candidates = {dir / "cpu.json"};
+  lines.clear();
+  const LocalProbe none = local_probe(o);
+  if (kernels::cuda::device_count() == 0) {
+    EXPECT_TRUE(none.doc.is_null());
+    ASSERT_FALSE(lines.empty());
+    EXPECT_NE(lines.back().find("no prediction"), std::string::npos) << lines.back();
+    // And a GPU node's cluster needs the gpu section.
+    auto gpu = plan::cluster_from_probe(cpu_only, "cpu.json", plan::NodeKind::kGpu);
+    ASSERT_FALSE(gpu);
+    EXPECT_NE(gpu.status().message().find("has no gpu section"), std::string::npos)
+        << gpu.status().message();
   }
 }
 
