@@ -1,6 +1,5 @@
 #include "runtime/trainer.h"
 
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -34,7 +33,6 @@
 #include "parallel/tree_reduce.h"
 #include "profile/analysis.h"
 #include "profile/cpu_peak.h"
-#include "profile/gpu_ceiling.h"
 #include "profile/probe.h"
 #include "profile/trace_file.h"
 #include "runtime/checkpointer.h"
@@ -50,6 +48,7 @@
 #include "runtime/resume_check.h"
 #include "runtime/run_health.h"
 #include "runtime/run_report.h"
+#include "runtime/step_ceiling.h"
 #include "runtime/step_energy.h"
 #include "runtime/stop_signals.h"
 #include "runtime/train_setup.h"
@@ -346,34 +345,12 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   // ---- the loop ----
   const double tokens_per_step = double(B) * T * accum * dp_size;
   const double flops_per_step = cfg.model.flops_per_token(T) * tokens_per_step;
-  const profile::CpuPeak peak = profile::measure_cpu_peak(num_threads(), 0.2);
-  // MFU's peak: the f32 FMA peak; in bf16 the matrix unit's (AMX) or twice
-  // f32's with a native bf16 matmul (profile/cpu_peak.h). Not plausible (a
-  // clock out of physical bounds): no MFU is shown, and the log says why.
+  // MFU's ceilings (runtime/step_ceiling.h): the device's peak of this
+  // precision, and the best GEMM it showed (rank 0 writes the metrics).
   const bool bf16 = cfg.train.precision == "bf16";
-  double peak_gflops =
-      device.is_cpu() ? profile::precision_peak_gflops(peak, bf16, kernels::gemm_bf16_native()) : 0.0;
-  bool peak_known = device.is_cpu() && peak.plausible;
-  if (!device.is_cpu()) {
-    // A GPU's ceiling: its GEMM rate of this precision, measured now through
-    // the step's own GEMM (profile/gpu_ceiling.h; ~0.5 s).
-    auto ceiling = profile::measure_gpu_ceiling(device);
-    if (ceiling) {
-      peak_gflops = 1e3 * (bf16 ? ceiling->bf16_gemm_tflops : ceiling->f32_gemm_tflops);
-      peak_known = true;
-      log(fmt::format("[train] {} ({}): GEMM {:.0f} TFLOP/s {} measured now, MFU's ceiling; copy {:.0f} GB/s",
-                      device.str(), ceiling->name, peak_gflops * 1e-3, bf16 ? "bf16" : "f32", ceiling->copy_gbs));
-    } else {
-      log("[train] MFU not shown: " + ceiling.status().message());
-    }
-  } else if (!peak.plausible)
-    log("[train] MFU not shown: this CPU's peak could not be measured (" +
-        (peak.notes.empty() ? std::string("?") : peak.notes[0]) + ")");
-  // The probe's best GEMM of this precision at this thread count: the
-  // ceiling this machine showed (rank 0 writes the metrics that carry it);
-  // on a GPU the GEMM ceiling just measured.
-  const double gemm_ceiling_gflops =
-      device.is_cpu() ? profile::gemm_ceiling(probe.doc, num_threads(), bf16 ? "bf16" : "f32") : peak_gflops;
+  const StepCeiling ceiling = step_ceiling(device, bf16, probe.doc, log);
+  const double peak_gflops = ceiling.peak_gflops, gemm_ceiling_gflops = ceiling.gemm_gflops;
+  const bool peak_known = ceiling.known;
   // Validation: the same eval_batches micro-batches for any layout, dealt
   // out over the data-parallel ranks and forwarded through each pipeline;
   // the mean over all of them (the loss comes from the last stages).
