@@ -10,7 +10,8 @@
 #                               crucible's and the peers' benchmarks; STAGES="tests probe bench
 #                               peers" (the default: all) picks stages, so that one device call
 #                               (600 s at most) can run the tests and the next the benchmarks;
-#                               FILTER=<gtest filter> narrows the tests, TESTS_S bounds them (420).
+#                               FILTER=<gtest filter> narrows the tests, each in its own process
+#                               bounded by TEST_S (180), all of them by TESTS_S (420).
 # A test that needs a GPU reports itself skipped where there is none, never passed.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -32,11 +33,37 @@ case "${1:-}" in
     stages=" ${STAGES:-tests probe bench peers} "
     has() { [[ $stages == *" $1 "* ]]; }
     tests_rc=0
-    # The CLI tests run the packed crucible (run.sh unpacks into /tmp/pack).
+    # The CLI tests run the packed crucible (run.sh unpacks into /tmp/pack). Each test in
+    # its own process, bounded by TEST_S (180 s) and all of them by TESTS_S (420 s): a
+    # kernel that aborts or hangs costs its own test, not the rest. The kernels' tests
+    # first, the end-to-end runs after; results in gpu_tests.txt and tests/<name>.xml.
     if has tests; then
-      CRUCIBLE_BIN=/tmp/pack/bin/crucible timeout "${TESTS_S:-420}" bash .gpu-pack/run.sh crucible_gpu_tests \
-        --gtest_filter="${FILTER:-*}" --gtest_output="xml:$out/gpu_tests.xml" 2>&1 | tee "$out/gpu_tests.txt" ||
-        tests_rc=$?
+      mkdir -p "$out/tests"
+      all=$(bash .gpu-pack/run.sh crucible_gpu_tests --gtest_list_tests --gtest_filter="${FILTER:-*}" |
+        awk '/^[^ ]/ {suite = $1} /^  [^ ]/ {print suite $1}')
+      e2e='^(GpuTrain|GpuLayouts|GpuFaults|GpuPlan|GpuEnergy|GpuProbe|GpuBench)\.'
+      ordered="$(grep -Ev "$e2e" <<<"$all" || true) $(grep -E "$e2e" <<<"$all" || true)"
+      deadline=$((SECONDS + ${TESTS_S:-420}))
+      failed=() passed=0 skipped=0
+      for t in $ordered; do
+        left=$((deadline - SECONDS))
+        if ((left < 10)); then echo "[gpu_check] out of time before $t" | tee -a "$out/gpu_tests.txt"; tests_rc=124; break; fi
+        limit=$((left < ${TEST_S:-180} ? left : ${TEST_S:-180}))
+        rc=0
+        CRUCIBLE_BIN=/tmp/pack/bin/crucible timeout "$limit" bash .gpu-pack/run.sh crucible_gpu_tests \
+          --gtest_filter="$t" --gtest_output="xml:$out/tests/$t.xml" >"$out/tests/$t.txt" 2>&1 || rc=$?
+        if ((rc != 0)); then
+          failed+=("$t (rc $rc)"); tests_rc=1
+          tail -n 40 "$out/tests/$t.txt" | tee -a "$out/gpu_tests.txt"
+        elif grep -q '^\[  SKIPPED \]' "$out/tests/$t.txt"; then
+          skipped=$((skipped + 1))
+        else
+          passed=$((passed + 1))
+        fi
+        grep -E '^\[ +(OK|FAILED|SKIPPED) +\] .*\([0-9]+ ms\)$|^\[(gpu plan|closed loop)\]' "$out/tests/$t.txt" | tee -a "$out/gpu_tests.txt" || true
+      done
+      echo "[gpu_check] tests: $passed passed, $skipped skipped, ${#failed[@]} failed${failed:+: ${failed[*]}}" |
+        tee -a "$out/gpu_tests.txt"
     fi
     has probe || has bench || has peers || exit "$tests_rc"
     # The probe's gpu section (docs/probe.md): ceilings, host links, launch cost and
