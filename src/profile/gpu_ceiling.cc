@@ -1,6 +1,8 @@
 #include "profile/gpu_ceiling.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 
 #include "core/allocator.h"
 #include "core/clock.h"
@@ -81,8 +83,8 @@ Result<GpuCeiling> measure_gpu_ceiling(Device device, int n) {
   return c;
 }
 
-Result<std::vector<GpuGemmRow>> measure_gpu_gemms(Device device,
-                                                  const std::vector<std::array<int64_t, 3>>& shapes) {
+Result<std::vector<GpuGemmRow>> measure_gpu_gemms(Device device, const std::vector<std::array<int64_t, 3>>& shapes,
+                                                  const std::vector<std::string>& dtypes) {
   if (!device.is_cuda()) return Status::invalid("[probe] gpu gemms: " + device.str() + " is not a GPU");
   size_t most[3] = {1, 1, 1};  // elements of A, B and C at their largest
   for (const auto& [m, n, k] : shapes)
@@ -96,9 +98,8 @@ Result<std::vector<GpuGemmRow>> measure_gpu_gemms(Device device,
   std::vector<GpuGemmRow> rows;
   Status status;  // the first failure, if any
   for (const auto& [m, n, k] : shapes) {
-    for (const char* dtype : {"bf16", "f32", "tf32"}) {
+    for (const std::string& d : dtypes) {
       const int M = int(m), N = int(n), K = int(k);
-      const std::string d = dtype;
       const DType t = d == "bf16" ? DType::bf16 : DType::f32;
       auto s = gpu_best_seconds(d == "f32" ? 2 : 5, 3, [&] {
         if (d == "tf32")
@@ -132,9 +133,13 @@ Result<double> measure_gpu_attention(Device device, int B, int T, int C, int NH,
   float* dout = static_cast<float*>(pool.allocate(n * 4, "probe.gpu_attention"));
   float* lse = static_cast<float*>(pool.allocate(nl * 4, "probe.gpu_attention"));
   kernels::DeviceScope on(device);
-  // Small values of either width (a bf16 pair of 0.01f's words is two small
-  // numbers): the rate does not depend on them; no overflow in the softmax.
-  kernels::fill(static_cast<float*>(qkv), 3 * n * w / 4, 0.01f);
+  // Small values of either width: the f32 word 0x3C233C23 is 0.00996 and, read
+  // as a bf16 pair, 0.00995 twice. The rate does not depend on them; the
+  // softmax stays far from overflow.
+  const uint32_t word = 0x3C233C23u;
+  float small = 0;
+  std::memcpy(&small, &word, sizeof small);
+  kernels::fill(static_cast<float*>(qkv), 3 * n * w / 4, small);
   kernels::fill(dout, n, 0.01f);
   auto s = gpu_best_seconds(3, 3, [&] {
     if (half) {

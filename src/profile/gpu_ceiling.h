@@ -54,8 +54,9 @@ struct GpuGemmRow {
 // Every shape in the three precisions, in one allocation as large as the largest
 // (f32) operands, given back at the end. The planner's efficiency table for
 // a GPU node comes from these (plan --cluster-from-probe).
-Result<std::vector<GpuGemmRow>> measure_gpu_gemms(Device device,
-                                                  const std::vector<std::array<int64_t, 3>>& shapes);
+// `dtypes`: which of the three to time (a run times its own precision alone).
+Result<std::vector<GpuGemmRow>> measure_gpu_gemms(Device device, const std::vector<std::array<int64_t, 3>>& shapes,
+                                                  const std::vector<std::string>& dtypes = {"bf16", "f32", "tf32"});
 
 // The step's attention on the GPU, forward and backward through the kernels
 // the step calls (kernels::attention_*; bf16 or f32), at (B, T, C, NH):

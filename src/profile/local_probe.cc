@@ -175,7 +175,7 @@ Result<int> top_up_gpu(json& dev, int index, const StepGemms& step, const std::s
   }
   int measured = 0;
   if (!missing.empty()) {
-    auto rows = measure_gpu_gemms(Device::cuda(index), missing);
+    auto rows = measure_gpu_gemms(Device::cuda(index), missing, {dtype});
     if (!rows) return rows.status();
     for (const GpuGemmRow& r : *rows)
       if (r.dtype == dtype) {
