@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 
 #include "core/file_io.h"
 #include "core/json_io.h"
@@ -54,16 +55,18 @@ json measure_here() {
   return doc;
 }
 
-// The run's attention row (profile/probe_step_gemms.h): measured when the
-// document lacks one of its shape, and kept last in compute.attention either
-// way (the planner reads the last: plan/cluster_probe.cc). The number measured.
-int top_up_attention(json& compute, const StepAttention& a, const std::string& dtype, int threads,
-                     double ceiling) {
+// The run's attention row in holder["attention"] (profile/probe_step_gemms.h;
+// a GPU's: its entry of the gpu section): measured when the rows lack one of
+// its shape and precision (`threads`: the CPU rows'; 0 on a GPU, whose rows
+// carry none), and kept last either way (the planner reads the last:
+// plan/cluster_probe.cc). The number measured, or the measurement's error.
+Result<int> attention_row_last(json& holder, const StepAttention& a, const std::string& dtype,
+                               int threads, const std::function<Result<json>()>& measure) {
   if (a.B <= 0) return 0;
-  if (!compute.contains("attention") || !compute["attention"].is_array())
-    compute["attention"] = json::array();
+  if (!holder.contains("attention") || !holder["attention"].is_array())
+    holder["attention"] = json::array();
   json kept = json::array(), mine;
-  for (const json& r : compute["attention"]) {
+  for (const json& r : holder["attention"]) {
     const bool same = r.is_object() && r.value("B", 0) == a.B && r.value("T", 0) == a.T &&
                       r.value("C", 0) == a.C && r.value("NH", 0) == a.NH &&
                       r.value("dtype", "") == dtype && r.value("threads", 0) == threads;
@@ -73,9 +76,13 @@ int top_up_attention(json& compute, const StepAttention& a, const std::string& d
       kept.push_back(r);
   }
   const int measured = mine.is_null() ? 1 : 0;
-  if (mine.is_null()) mine = measure_step_attention(a, dtype == "bf16", threads, 0.3, ceiling);
+  if (mine.is_null()) {
+    auto row = measure();
+    if (!row) return row.status();
+    mine = std::move(*row);
+  }
   kept.push_back(std::move(mine));
-  compute["attention"] = std::move(kept);
+  holder["attention"] = std::move(kept);
   return measured;
 }
 
@@ -98,7 +105,10 @@ int top_up(json& doc, const StepGemms& step, const std::string& dtype) {
            g.value("dtype", "") == dtype && g.value("threads", 0) == threads &&
            gemm_row_is_in_step(g);
   };
-  int measured = top_up_attention(compute, step.attention, dtype, threads, ceiling);
+  int measured =
+      *attention_row_last(compute, step.attention, dtype, threads, [&]() -> Result<json> {
+        return measure_step_attention(step.attention, bf16, threads, 0.3, ceiling);
+      });
   bool missing = false;
   for (const StepGemm& c : step.calls)
     missing |= std::none_of(compute["gemm"].begin(), compute["gemm"].end(),
@@ -189,30 +199,14 @@ Result<int> top_up_gpu(json& dev, int index, const StepGemms& step, const std::s
       }
   }
   const StepAttention& a = step.attention;
-  if (a.B > 0) {
-    if (!dev.contains("attention") || !dev["attention"].is_array())
-      dev["attention"] = json::array();
-    json kept = json::array(), mine;
-    for (const json& r : dev["attention"]) {
-      const bool same = r.is_object() && r.value("B", 0) == a.B && r.value("T", 0) == a.T &&
-                        r.value("C", 0) == a.C && r.value("NH", 0) == a.NH &&
-                        r.value("dtype", "") == dtype;
-      if (same)
-        mine = r;
-      else
-        kept.push_back(r);
-    }
-    if (mine.is_null()) {
-      auto tflops =
-          measure_gpu_attention(Device::cuda(index), a.B, a.T, a.C, a.NH, dtype == "bf16");
-      if (!tflops) return tflops.status();
-      mine = {{"B", a.B},   {"T", a.T},       {"C", a.C},
-              {"NH", a.NH}, {"dtype", dtype}, {"tflops", *tflops}};
-      ++measured;
-    }
-    kept.push_back(std::move(mine));  // last: the one the planner reads
-    dev["attention"] = std::move(kept);
-  }
+  auto attention = attention_row_last(dev, a, dtype, 0, [&]() -> Result<json> {
+    auto tflops = measure_gpu_attention(Device::cuda(index), a.B, a.T, a.C, a.NH, dtype == "bf16");
+    if (!tflops) return tflops.status();
+    return json{{"B", a.B},   {"T", a.T},       {"C", a.C},
+                {"NH", a.NH}, {"dtype", dtype}, {"tflops", *tflops}};
+  });
+  if (!attention) return attention.status();
+  measured += *attention;
   return measured;
 }
 
@@ -252,6 +246,18 @@ LocalProbe local_probe(const LocalProbeOptions& opt) {
     if (Status s = write_file_atomic(opt.write_to, doc.dump(1) + "\n"); !s)
       log("[probe] warning: " + s.message());
   };
+  // The quick probe of this machine's CPU (measure_here), its unreliable
+  // sections named.
+  auto measure_cpu = [&] {
+    log("[probe] measuring this machine (quick probe: compute, memory, topology; a few seconds)");
+    json doc = measure_here();
+    for (const auto& [name, l] : doc["load"].items())
+      if (!l.value("reliable", true))
+        log("[probe] " + name + ": other processes used " +
+            std::to_string(int(100 * l["others_share"].get<double>())) +
+            "% of the CPUs meanwhile: its figures (and the prediction) are unreliable");
+    return doc;
+  };
   // What the run's device needs of a document: the CPU's sections and its
   // step's GEMMs on the CPU, or its GPU's section and its step on the GPU.
   // Measures what is missing; the number of figures measured, or an error
@@ -260,9 +266,7 @@ LocalProbe local_probe(const LocalProbeOptions& opt) {
     if (!gpu) {
       int added = 0;
       if (!doc.contains("compute")) {  // a GPU run's document: the CPU's sections join it
-        log("[probe] measuring this machine's CPU (quick probe: compute, memory, topology; a few "
-            "seconds)");
-        const json cpu = measure_here();
+        const json cpu = measure_cpu();
         for (const char* k : {"compute", "memory", "topology", "load"})
           if (cpu.contains(k)) doc[k] = cpu[k];
         ++added;
@@ -330,18 +334,7 @@ LocalProbe local_probe(const LocalProbeOptions& opt) {
     return {used, f};
   }
   if (!opt.measure) return {json(), ""};
-  json doc;
-  if (gpu) {
-    doc = probe_header(true);
-  } else {
-    log("[probe] measuring this machine (quick probe: compute, memory, topology; a few seconds)");
-    doc = measure_here();
-    for (const auto& [name, l] : doc["load"].items())
-      if (!l.value("reliable", true))
-        log("[probe] " + name + ": other processes used " +
-            std::to_string(int(100 * l["others_share"].get<double>())) +
-            "% of the CPUs meanwhile: its figures (and the prediction) are unreliable");
-  }
+  json doc = gpu ? probe_header(true) : measure_cpu();
   if (auto added = complete(doc); !added) {
     log(added.status().message() + "; no prediction");
     return {json(), ""};

@@ -76,10 +76,7 @@ TEST(GpuFaults, ATensorParallelGpuCheckpointResumesAsAPipelineOnTheCpu) {
     sets.push_back("run.device=cpu");
     std::vector<std::string> args = train_args(run, 10, sets);
     args.insert(args.begin(), "--resume");
-    std::vector<std::string> cmd =
-        ranks > 1 ? launch_train(ranks, args) : std::vector<std::string>{"train"};
-    if (ranks == 1) cmd.insert(cmd.end(), args.begin(), args.end());
-    return run_crucible(cmd, dir.path());
+    return run_crucible(train_command(ranks, args), dir.path());
   };
   auto pp = resume_as("cpu_pp2", 2, {"dist.tp=1", "dist.pp=2", "train.grad_accum=2"});
   ASSERT_EQ(pp.code, 0) << pp.output;

@@ -73,14 +73,7 @@ TEST(GpuPlan, RunsPredictTheirStepAndMemoryOnTheGpu) {
         std::string(CRUCIBLE_SOURCE_DIR) + "/configs/" + c.config + ".toml", "--run-dir", run};
     for (const auto* sets : {&common, &c.sets})
       for (const std::string& s : *sets) train.insert(train.end(), {"--set", s});
-    std::vector<std::string> args;
-    if (c.ranks > 1) {
-      args = launch_train(c.ranks, train);
-    } else {
-      args = {"train"};
-      args.insert(args.end(), train.begin(), train.end());
-    }
-    auto r = run_crucible(args, dir.path());
+    auto r = run_crucible(train_command(c.ranks, train), dir.path());
     ASSERT_EQ(r.code, 0) << c.name << "\n" << r.output;
     auto plan = read_json(run + "/plan.json");
     ASSERT_TRUE(plan) << c.name;

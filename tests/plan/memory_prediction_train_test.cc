@@ -53,13 +53,11 @@ TEST(MemoryPrediction, WithinFivePercentOfTheAllocatorsPeakOnEveryRank) {
   ::setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
   for (const Case& c : cases) {
     const std::string run = dir / c.name;
-    std::vector<std::string> args;
-    if (c.ranks > 1) args = {"launch", "-n", std::to_string(c.ranks), "--threads", "1", "--"};
-    args.insert(args.end(), {"train", std::string(CRUCIBLE_SOURCE_DIR) + "/configs/" + c.config + ".toml",
-                             "--run-dir", run});
+    std::vector<std::string> train = {std::string(CRUCIBLE_SOURCE_DIR) + "/configs/" + c.config + ".toml",
+                                      "--run-dir", run};
     for (const auto* sets : {&common, &c.sets})
-      for (const std::string& s : *sets) args.insert(args.end(), {"--set", s});
-    auto r = run_crucible(args, dir.path());
+      for (const std::string& s : *sets) train.insert(train.end(), {"--set", s});
+    auto r = run_crucible(train_command(c.ranks, train), dir.path());
     ASSERT_EQ(r.code, 0) << c.name << "\n" << r.output;
     auto resolved = runtime::load_config(run + "/config.toml");
     ASSERT_TRUE(resolved) << resolved.status().message();

@@ -103,6 +103,13 @@ std::vector<std::string> launch_train(int ranks, const std::vector<std::string>&
   return args;
 }
 
+std::vector<std::string> train_command(int ranks, const std::vector<std::string>& train_args) {
+  if (ranks > 1) return launch_train(ranks, train_args);
+  std::vector<std::string> args = {"train"};
+  args.insert(args.end(), train_args.begin(), train_args.end());
+  return args;
+}
+
 std::vector<int64_t> metric_steps(const std::string& run) {
   std::vector<int64_t> out;
   for (const auto& row : metric_rows(run + "/metrics.jsonl"))

@@ -46,6 +46,8 @@ std::map<int64_t, double> step_losses(const std::string& run);
 // Open MPI's unloaded components leave allocations LeakSanitizer cannot
 // attribute or suppress (see CMakeLists.txt); no effect on other builds.
 std::vector<std::string> launch_train(int ranks, const std::vector<std::string>& train_args);
+// `crucible train TRAIN_ARGS...` in one process, else launch_train's.
+std::vector<std::string> train_command(int ranks, const std::vector<std::string>& train_args);
 
 // `crucible export RUN --step STEP`: the run's weights at that step as one
 // safetensors file, whatever layout wrote the checkpoint (a failed export
