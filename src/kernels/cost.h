@@ -15,12 +15,13 @@
 //   cross-entropy ~5 FLOPs per logit (max, exp, sum, normalise, gradient),
 //                 reads and writes the logits (gradient in place)
 //   adamw         ~15 FLOPs per parameter, reads p, g, m, v, writes p, m, v
-//   sum_squares   2 FLOPs per element, reads x
+//   add_sum_squares, add_mean  2 and 1 FLOPs per element, read x
 #pragma once
 #include <cstddef>
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "kernels/step_scalars.h"
 
 namespace crucible::kernels::cost {
 
@@ -94,19 +95,20 @@ inline Cost softmax_xent_backward(float*, const float*, const float*, const int3
   const double n = double(N) * V;
   return {3 * n, 2 * 4 * n};
 }
-inline Cost adamw(float*, bf16* p_bf16, const float*, float*, float*, size_t n, float, float,
-                  float, float, float, float, int) {
+inline Cost adamw_scalars(StepScalars*, float, float, float) { return {0, 0}; }
+inline Cost adamw(float*, bf16* p_bf16, const float*, float*, float*, size_t n, const StepScalars*,
+                  float, float, float, float) {
   return {15.0 * double(n), (7 * 4.0 + (p_bf16 ? 2 : 0)) * double(n)};
 }
-inline Cost adamw_bf16_moments(float*, bf16* p_bf16, const float*, bf16*, bf16*, size_t n, float,
-                               float, float, float, float, float, int) {
+inline Cost adamw_bf16_moments(float*, bf16* p_bf16, const float*, bf16*, bf16*, size_t n,
+                               const StepScalars*, float, float, float, float) {
   return {15.0 * double(n), (3 * 4.0 + 4 * 2.0 + (p_bf16 ? 2 : 0)) * double(n)};
 }
-inline Cost sum_squares(const float*, size_t n) { return {2.0 * double(n), 4.0 * double(n)}; }
+inline Cost add_sum_squares(double*, const float*, size_t n) { return {2.0 * double(n), 4.0 * double(n)}; }
 inline Cost add(float*, const float*, const float*, size_t n) { return {double(n), 12.0 * double(n)}; }
 inline Cost fill(float*, size_t n, float) { return {0, 4.0 * double(n)}; }
 inline Cost copy_bytes(void*, const void*, size_t bytes) { return {0, 2.0 * double(bytes)}; }
-inline Cost sum(const float*, size_t n) { return {double(n), 4.0 * double(n)}; }
+inline Cost add_mean(double*, const float*, size_t n) { return {double(n), 4.0 * double(n)}; }
 inline Cost target_logits(float*, const float*, const int32_t*, int64_t, int64_t, int N) {
   return {0, 12.0 * N};
 }

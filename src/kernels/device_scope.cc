@@ -24,7 +24,8 @@ const KernelTable& table_here() {
 }
 
 void copy_and_wait(Device device, void* dst, const void* src, size_t bytes) {
-  DeviceScope on(device);
+  // On this thread's stream where it is the device's: after the kernels that wrote src.
+  DeviceScope on(device, target.device == device ? target.stream : nullptr);
   copy_bytes(dst, src, bytes);
   if (device.is_cuda())
     CRUCIBLE_CHECK(cuda::synchronize(target.stream).is_ok(), "[kernels] a copy between host and GPU failed");

@@ -50,8 +50,9 @@ const KernelTable& table_here();
 
 // dst = src, `bytes`, where one side is `device`'s memory and the other the
 // host's (or both the host's on the CPU), and waits for the copy: host code's
-// way across at step edges (weights, moments, checkpoints). A failed copy
-// is a bug, checked.
+// way across at step edges (weights, moments, checkpoints, the step's
+// scalars). On the calling thread's stream where its scope is `device`, so
+// the copy follows the kernels queued there. A failed copy is a bug, checked.
 void copy_and_wait(Device device, void* dst, const void* src, size_t bytes);
 
 }  // namespace crucible::kernels

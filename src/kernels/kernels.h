@@ -42,13 +42,14 @@ struct KernelTable {
   decltype(&ref::softmax_cross_entropy) softmax_cross_entropy;
   decltype(&ref::logsumexp_rows) logsumexp_rows;
   decltype(&ref::softmax_xent_backward) softmax_xent_backward;
+  decltype(&ref::adamw_scalars) adamw_scalars;
   decltype(&ref::adamw) adamw;
   decltype(&ref::adamw_bf16_moments) adamw_bf16_moments;
-  decltype(&ref::sum_squares) sum_squares;
+  decltype(&ref::add_sum_squares) add_sum_squares;
   decltype(&ref::add) add;
   decltype(&ref::fill) fill;
   decltype(&ref::copy_bytes) copy_bytes;
-  decltype(&ref::sum) sum;
+  decltype(&ref::add_mean) add_mean;
   decltype(&ref::target_logits) target_logits;
   decltype(&ref::target_logits_bf16) target_logits_bf16;
   decltype(&ref::combine_vocab_stats) combine_vocab_stats;
@@ -110,13 +111,14 @@ CRUCIBLE_FORWARD(attention_paged, attention)
 CRUCIBLE_FORWARD(softmax_cross_entropy, cross_entropy)
 CRUCIBLE_FORWARD(logsumexp_rows, cross_entropy)
 CRUCIBLE_FORWARD(softmax_xent_backward, cross_entropy)
+CRUCIBLE_FORWARD(adamw_scalars, optimizer)
 CRUCIBLE_FORWARD(adamw, optimizer)
 CRUCIBLE_FORWARD(adamw_bf16_moments, optimizer)
-CRUCIBLE_FORWARD(sum_squares, optimizer)
+CRUCIBLE_FORWARD(add_sum_squares, optimizer)
 CRUCIBLE_FORWARD(add, other)
 CRUCIBLE_FORWARD(fill, other)
 CRUCIBLE_FORWARD(copy_bytes, other)
-CRUCIBLE_FORWARD(sum, other)
+CRUCIBLE_FORWARD(add_mean, other)
 CRUCIBLE_FORWARD(target_logits, cross_entropy)
 CRUCIBLE_FORWARD(target_logits_bf16, cross_entropy)
 CRUCIBLE_FORWARD(combine_vocab_stats, cross_entropy)

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "kernels/step_scalars.h"
 
 namespace crucible::kernels::ref {
 

@@ -256,7 +256,11 @@ size_t GPT::activation_bytes(const GPTConfig& cfg, const GPTPart& part, int chun
 }
 
 GPT::GPT(const GPTConfig& cfg, const GPTPart& part, TensorParallel* tp)
-    : cfg_(cfg), part_(part), tp_(part.tp > 1 ? tp : nullptr), sequence_(part.tp > 1 && part.sequence_parallel) {
+    : cfg_(cfg),
+      part_(part),
+      tp_(part.tp > 1 ? tp : nullptr),
+      sequence_(part.tp > 1 && part.sequence_parallel),
+      loss_(part.device) {
   CRUCIBLE_CHECK(part.tp == 1 || (tp && tp->size() == part.tp && tp->rank() == part.tp_rank),
                  "[nn] a tensor-parallel part needs its group's collectives");
   const int C = cfg.n_embd;
@@ -346,8 +350,8 @@ void GPT::bind(Activations& a, Arena& arena, int chunk, int B, int T) const {
   a.state_ = Activations::State::kBound;
 }
 
-float GPT::forward(Activations& a, const int32_t* tokens, const int32_t* targets,
-                   float grad_scale) const {
+void GPT::forward(Activations& a, const int32_t* tokens, const int32_t* targets,
+                  float grad_scale) const {
   CRUCIBLE_CHECK(a.state_ == Activations::State::kBound, "[nn] forward of an unbound Activations");
   Arena& arena = *a.arena_;
   const int B = a.B_, T = a.T_, N = B * T;
@@ -374,14 +378,14 @@ float GPT::forward(Activations& a, const int32_t* tokens, const int32_t* targets
     a.output_ = arena.allocate_array<float>(NC);
     kernels::add(a.output_, ra, rb, NC);
     a.have_grad_ = true;
-    return 0.0f;
+    return;
   }
-  return head_forward(a, ra, rb, targets, grad_scale);
+  head_forward(a, ra, rb, targets, grad_scale);
 }
 
 // ln_f over the last block's output (ra + rb), the tied LM head and the loss.
-float GPT::head_forward(Activations& a, const float* ra, const float* rb, const int32_t* targets,
-                        float grad_scale) const {
+void GPT::head_forward(Activations& a, const float* ra, const float* rb, const int32_t* targets,
+                       float grad_scale) const {
   Arena& arena = *a.arena_;
   const int C = cfg_.n_embd, V = int(embed_.vocab.size()), N = a.B_ * a.T_;
   const size_t NC = boundary_floats(a.B_, a.T_);  // this rank's rows of it, sequence parallel
@@ -441,11 +445,21 @@ float GPT::head_forward(Activations& a, const float* ra, const float* rb, const 
     a.logits_type_ = targets ? act : DType::f32;
     a.logits_ = arena_act(arena, size_t(N) * V, a.logits_type_);
     kernels::gemm(act, a.logits_type_, false, true, N, V, C, a.lnf_out_, C, wte, C, a.logits_, V, false);
-    if (!targets) return 0.0f;
+    if (!targets) return;
     a.losses_ = arena.allocate_array<float>(size_t(N));
     loss_of(a.losses_, a.logits_, tgts, N);
   }
-  return float(kernels::sum(a.losses_, size_t(N)) / N);
+}
+
+void GPT::add_loss(const Activations& a, double* sum) const {
+  CRUCIBLE_CHECK(a.losses_ && a.state_ != Activations::State::kBound, "[nn] a loss without a forward with targets");
+  kernels::add_mean(sum, a.losses_, size_t(a.B_) * size_t(a.T_));
+}
+
+float GPT::loss(const Activations& a) const {
+  loss_.write(kernels::StepScalars{});  // loss_sum = 0
+  add_loss(a, &loss_.get()->loss_sum);
+  return float(loss_.read().loss_sum);
 }
 
 void GPT::backward(Activations& a, const float* dout, BackwardPass pass, const GradsReady& grads_ready,
@@ -529,7 +543,8 @@ float GPT::forward(Arena& arena, const int32_t* tokens, const int32_t* targets, 
                  "[nn] a whole-model forward on a part of the model");
   last_.state_ = Activations::State::kDone;  // a forward without backward may have gone before
   bind(last_, arena, 0, B, T);
-  return forward(last_, tokens, targets, grad_scale);
+  forward(last_, tokens, targets, grad_scale);
+  return targets ? loss(last_) : 0.0f;
 }
 
 void GPT::backward(Arena&, const GradsReady& grads_ready) {

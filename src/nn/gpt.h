@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "kernels/device_scalars.h"
 #include "nn/layers.h"
 #include "nn/params.h"
 #include "nn/tensor_parallel.h"
@@ -192,12 +193,19 @@ class GPT {
   void bind(Activations& a, Arena& arena, int chunk, int B, int T) const;
   // The bound chunk's forward. tokens (B,T) int32 when the chunk starts the
   // model (copied into the arena), else a.input() holds the residual. On the
-  // chunk that ends the model with targets (B,T): returns the mean
-  // cross-entropy over B*T, and grad_scale != 0 prepares backward (the loss
-  // gradient, scaled by grad_scale / (B*T), replaces the logits: fused
-  // kernel). Otherwise returns 0 and a.output() is the residual.
-  float forward(Activations& a, const int32_t* tokens, const int32_t* targets,
-                float grad_scale = 0.0f) const;
+  // chunk that ends the model with targets (B,T): the per-token
+  // cross-entropy (its mean: loss or add_loss), and grad_scale != 0 prepares
+  // backward (the loss gradient, scaled by grad_scale / (B*T), replaces the
+  // logits: fused kernel). Otherwise a.output() is the residual. Reads
+  // nothing back to the host.
+  void forward(Activations& a, const int32_t* tokens, const int32_t* targets,
+               float grad_scale = 0.0f) const;
+  // The mean cross-entropy over B*T of a's forward with targets (kernels'
+  // add_mean: the same bits either way). loss reads it back to the host
+  // (waits for the forward); add_loss adds it to *sum in the device's memory
+  // and returns at once (the step's loss, read back at the step's end).
+  float loss(const Activations& a) const;
+  void add_loss(const Activations& a, double* sum) const;
   // Called during backward with an offset into the flat gradient buffer:
   // every gradient at or after it is final for this backward (used to start
   // communicating gradient buckets while backward continues). Pass it only to
@@ -218,6 +226,7 @@ class GPT {
   // tokens, targets (B,T) int32 (targets may be null: logits only), as above.
   // Activations come from `arena`: call arena.reset() before each micro-batch's
   // forward and backward() before the next reset().
+  // Returns the mean loss where targets are given (read back: loss()), else 0.
   float forward(Arena& arena, const int32_t* tokens, const int32_t* targets, int B, int T,
                 float grad_scale = 0.0f);
   void backward(Arena& arena, const GradsReady& grads_ready = nullptr);
@@ -235,9 +244,10 @@ class GPT {
   std::vector<std::vector<Block>> chunks_;  // per chunk, its blocks
   LayerNorm ln_f_;
   Activations last_;  // the whole-model calls'
+  mutable kernels::DeviceScalars loss_;  // loss()'s sum on the part's device, read back
 
   // forward's last part on the chunk that ends the model (gpt.cc).
-  float head_forward(Activations& a, const float* ra, const float* rb, const int32_t* targets,
+  void head_forward(Activations& a, const float* ra, const float* rb, const int32_t* targets,
                      float grad_scale) const;
 };
 

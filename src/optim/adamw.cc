@@ -21,7 +21,7 @@ float lr_schedule(int64_t step, float base_lr, int64_t warmup_steps, int64_t tot
 }
 
 AdamW::AdamW(nn::ParamRegistry& params, const AdamWConfig& cfg, std::vector<Range> shard)
-    : params_(params), cfg_(cfg), shard_(std::move(shard)) {
+    : params_(params), cfg_(cfg), shard_(std::move(shard)), scalars_(params.device()) {
   if (shard_.empty()) shard_.push_back(Range{0, params.numel()});
   for (const Range& r : shard_) {
     CRUCIBLE_CHECK(r.begin <= r.end && r.end <= params.numel(), "[optim] shard range in bounds");
@@ -64,18 +64,18 @@ AdamW::AdamW(nn::ParamRegistry& params, const AdamWConfig& cfg, std::vector<Rang
   }
 }
 
-StepInfo AdamW::step(float lr, const AllSum& all_sum) {
-  StepInfo info;
+void AdamW::step(kernels::StepScalars* s, const AllSum& all_sum) {
   float* g = params_.grads();
-  double sq = 0;
-  for (const Range& r : norm_) sq += kernels::sum_squares(g + r.begin, r.end - r.begin);
-  if (all_sum) sq = all_sum(sq);
-  info.grad_norm = std::sqrt(sq);
-  // PyTorch's clip_grad_norm_: scale by max_norm / (norm + 1e-6) when below 1.
-  if (cfg_.grad_clip > 0) {
-    double coef = cfg_.grad_clip / (info.grad_norm + 1e-6);
-    if (coef < 1.0) info.clip_scale = float(coef);
+  for (const Range& r : norm_) kernels::add_sum_squares(&s->grad_sq, g + r.begin, r.end - r.begin);
+  if (all_sum) {
+    // The ranks' sum goes through the host (MPI carries the control plane):
+    // the one read-back a step of several ranks adds.
+    double sq = 0;
+    kernels::copy_and_wait(params_.device(), &sq, &s->grad_sq, sizeof sq);
+    sq = all_sum(sq);
+    kernels::copy_and_wait(params_.device(), &s->grad_sq, &sq, sizeof sq);
   }
+  kernels::adamw_scalars(s, cfg_.grad_clip, cfg_.beta1, cfg_.beta2);
   ++t_;
   float* p = params_.values();
   bf16* p16 = params_.values_bf16();  // bf16 models: the working copy, refreshed in the same pass
@@ -84,13 +84,22 @@ StepInfo AdamW::step(float lr, const AllSum& all_sum) {
     const float wd = gr.decay ? cfg_.weight_decay : 0.0f;
     if (cfg_.moments == DType::bf16)
       kernels::adamw_bf16_moments(p + gr.begin, p16g, g + gr.begin, m_.bf16_data() + gr.state,
-                                  v_.bf16_data() + gr.state, gr.end - gr.begin, lr, cfg_.beta1, cfg_.beta2,
-                                  cfg_.eps, wd, info.clip_scale, int(t_));
+                                  v_.bf16_data() + gr.state, gr.end - gr.begin, s, cfg_.beta1, cfg_.beta2, cfg_.eps,
+                                  wd);
     else
-      kernels::adamw(p + gr.begin, p16g, g + gr.begin, m() + gr.state, v() + gr.state, gr.end - gr.begin, lr,
-                     cfg_.beta1, cfg_.beta2, cfg_.eps, wd, info.clip_scale, int(t_));
+      kernels::adamw(p + gr.begin, p16g, g + gr.begin, m() + gr.state, v() + gr.state, gr.end - gr.begin, s,
+                     cfg_.beta1, cfg_.beta2, cfg_.eps, wd);
   }
-  return info;
+}
+
+StepInfo AdamW::step(float lr, const AllSum& all_sum) {
+  kernels::StepScalars in;
+  in.lr = lr;
+  in.t = int32_t(t_ + 1);
+  scalars_.write(in);
+  step(scalars_.get(), all_sum);
+  const kernels::StepScalars out = scalars_.read();
+  return StepInfo{std::sqrt(out.grad_sq), out.clip};
 }
 
 void AdamW::export_moments(float* m_full, float* v_full) const { export_to(m_full, v_full, true); }

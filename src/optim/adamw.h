@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "kernels/device_scalars.h"
 #include "nn/params.h"
 
 namespace crucible::optim {
@@ -54,10 +55,21 @@ class AdamW {
   // means every parameter (no sharding).
   AdamW(nn::ParamRegistry& params, const AdamWConfig& cfg, std::vector<Range> shard = {});
 
-  // One update with learning rate lr over the shard. The gradient norm for
-  // clipping is over the shard's gradients but replicas (ParamSpec::replica:
-  // another rank holds the same gradient), summed over ranks by all_sum when
-  // given (each counted element belongs to exactly one rank).
+  // The step's scalars on the parameters' device (kernels/step_scalars.h),
+  // allocated with the moments: the trainer's step writes and reads them.
+  kernels::DeviceScalars& scalars() { return scalars_; }
+  // One update over the shard with the step's scalars on the parameters'
+  // device (scalars().get()): the caller wrote s->lr, s->t =
+  // steps_taken() + 1 and s->grad_sq = 0; this adds the shard's squared
+  // gradient norm to s->grad_sq, forms the clip factor and bias corrections
+  // there, and updates. Nothing is read back, but for the norm's sum over
+  // ranks: all_sum, when given, sums it through the host (each counted
+  // element belongs to exactly one rank). The norm counts the shard's
+  // gradients but replicas (ParamSpec::replica: another rank holds the same
+  // gradient).
+  void step(kernels::StepScalars* s, const AllSum& all_sum = nullptr);
+  // The same at learning rate lr through scalars(), read back after the
+  // update (tests and tools; the trainer reads its step's once, at its end).
   StepInfo step(float lr, const AllSum& all_sum = nullptr);
   int64_t steps_taken() const { return t_; }
   void set_steps_taken(int64_t t) { t_ = t; }
@@ -91,6 +103,7 @@ class AdamW {
   std::vector<Range> shard_;
   size_t shard_numel_ = 0;
   Tensor m_, v_;
+  kernels::DeviceScalars scalars_;
   std::vector<Group> groups_;  // runs with the same decay flag, within one range
   std::vector<Range> norm_;    // the shard without replicas: what the norm counts
   int64_t t_ = 0;

@@ -127,7 +127,7 @@ Status PipelineStage::receive(void* buf, size_t bytes, int peer, int t, double* 
   return s;
 }
 
-Result<StageTimes> PipelineStage::run(float grad_scale, const StepHooks& hooks) {
+Result<StageTimes> PipelineStage::run(float grad_scale, double* loss_sum, const StepHooks& hooks) {
   StageTimes times;
   const nn::GPTPart& part = model_.part();
   const int v = schedule_.v, pp = schedule_.pp, m = schedule_.m;
@@ -177,9 +177,9 @@ Result<StageTimes> PipelineStage::run(float grad_scale, const StepHooks& hooks) 
       case Op::kForward: {
         Slot& s = slot(a.micro, a.chunk);
         const size_t at = BT * size_t(a.micro);
-        const float loss = model_.forward(s.act, part.starts_model(a.chunk) ? tokens_.data() + at : nullptr,
-                                          part.ends_model(a.chunk) ? targets_.data() + at : nullptr, grad_scale);
-        if (part.ends_model(a.chunk)) times.loss_sum += loss;
+        model_.forward(s.act, part.starts_model(a.chunk) ? tokens_.data() + at : nullptr,
+                       part.ends_model(a.chunk) ? targets_.data() + at : nullptr, grad_scale);
+        if (part.ends_model(a.chunk)) model_.add_loss(s.act, loss_sum);
         times.forward += (now_ns() - t0) * 1e-9;
         break;
       }
@@ -240,10 +240,10 @@ Result<double> PipelineStage::evaluate(int n, const std::function<void(int, int3
       if (!part.starts_model(c))
         CRUCIBLE_RETURN_IF_ERROR(receive(act.input(), NC * sizeof(float), rank_of_stage(pp, stage - 1),
                                          tag(kActivation, stage - 1, 0), &waited));
-      const float loss = model_.forward(act, part.starts_model(c) ? tokens.data() : nullptr,
-                                        part.ends_model(c) ? targets.data() : nullptr, 0.0f);
+      model_.forward(act, part.starts_model(c) ? tokens.data() : nullptr,
+                     part.ends_model(c) ? targets.data() : nullptr, 0.0f);
       if (part.ends_model(c)) {
-        sum += loss;
+        sum += model_.loss(act);
       } else {
         comm::Request r = pp_.isend(act.output(), NC * sizeof(float), rank_of_stage(pp, stage + 1),
                                     tag(kActivation, stage, 0));

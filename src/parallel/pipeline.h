@@ -39,7 +39,6 @@ struct StageTimes {
   double forward = 0;   // forward actions
   double backward = 0;  // backward actions (all passes)
   double wait = 0;      // blocked in receives and in the step's final send waits
-  double loss_sum = 0;  // sum of the micro-batches' mean losses (the stage that ends the model)
 };
 
 struct StepHooks {
@@ -66,9 +65,11 @@ class PipelineStage {
   ~PipelineStage();
 
   // One step: every action of this rank's list. grad_scale as in
-  // nn::GPT::forward. A failed send or receive (a neighbour gone) is the
-  // Status; the step is then lost (the caller stops).
-  Result<StageTimes> run(float grad_scale, const StepHooks& hooks);
+  // nn::GPT::forward. On the stage that ends the model each micro-batch's
+  // mean loss is added to *loss_sum, a double in the model's device memory
+  // (nn::GPT::add_loss: nothing read back). A failed send or receive (a
+  // neighbour gone) is the Status; the step is then lost (the caller stops).
+  Result<StageTimes> run(float grad_scale, double* loss_sum, const StepHooks& hooks);
   // Forward only, for validation: micro-batch i's tokens/targets from
   // load(i, ...) on the first and last stage; every stage forwards each in
   // turn. Returns the sum of the micro-batches' mean losses on the stage that

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "core/allocator.h"
+#include "kernels/step_scalars.h"
 #include "parallel/embedding_rows.h"
 #include "parallel/pipeline.h"
 #include "parallel/schedule.h"
@@ -89,6 +90,9 @@ MemoryEstimate estimate_memory(const nn::GPTConfig& model, const Candidate& c, c
   e.activations = uint64_t(e.contexts) * rounded(per_context);
   e.other = rounded(B * T * 4);           // the row of ones for bias gradients (nn/linear.cc)
   if (bf16) e.other += rounded(B * T * 2);  // and its bf16 twin
+  // The step's scalars (the optimizer's) and the model's loss read-back
+  // (kernels/step_scalars.h), one each.
+  e.other += 2 * rounded(sizeof(kernels::StepScalars));
   // Tensor parallel: the allreduce's gathered pieces (parallel/tensor_parallel.h,
   // a pool block on the activations' device), tp activations of (B,T,C);
   // sequence parallel, tp LayerNorm gradients of (C) (its activations are

@@ -27,9 +27,10 @@ std::vector<std::string> missing_kernels(const kernels::KernelTable& t, bool bf1
       of("attention_forward", t.attention_forward, t.attention_forward_bf16),
       of("attention_backward", t.attention_backward, t.attention_backward_bf16),
       of("softmax_cross_entropy", t.softmax_cross_entropy, t.softmax_cross_entropy_bf16),
+      {"adamw_scalars", t.adamw_scalars != nullptr},
       {"adamw", t.adamw != nullptr},
-      {"sum_squares", t.sum_squares != nullptr},
-      {"sum", t.sum != nullptr},
+      {"add_sum_squares", t.add_sum_squares != nullptr},
+      {"add_mean", t.add_mean != nullptr},
       {"fill", t.fill != nullptr},
       {"copy_bytes", t.copy_bytes != nullptr},
       {"convert_to_bf16", t.convert_to_bf16 != nullptr}};

@@ -145,7 +145,14 @@ Status TrainStep::run(float lr, const std::function<double(int, int32_t*, int32_
       if (from > 0 || !tied_) dp_->on_grads_ready(from);
     };
   }
-  auto times = stage_->run(grad_scale, hooks);
+  // The step's scalars in: this step's lr and AdamW count, the sums zeroed.
+  // Nothing else crosses to the host until the read-back at the end.
+  kernels::StepScalars in;
+  in.lr = lr;
+  in.t = int32_t(adam_->steps_taken() + 1);
+  kernels::DeviceScalars& scalars = adam_->scalars();
+  scalars.write(in);
+  auto times = stage_->run(grad_scale, &scalars.get()->loss_sum, hooks);
   if (!times) return times.status();
   if (tp_) {
     CRUCIBLE_RETURN_IF_ERROR(tp_->error());
@@ -156,7 +163,6 @@ Status TrainStep::run(float lr, const std::function<double(int, int32_t*, int32_
   m.backward_ms += times->backward * 1e3;
   m.pipeline_wait_ms = times->wait * 1e3;
   last_wait_s_ = times->wait;
-  m.loss = times->loss_sum / accum;
 
   phase(Phase::kReduce);
   const int64_t t0 = now_ns();
@@ -198,11 +204,10 @@ Status TrainStep::run(float lr, const std::function<double(int, int32_t*, int32_
     };
   phase(Phase::kOptimizer);
   const int64_t t2 = now_ns();
-  optim::StepInfo info = adam_->step(lr, all_sum);
+  adam_->step(scalars.get(), all_sum);
   m.optimizer_ms = (now_ns() - t2) * 1e-6;
   CRUCIBLE_RETURN_IF_ERROR(norm_error);
   if (dp_) CRUCIBLE_RETURN_IF_ERROR(dp_->take_error());
-  m.grad_norm = info.grad_norm;
   if (dp_) {
     phase(Phase::kGather);
     auto gathered = dp_->gather_parameters();
@@ -211,6 +216,10 @@ Status TrainStep::run(float lr, const std::function<double(int, int32_t*, int32_
     m.comm_bytes = dp_->take_traffic_bytes() + rows_bytes;
   }
   model_->params().zero_grad();
+  // The step's one read-back: its loss and gradient norm (waits for its kernels).
+  const kernels::StepScalars out = scalars.read();
+  m.loss = out.loss_sum / accum;
+  m.grad_norm = std::sqrt(out.grad_sq);
   return Status::ok();
 }
 

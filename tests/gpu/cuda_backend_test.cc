@@ -92,6 +92,7 @@ TEST(CudaBackend, AdamWMatchesTheReference) {
     auto* dv = static_cast<float*>(dev.allocate(n * 4, "adamw v"));
     auto* dg = static_cast<float*>(dev.allocate(n * 4, "adamw g"));
     auto* dh = static_cast<bf16*>(dev.allocate(n * 2, "adamw p bf16"));
+    auto* ds = static_cast<kernels::StepScalars*>(dev.allocate(sizeof(kernels::StepScalars), "adamw scalars"));
     ASSERT_TRUE(cuda::copy_to_device(dp, p.data(), n * 4, nullptr).is_ok());
     ASSERT_TRUE(cuda::copy_to_device(dm, m.data(), n * 4, nullptr).is_ok());
     ASSERT_TRUE(cuda::copy_to_device(dv, v.data(), n * 4, nullptr).is_ok());
@@ -99,10 +100,25 @@ TEST(CudaBackend, AdamWMatchesTheReference) {
     for (int t = 1; t <= 3; ++t) {
       rng.fill_uniform(g.data(), n, -1, 1);
       ASSERT_TRUE(cuda::copy_to_device(dg, g.data(), n * 4, nullptr).is_ok());
-      cuda::adamw(dp, dh, dg, dm, dv, n, 0.01f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.7f, t, nullptr);
+      // The step's scalars as the trainer has them: the host's lr and t in,
+      // the clip factor and bias corrections formed on the GPU from the norm.
+      kernels::StepScalars sc;
+      sc.lr = 0.01f;
+      sc.t = t;
+      sc.grad_sq = 4.0 / (0.7 * 0.7);  // a norm the bound 2 clips by ~0.7
+      ASSERT_TRUE(cuda::copy_to_device(ds, &sc, sizeof sc, nullptr).is_ok());
+      cuda::adamw_scalars(ds, 2.0f, 0.9f, 0.95f, nullptr);
+      cuda::adamw(dp, dh, dg, dm, dv, n, ds, 0.9f, 0.95f, 1e-8f, 0.1f, nullptr);
       ASSERT_TRUE(cuda::last_error("adamw").is_ok());
-      kernels::ref::adamw(p.data(), want_bf16.data(), g.data(), m.data(), v.data(), n, 0.01f, 0.9f, 0.95f, 1e-8f,
-                          0.1f, 0.7f, t);
+      kernels::ref::adamw_scalars(&sc, 2.0f, 0.9f, 0.95f);
+      kernels::StepScalars got;
+      ASSERT_TRUE(cuda::copy_to_host(&got, ds, sizeof got, nullptr).is_ok());
+      ASSERT_TRUE(cuda::synchronize(nullptr).is_ok());
+      EXPECT_EQ(got.clip, sc.clip) << "one double division, as the CPU's";
+      EXPECT_NEAR(got.bc1, sc.bc1, 1e-15);
+      EXPECT_NEAR(got.bc2, sc.bc2, 1e-15);
+      kernels::ref::adamw(p.data(), want_bf16.data(), g.data(), m.data(), v.data(), n, &sc, 0.9f, 0.95f, 1e-8f,
+                          0.1f);
     }
     std::vector<float> gp(n), gm(n), gv(n);
     std::vector<bf16> gh(n);
@@ -121,7 +137,7 @@ TEST(CudaBackend, AdamWMatchesTheReference) {
       ASSERT_NEAR(to_f32(gh[i]), to_f32(want_bf16[i]), std::fabs(p[i]) * 0x1p-7 + 1e-30) << i;
     }
     for (void* b : {static_cast<void*>(dp), static_cast<void*>(dm), static_cast<void*>(dv), static_cast<void*>(dg),
-                    static_cast<void*>(dh)})
+                    static_cast<void*>(dh), static_cast<void*>(ds)})
       dev.release(b);
   }
 }

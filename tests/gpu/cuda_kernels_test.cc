@@ -335,10 +335,12 @@ TEST_F(CudaKernels, AdamWWithBf16MomentsMatchesTheReference) {
     DeviceBuffer<bf16> dm(m), dv(v), dh(n);
     std::vector<bf16> want_h(n);
     for (int t = 1; t <= 3; ++t) {
-      kernels::adamw_bf16_moments(dp.get(), dh.get(), dg.get(), dm.get(), dv.get(), n, 0.01f, 0.9f, 0.95f, 1e-8f, 0.1f,
-                                  0.7f, t);
-      kernels::ref::adamw_bf16_moments(p.data(), want_h.data(), g.data(), m.data(), v.data(), n, 0.01f, 0.9f, 0.95f,
-                                       1e-8f, 0.1f, 0.7f, t);
+      const kernels::StepScalars sc = testing::adamw_step(0.01f, 0.7f, t, 0.9f, 0.95f);
+      DeviceBuffer<kernels::StepScalars> dsc(std::vector<kernels::StepScalars>{sc});
+      kernels::adamw_bf16_moments(dp.get(), dh.get(), dg.get(), dm.get(), dv.get(), n, dsc.get(), 0.9f, 0.95f, 1e-8f,
+                                  0.1f);
+      kernels::ref::adamw_bf16_moments(p.data(), want_h.data(), g.data(), m.data(), v.data(), n, &sc, 0.9f, 0.95f,
+                                       1e-8f, 0.1f);
     }
     // p differs by f32 ulps of each step (and the moments' roundings may
     // land on either side once): within a bf16 ulp of the moments' effect.

@@ -80,14 +80,24 @@ TEST(CudaTable, StepPassesMatchTheReference) {
       const std::vector<bf16> r16 = rounded.host();
       for (size_t i = 0; i < n; ++i) ASSERT_EQ(r16[i].bits, rounded_ref[i].bits) << i;
     }
-    // Sums in double: a different order, far below f32's resolution of the result.
-    const double s = kernels::sum(da.get(), n), s_ref = kernels::ref::sum(a.data(), n);
-    const double q = kernels::sum_squares(da.get(), n),
-                 q_ref = kernels::ref::sum_squares(a.data(), n);
-    EXPECT_NEAR(s, s_ref, 1e-12 * double(n));
-    EXPECT_NEAR(q, q_ref, 1e-12 * q_ref);
+    // Sums in double, added to a double in device memory (nothing read back
+    // until host()): a different order than the CPU's, far below f32's
+    // resolution of the result; the mean rounded to float, so within one
+    // float ulp of the reference's.
+    auto sums = [&] {
+      DeviceBuffer<double> acc(std::vector<double>{0.5, 0.25});
+      kernels::add_mean(acc.get(), da.get(), n);
+      kernels::add_sum_squares(acc.get() + 1, da.get(), n);
+      return acc.host();
+    };
+    const std::vector<double> got = sums();
+    double mean_ref = 0.5, sq_ref = 0.25;
+    kernels::ref::add_mean(&mean_ref, a.data(), n);
+    kernels::ref::add_sum_squares(&sq_ref, a.data(), n);
+    EXPECT_NEAR(got[0], mean_ref, 1e-7 * std::fabs(mean_ref - 0.5) + 1e-12);
+    EXPECT_NEAR(got[1], sq_ref, 1e-12 * sq_ref);
     // Deterministic: the same bits again.
-    EXPECT_EQ(kernels::sum(da.get(), n), s);
+    EXPECT_EQ(sums(), got);
   }
 }
 

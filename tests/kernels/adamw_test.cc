@@ -29,9 +29,10 @@ TEST(AdamW, ThreeStepsMatchReference) {
         std::vector<Compare> cmp;
         for (int t = 1; t <= 3; ++t) {
           auto g = testing::random_vector(rng, n);
-          k.adamw(p.data(), nullptr, g.data(), m.data(), v.data(), n, lr, beta1, beta2, eps, wd, clip, t);
-          kernels::ref::adamw(p_ref.data(), nullptr, g.data(), m_ref.data(), v_ref.data(), n, lr, beta1,
-                              beta2, eps, wd, clip, t);
+          const kernels::StepScalars sc = testing::adamw_step(lr, clip, t, beta1, beta2);
+          k.adamw(p.data(), nullptr, g.data(), m.data(), v.data(), n, &sc, beta1, beta2, eps, wd);
+          kernels::ref::adamw(p_ref.data(), nullptr, g.data(), m_ref.data(), v_ref.data(), n, &sc, beta1, beta2,
+                              eps, wd);
           std::string tag = "(t=" + std::to_string(t) + ")";
           // Updates are ~lr and moments ~0.1 / 0.01: tolerances of a few float
           // ulps of the terms (m = b1 m + (1-b1) g cancels), far below a wrong term.
@@ -43,15 +44,18 @@ TEST(AdamW, ThreeStepsMatchReference) {
       });
 }
 
-TEST(SumSquares, MatchesReferenceInDouble) {
-  testing::check_kernel("sum_squares", {{1}, {7}, {33}, {100}, {257}, {100003}, {(1 << 22) + 3}},
+TEST(SumSquares, AddsToTheSumLikeTheReferenceInDouble) {
+  testing::check_kernel("add_sum_squares", {{1}, {7}, {33}, {100}, {257}, {100003}, {(1 << 22) + 3}},
                         [](const kernels::KernelTable& k, const testing::KernelShape& s, Rng& rng) {
                           const size_t n = size_t(s[0]);
                           auto x = testing::random_vector(rng, n);
-                          double got = k.sum_squares(x.data(), n),
-                                 want = kernels::ref::sum_squares(x.data(), n);
+                          // Added to what is there (the norm's ranges, one after another).
+                          double got = 0.25, want = 0.25;
+                          k.add_sum_squares(&got, x.data(), n);
+                          kernels::ref::add_sum_squares(&want, x.data(), n);
                           // Both sum in double, in different orders: far tighter than float (1e-7).
                           EXPECT_NEAR(got, want, 1e-10 * want) << k.isa << " n=" << n;
+                          EXPECT_GT(got, 0.25) << k.isa << " n=" << n;
                           return std::vector<Compare>{};
                         });
 }
@@ -64,13 +68,45 @@ TEST(SumSquares, BitwiseIndependentOfThreadCount) {
   auto x = testing::random_vector(rng, n);
   const int saved = num_threads();
   for (const kernels::KernelTable* k : kernels::supported_tables()) {
+    double one = 0, three = 0;
     set_num_threads(1);
-    double one = k->sum_squares(x.data(), n);
+    k->add_sum_squares(&one, x.data(), n);
     set_num_threads(3);
-    double three = k->sum_squares(x.data(), n);
+    k->add_sum_squares(&three, x.data(), n);
     EXPECT_EQ(one, three) << k->isa;
   }
   set_num_threads(saved);
+}
+
+// The clip factor and bias corrections formed where the step runs: PyTorch's
+// clip_grad_norm_ (max_norm / (norm + 1e-6) below 1, else 1) and 1 - beta^t,
+// on every table, for norms below, at and above the bound, and no bound.
+TEST(AdamWScalars, ClipAndBiasCorrectionsAsPyTorchForms) {
+  struct Case {
+    double grad_sq;
+    float max_norm;
+    int t;
+    float clip;  // expected
+  };
+  const Case cases[] = {{0.25, 1.0f, 1, 1.0f},                            // norm 0.5 < 1: none
+                        {16.0, 1.0f, 7, float(1.0 / (4.0 + 1e-6))},       // norm 4: 1/4
+                        {1.0, 1.0f, 100, float(1.0 / (1.0 + 1e-6))},      // at the bound: just below 1
+                        {1e6, 0.0f, 3, 1.0f},                             // no clipping
+                        {2.25e4, 2.5f, 100000, float(2.5 / (150.0 + 1e-6))}};
+  for (const Case& c : cases) {
+    for (const kernels::KernelTable* k : kernels::supported_tables()) {
+      kernels::StepScalars s;
+      s.grad_sq = c.grad_sq;
+      s.t = c.t;
+      s.lr = 0.5f;
+      k->adamw_scalars(&s, c.max_norm, 0.9f, 0.95f);
+      EXPECT_EQ(s.clip, c.clip) << k->isa << " grad_sq " << c.grad_sq;
+      EXPECT_EQ(s.bc1, 1.0 - std::pow(0.9f, double(c.t))) << k->isa;
+      EXPECT_EQ(s.bc2, 1.0 - std::pow(0.95f, double(c.t))) << k->isa;
+      EXPECT_EQ(s.lr, 0.5f) << "the host's values stay";
+      EXPECT_EQ(s.grad_sq, c.grad_sq);
+    }
+  }
 }
 
 }  // namespace

@@ -259,12 +259,12 @@ TEST(Bf16AdamW, ParameterCopyIsTheRoundedParameter) {
         for (int t = 1; t <= 3; ++t) {
           const auto g = testing::random_vector(rng, n);
           const std::string tag = "(t=" + std::to_string(t) + ")";
-          k.adamw(p.data(), p_bf16.data(), g.data(), m.data(), v.data(), n, kLr, kBeta1, kBeta2,
-                  kEps, kWd, kClip, t);
-          k.adamw(p_plain.data(), nullptr, g.data(), m_plain.data(), v_plain.data(), n, kLr, kBeta1,
-                  kBeta2, kEps, kWd, kClip, t);
-          kernels::ref::adamw(p_ref.data(), p_bf16_ref.data(), g.data(), m_ref.data(), v_ref.data(),
-                              n, kLr, kBeta1, kBeta2, kEps, kWd, kClip, t);
+          const kernels::StepScalars sc = testing::adamw_step(kLr, kClip, t, kBeta1, kBeta2);
+          k.adamw(p.data(), p_bf16.data(), g.data(), m.data(), v.data(), n, &sc, kBeta1, kBeta2, kEps, kWd);
+          k.adamw(p_plain.data(), nullptr, g.data(), m_plain.data(), v_plain.data(), n, &sc, kBeta1, kBeta2, kEps,
+                  kWd);
+          kernels::ref::adamw(p_ref.data(), p_bf16_ref.data(), g.data(), m_ref.data(), v_ref.data(), n, &sc,
+                              kBeta1, kBeta2, kEps, kWd);
           expect_p_bf16_is_rounded_p(where(k, s) + tag, p, p_bf16);
           // Writing the copy changes nothing else: the same bits as without it.
           EXPECT_TRUE(p == p_plain && m == m_plain && v == v_plain) << where(k, s) << tag;
@@ -297,11 +297,11 @@ TEST(Bf16AdamW, Bf16MomentsMatchReference) {
           auto m = m_ref, v = v_ref;
           const auto g = testing::random_vector(rng, n);
           const std::string tag = "(t=" + std::to_string(t) + ")";
-          k.adamw_bf16_moments(p.data(), p_bf16.data(), g.data(), m.data(), v.data(), n, kLr,
-                               kBeta1, kBeta2, kEps, kWd, kClip, t);
-          kernels::ref::adamw_bf16_moments(p_ref.data(), p_bf16_ref.data(), g.data(), m_ref.data(),
-                                           v_ref.data(), n, kLr, kBeta1, kBeta2, kEps, kWd, kClip,
-                                           t);
+          const kernels::StepScalars sc = testing::adamw_step(kLr, kClip, t, kBeta1, kBeta2);
+          k.adamw_bf16_moments(p.data(), p_bf16.data(), g.data(), m.data(), v.data(), n, &sc, kBeta1, kBeta2,
+                               kEps, kWd);
+          kernels::ref::adamw_bf16_moments(p_ref.data(), p_bf16_ref.data(), g.data(), m_ref.data(), v_ref.data(),
+                                           n, &sc, kBeta1, kBeta2, kEps, kWd);
           expect_p_bf16_is_rounded_p(where(k, s) + tag, p, p_bf16);
           // p from the unrounded f32 moments on both sides: the f32 tolerance;
           // m and v: the f32 tolerance plus one bf16 ulp.

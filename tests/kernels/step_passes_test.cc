@@ -17,7 +17,7 @@ namespace {
 using testing::Compare;
 
 // Shapes are (n).
-TEST(StepPasses, AddFillCopyAndSumMatchReferenceExactly) {
+TEST(StepPasses, AddFillCopyAndMeanMatchReferenceExactly) {
   testing::check_kernel(
       "step_passes", {{1}, {7}, {1000}, {40000}, {100003}},
       [](const kernels::KernelTable& k, const testing::KernelShape& s, Rng& rng) {
@@ -31,13 +31,19 @@ TEST(StepPasses, AddFillCopyAndSumMatchReferenceExactly) {
         // In place (out aliases a), as a residual add may run.
         std::vector<float> in_place = a;
         k.add(in_place.data(), in_place.data(), b.data(), n);
-        const std::vector<float> sums = {
-            float(k.sum(a.data(), n) - kernels::ref::sum(a.data(), n))};
+        // The loss's mean, added to what is there: the sum in index order, over
+        // n, rounded to float (the reference's plain loop, bit for bit).
+        double mean = 1.5, mean_ref = 1.5, plain = 0;
+        k.add_mean(&mean, a.data(), n);
+        kernels::ref::add_mean(&mean_ref, a.data(), n);
+        for (float x : a) plain += x;
+        EXPECT_EQ(mean_ref, 1.5 + double(float(plain / double(n))));
+        const std::vector<float> sums = {float(mean - mean_ref)};
         return std::vector<Compare>{{"add", out, out_ref, 0, 0},
                                     {"add in place", in_place, out_ref, 0, 0},
                                     {"fill", filled, std::vector<float>(n, -2.5f), 0, 0},
                                     {"copy", copied, a, 0, 0},
-                                    {"sum - reference", sums, {0.0f}, 0, 0}};
+                                    {"mean - reference", sums, {0.0f}, 0, 0}};
       });
 }
 

@@ -97,9 +97,8 @@ TEST(GPTPart, ChainedChunksEqualTheWholeModel) {
           std::copy(prev, prev + size_t(B) * T * cfg.n_embd, a.input());
         }
         const Batch& b = data[size_t(i)];
-        float l = p.at(s).forward(a, s == 0 ? b.tokens.data() : nullptr,
-                                  s == 3 ? b.targets.data() : nullptr, scale);
-        if (s == 3) loss[size_t(i)] = l;
+        p.at(s).forward(a, s == 0 ? b.tokens.data() : nullptr, s == 3 ? b.targets.data() : nullptr, scale);
+        if (s == 3) loss[size_t(i)] = p.at(s).loss(a);
       }
     for (int i = 0; i < M; ++i) EXPECT_EQ(loss[size_t(i)], whole_loss[size_t(i)]) << "micro " << i;
     // Backward in the reverse micro-batch order (any order is valid).

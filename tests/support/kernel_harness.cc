@@ -22,6 +22,15 @@ std::vector<float> random_vector(Rng& rng, size_t n, float lo, float hi) {
   return v;
 }
 
+kernels::StepScalars adamw_step(float lr, float clip, int t, float beta1, float beta2) {
+  kernels::StepScalars s;
+  s.lr = lr;
+  s.t = t;
+  kernels::ref::adamw_scalars(&s, 0.0f, beta1, beta2);  // the bias corrections; no clipping
+  s.clip = clip;
+  return s;
+}
+
 void check_kernel(const std::string& kernel, const std::vector<KernelShape>& shapes,
                   const KernelBody& body) {
   uint64_t seed = test_seed();

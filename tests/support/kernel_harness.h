@@ -36,4 +36,9 @@ uint64_t test_seed();
 
 std::vector<float> random_vector(Rng& rng, size_t n, float lo = -1.0f, float hi = 1.0f);
 
+// AdamW's step scalars for step t at learning rate lr with clip factor clip,
+// formed by the reference adamw_scalars (from a norm that gives that clip
+// factor, or none: clip 1).
+kernels::StepScalars adamw_step(float lr, float clip, int t, float beta1, float beta2);
+
 }  // namespace crucible::testing

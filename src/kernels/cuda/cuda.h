@@ -22,6 +22,7 @@
 #include "core/kernel_stats.h"
 #include "core/memory_source.h"
 #include "core/status.h"
+#include "kernels/step_scalars.h"
 
 struct CUstream_st;
 
@@ -118,14 +119,16 @@ void gemm(DType in, DType out, bool trans_a, bool trans_b, int M, int N, int K, 
 void gemm_tf32(int M, int N, int K, const float* A, const float* B, float* C, Stream s);
 
 // AdamW over flat buffers, one thread per element (a grid-stride loop):
-// p, m, v (n) f32 updated in place; g (n) f32 read, times grad_scale (the clip
-// factor); p_bf16 (n) rewritten from p when not null (the bf16 copy); t is
-// the step for the bias corrections (computed in double on the host).
-void adamw(float* p, bf16* p_bf16, const float* g, float* m, float* v, size_t n, float lr, float beta1,
-           float beta2, float eps, float weight_decay, float grad_scale, int t, Stream s);
-
-void adamw_bf16_moments(float* p, bf16* p_bf16, const float* g, bf16* m, bf16* v, size_t n, float lr, float beta1,
-                        float beta2, float eps, float weight_decay, float grad_scale, int t, Stream s);
+// p, m, v (n) f32 updated in place; g (n) f32 read, times s->clip; p_bf16 (n)
+// rewritten from p when not null (the bf16 copy). lr, the clip factor and the
+// bias corrections are read from s in device memory (adamw_scalars, one
+// thread, fills them from the step's norm and count): no host value of the
+// step is baked into a launch, so a captured graph serves every step.
+void adamw_scalars(StepScalars* s, float max_norm, float beta1, float beta2, Stream st);
+void adamw(float* p, bf16* p_bf16, const float* g, float* m, float* v, size_t n, const StepScalars* s, float beta1,
+           float beta2, float eps, float weight_decay, Stream st);
+void adamw_bf16_moments(float* p, bf16* p_bf16, const float* g, bf16* m, bf16* v, size_t n, const StepScalars* s,
+                        float beta1, float beta2, float eps, float weight_decay, Stream st);
 
 // LayerNorm (layernorm.cu), bias + GELU (gelu.cu), softmax cross-entropy
 // (cross_entropy.cu): one warp per LayerNorm row, one block per vocabulary
@@ -177,7 +180,7 @@ void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32
 // The step's small passes and the embedding's forward (step_passes.cu, embedding.cu):
 // signatures.inc's contracts, plus the stream. The sums are deterministic
 // (a fixed grid of partial sums in double, then one block in a fixed tree)
-// and return to the host: the step's one read-back each.
+// and add into a double in device memory: nothing is read back.
 void embedding_forward(float* out, const int32_t* idx, const float* wte, const float* wpe, int B, int T, int C,
                        Stream s);
 void embedding_lookup(float* out, const int32_t* idx, const float* wte, int64_t lo, int64_t hi, int N, int C,
@@ -186,8 +189,8 @@ void add_positions(float* out, const float* wpe, int first, int N, int T, int C,
 void add(float* out, const float* a, const float* b, size_t n, Stream s);
 void fill(float* x, size_t n, float value, Stream s);
 void copy_bytes(void* dst, const void* src, size_t bytes, Stream s);
-double sum(const float* x, size_t n, Stream s);
-double sum_squares(const float* x, size_t n, Stream s);
+void add_mean(double* sum, const float* x, size_t n, Stream s);
+void add_sum_squares(double* sum, const float* x, size_t n, Stream s);
 void convert_to_bf16(bf16* out, const float* in, size_t n, Stream s);
 void convert_to_f32(float* out, const bf16* in, size_t n, Stream s);
 void sum_bf16_pieces(float* sum, bf16* rounded, const bf16* pieces, int W, size_t n, Stream s);

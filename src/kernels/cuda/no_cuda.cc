@@ -38,7 +38,8 @@ bool kernel_timing() { return false; }
 int kernel_begin(Stream) { return -1; }
 void kernel_end(int, KernelClass, Stream) {}
 Result<KernelTimes> collect_kernel_times(Stream) { return absent(); }
-void adamw(float*, bf16*, const float*, float*, float*, size_t, float, float, float, float, float, float, int,
+void adamw_scalars(StepScalars*, float, float, float, Stream) { unreachable(); }
+void adamw(float*, bf16*, const float*, float*, float*, size_t, const StepScalars*, float, float, float, float,
            Stream) {
   unreachable();
 }
@@ -53,16 +54,16 @@ void add_positions(float*, const float*, int, int, int, int, Stream) { unreachab
 void add(float*, const float*, const float*, size_t, Stream) { unreachable(); }
 void fill(float*, size_t, float, Stream) { unreachable(); }
 void copy_bytes(void*, const void*, size_t, Stream) { unreachable(); }
-double sum(const float*, size_t, Stream) { unreachable(); }
-double sum_squares(const float*, size_t, Stream) { unreachable(); }
+void add_mean(double*, const float*, size_t, Stream) { unreachable(); }
+void add_sum_squares(double*, const float*, size_t, Stream) { unreachable(); }
 void convert_to_bf16(bf16*, const float*, size_t, Stream) { unreachable(); }
 void convert_to_f32(float*, const bf16*, size_t, Stream) { unreachable(); }
 void sum_bf16_pieces(float*, bf16*, const bf16*, int, size_t, Stream) { unreachable(); }
 void target_logits(float*, const float*, const int32_t*, int64_t, int64_t, int, Stream) { unreachable(); }
 void target_logits_bf16(float*, const bf16*, const int32_t*, int64_t, int64_t, int, Stream) { unreachable(); }
 void combine_vocab_stats(float*, float*, float*, const float*, const int32_t*, int, int, Stream) { unreachable(); }
-void adamw_bf16_moments(float*, bf16*, const float*, bf16*, bf16*, size_t, float, float, float, float, float, float,
-                        int, Stream) {
+void adamw_bf16_moments(float*, bf16*, const float*, bf16*, bf16*, size_t, const StepScalars*, float, float, float,
+                        float, Stream) {
   unreachable();
 }
 void residual_layernorm_forward(float*, float*, float*, float*, const float*, const float*, const float*, const float*,

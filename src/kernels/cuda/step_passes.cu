@@ -107,24 +107,23 @@ __global__ void partial_sums_kernel(const float* x, size_t n, bool square, doubl
   if (threadIdx.x == 0) partial[blockIdx.x] = s;
 }
 
-// out[0] = sum of partial (count), one block
-__global__ void final_sum_kernel(const double* partial, int count, double* out) {
+// sum[0] += the sum of partial (count), or that sum / n rounded to float
+// (mean); one block
+__global__ void final_sum_kernel(const double* partial, int count, double* sum, size_t mean_of) {
   double acc = 0;
   for (int i = threadIdx.x; i < count; i += blockDim.x) acc += partial[i];
   const double s = block_sum_f64(acc);
-  if (threadIdx.x == 0) out[0] = s;
+  if (threadIdx.x == 0) sum[0] += mean_of ? double(float(s / double(mean_of))) : s;
 }
 
-double reduce(const float* x, size_t n, bool square, Stream s) {
-  if (n == 0) return 0;
-  // kPartials + 1 doubles (cudaMalloc aligns them).
-  double* scratch = reinterpret_cast<double*>(device_scratch(kSums, 2 * (kPartials + 1)));
+// sum += the sum of x (or x^2; or its mean): two launches, stream-ordered,
+// nothing read back. The partials' scratch is reused by the next sum on the
+// stream only after this one's kernels have run.
+void reduce_into(double* sum, const float* x, size_t n, bool square, bool mean, Stream s) {
+  if (n == 0) return;
+  double* scratch = reinterpret_cast<double*>(device_scratch(kSums, 2 * kPartials));
   partial_sums_kernel<<<kPartials, kThreads, 0, s>>>(x, n, square, scratch);
-  final_sum_kernel<<<1, kThreads, 0, s>>>(scratch, kPartials, scratch + kPartials);
-  double out = 0;
-  check(cudaMemcpyAsync(&out, scratch + kPartials, sizeof(double), cudaMemcpyDeviceToHost, s), "sum read-back");
-  check(cudaStreamSynchronize(s), "sum read-back");
-  return out;
+  final_sum_kernel<<<1, kThreads, 0, s>>>(scratch, kPartials, sum, mean ? n : 0);
 }
 
 }  // namespace
@@ -141,8 +140,8 @@ void copy_bytes(void* dst, const void* src, size_t bytes, Stream s) {
   if (bytes) check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s), "copy");
 }
 
-double sum(const float* x, size_t n, Stream s) { return reduce(x, n, false, s); }
-double sum_squares(const float* x, size_t n, Stream s) { return reduce(x, n, true, s); }
+void add_mean(double* sum, const float* x, size_t n, Stream s) { reduce_into(sum, x, n, false, true, s); }
+void add_sum_squares(double* sum, const float* x, size_t n, Stream s) { reduce_into(sum, x, n, true, false, s); }
 
 void convert_to_bf16(bf16* out, const float* in, size_t n, Stream s) {
   if (n) convert_kernel<<<blocks_for(n), kThreads, 0, s>>>(reinterpret_cast<__nv_bfloat16*>(out), in, n);

@@ -48,18 +48,20 @@ const KernelTable table = {
                                 int offset, int N, int V, float dscale) {
       softmax_xent_backward(logits, max, log_sum, targets, offset, N, V, dscale, stream());
     },
-    .adamw = [](float* p, bf16* p_bf16, const float* g, float* m, float* v, size_t n, float lr, float beta1,
-                float beta2, float eps, float weight_decay, float grad_scale,
-                int t) { adamw(p, p_bf16, g, m, v, n, lr, beta1, beta2, eps, weight_decay, grad_scale, t, stream()); },
-    .adamw_bf16_moments = [](float* p, bf16* p_bf16, const float* g, bf16* m, bf16* v, size_t n, float lr,
-                             float beta1, float beta2, float eps, float weight_decay, float grad_scale, int t) {
-      adamw_bf16_moments(p, p_bf16, g, m, v, n, lr, beta1, beta2, eps, weight_decay, grad_scale, t, stream());
+    .adamw_scalars = [](StepScalars* s, float max_norm, float beta1,
+                        float beta2) { adamw_scalars(s, max_norm, beta1, beta2, stream()); },
+    .adamw = [](float* p, bf16* p_bf16, const float* g, float* m, float* v, size_t n, const StepScalars* s,
+                float beta1, float beta2, float eps,
+                float weight_decay) { adamw(p, p_bf16, g, m, v, n, s, beta1, beta2, eps, weight_decay, stream()); },
+    .adamw_bf16_moments = [](float* p, bf16* p_bf16, const float* g, bf16* m, bf16* v, size_t n, const StepScalars* s,
+                             float beta1, float beta2, float eps, float weight_decay) {
+      adamw_bf16_moments(p, p_bf16, g, m, v, n, s, beta1, beta2, eps, weight_decay, stream());
     },
-    .sum_squares = [](const float* x, size_t n) { return sum_squares(x, n, stream()); },
+    .add_sum_squares = [](double* sum, const float* x, size_t n) { add_sum_squares(sum, x, n, stream()); },
     .add = [](float* out, const float* a, const float* b, size_t n) { add(out, a, b, n, stream()); },
     .fill = [](float* x, size_t n, float value) { fill(x, n, value, stream()); },
     .copy_bytes = [](void* dst, const void* src, size_t bytes) { copy_bytes(dst, src, bytes, stream()); },
-    .sum = [](const float* x, size_t n) { return sum(x, n, stream()); },
+    .add_mean = [](double* sum, const float* x, size_t n) { add_mean(sum, x, n, stream()); },
     .target_logits = [](float* out, const float* logits, const int32_t* targets, int64_t lo, int64_t hi,
                         int N) { target_logits(out, logits, targets, lo, hi, N, stream()); },
     .target_logits_bf16 = [](float* out, const bf16* logits, const int32_t* targets, int64_t lo, int64_t hi,

@@ -1,5 +1,6 @@
 // AdamW update and sum of squares (contracts in signatures.inc). Compiled
-// once per ISA.
+// once per ISA. (adamw_scalars, one thread's scalar work, is the
+// reference's in every table: nothing to vectorise.)
 //
 // Both are pure streams over parameter-sized buffers (124M floats for GPT-2
 // small), so they are bound by memory bandwidth: adamw moves 7 floats per
@@ -80,17 +81,17 @@ double chunk_sum_squares(const float* x, int64_t n) {
 // M is their storage type (float, or bf16: widened, updated, rounded back).
 // p_bf16 (if set) gets the rounded new p in the same pass.
 template <typename M>
-void adamw_pass(float* p, bf16* p_bf16, const float* g, M* m, M* v, size_t n, float lr,
-                float beta1, float beta2, float eps, float weight_decay, float grad_scale, int t) {
-  // Bias corrections once per call in double (beta^t for large t), used as float.
-  const AdamW opt{.lr = lr,
+void adamw_pass(float* p, bf16* p_bf16, const float* g, M* m, M* v, size_t n, const StepScalars* s,
+                float beta1, float beta2, float eps, float weight_decay) {
+  // The bias corrections come in double (beta^t for large t), used as float.
+  const AdamW opt{.lr = s->lr,
                   .b1 = beta1,
                   .b2 = beta2,
                   .eps = eps,
-                  .decay = 1.0f - lr * weight_decay,
-                  .gs = grad_scale,
-                  .bc1 = float(1.0 - std::pow(double(beta1), t)),
-                  .bc2 = float(1.0 - std::pow(double(beta2), t))};
+                  .decay = 1.0f - s->lr * weight_decay,
+                  .gs = s->clip,
+                  .bc1 = float(s->bc1),
+                  .bc2 = float(s->bc2)};
   const int64_t nn = int64_t(n), n_full = nn - nn % kW;
 #pragma omp parallel for schedule(static) if (nn >= kParallelMin)
   for (int64_t i = 0; i < n_full; i += kW) {
@@ -114,14 +115,13 @@ void adamw_pass(float* p, bf16* p_bf16, const float* g, M* m, M* v, size_t n, fl
 
 }  // namespace
 
-void adamw(float* p, bf16* p_bf16, const float* g, float* m, float* v, size_t n, float lr,
-           float beta1, float beta2, float eps, float weight_decay, float grad_scale, int t) {
-  adamw_pass(p, p_bf16, g, m, v, n, lr, beta1, beta2, eps, weight_decay, grad_scale, t);
+void adamw(float* p, bf16* p_bf16, const float* g, float* m, float* v, size_t n, const StepScalars* s,
+           float beta1, float beta2, float eps, float weight_decay) {
+  adamw_pass(p, p_bf16, g, m, v, n, s, beta1, beta2, eps, weight_decay);
 }
 void adamw_bf16_moments(float* p, bf16* p_bf16, const float* g, bf16* m, bf16* v, size_t n,
-                        float lr, float beta1, float beta2, float eps, float weight_decay,
-                        float grad_scale, int t) {
-  adamw_pass(p, p_bf16, g, m, v, n, lr, beta1, beta2, eps, weight_decay, grad_scale, t);
+                        const StepScalars* s, float beta1, float beta2, float eps, float weight_decay) {
+  adamw_pass(p, p_bf16, g, m, v, n, s, beta1, beta2, eps, weight_decay);
 }
 
 // out (n) = in rounded to bf16: a stream, parallel above kParallelMin.
@@ -132,8 +132,8 @@ void convert_to_bf16(bf16* out, const float* in, size_t n) {
   if (int r = int(nn - n_full)) store_partial(out + n_full, load_partial(in + n_full, r), r);
 }
 
-// x: (n). Returns sum x^2 in double, independent of the thread count.
-double sum_squares(const float* x, size_t n) {
+// x: (n). sum += sum x^2 in double, independent of the thread count.
+void add_sum_squares(double* sum, const float* x, size_t n) {
   const int64_t nn = int64_t(n);
   // Chunk size from n alone, a multiple of 16 so every ISA's vectors tile it.
   int64_t chunk = std::max(kMinChunk, (nn + kMaxChunks - 1) / kMaxChunks);
@@ -147,7 +147,7 @@ double sum_squares(const float* x, size_t n) {
   }
   double s = 0;
   for (int k = 0; k < chunks; ++k) s += partial[k];
-  return s;
+  *sum += s;
 }
 
 }  // namespace crucible::kernels::CRUCIBLE_ISA

@@ -52,10 +52,10 @@ void sum_bf16_pieces(float* sum, bf16* rounded, const bf16* pieces, int W, size_
 }
 
 // In index order: the loss is the same bits whatever the thread count.
-double sum(const float* x, size_t n) {
+void add_mean(double* sum, const float* x, size_t n) {
   double s = 0;
   for (size_t i = 0; i < n; ++i) s += x[i];
-  return s;
+  *sum += float(s / double(n));
 }
 
 // out (N) = logits (N, hi-lo)[n, targets[n] - lo] or 0

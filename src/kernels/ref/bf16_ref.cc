@@ -104,10 +104,9 @@ void sum_bf16_pieces(float* sum, bf16* rounded, const bf16* pieces, int W, size_
 }
 
 void adamw_bf16_moments(float* p, bf16* p_bf16, const float* g, bf16* m, bf16* v, size_t n,
-                        float lr, float beta1, float beta2, float eps, float weight_decay,
-                        float grad_scale, int t) {
+                        const StepScalars* s, float beta1, float beta2, float eps, float weight_decay) {
   std::vector<float> mf = widen(m, n), vf = widen(v, n);
-  adamw(p, p_bf16, g, mf.data(), vf.data(), n, lr, beta1, beta2, eps, weight_decay, grad_scale, t);
+  adamw(p, p_bf16, g, mf.data(), vf.data(), n, s, beta1, beta2, eps, weight_decay);
   narrow(m, mf.data(), n);
   narrow(v, vf.data(), n);
 }

@@ -50,25 +50,35 @@ void softmax_cross_entropy(float* losses, float* logits, const int32_t* targets,
   }
 }
 
-void adamw(float* p, bf16* p_bf16, const float* g, float* m, float* v, size_t n, float lr,
-           float beta1, float beta2, float eps, float weight_decay, float grad_scale, int t) {
-  double bc1 = 1.0 - std::pow(double(beta1), t), bc2 = 1.0 - std::pow(double(beta2), t);
+void adamw_scalars(StepScalars* s, float max_norm, float beta1, float beta2) {
+  s->clip = 1.0f;
+  if (max_norm > 0) {
+    const double coef = max_norm / (std::sqrt(s->grad_sq) + 1e-6);
+    if (coef < 1.0) s->clip = float(coef);
+  }
+  s->bc1 = 1.0 - std::pow(double(beta1), s->t);
+  s->bc2 = 1.0 - std::pow(double(beta2), s->t);
+}
+
+void adamw(float* p, bf16* p_bf16, const float* g, float* m, float* v, size_t n, const StepScalars* s,
+           float beta1, float beta2, float eps, float weight_decay) {
+  const double lr = s->lr, bc1 = s->bc1, bc2 = s->bc2;
   for (size_t i = 0; i < n; ++i) {
-    double gi = double(g[i]) * grad_scale;
+    double gi = double(g[i]) * s->clip;
     double mi = beta1 * double(m[i]) + (1.0 - beta1) * gi;
     double vi = beta2 * double(v[i]) + (1.0 - beta2) * gi * gi;
     m[i] = float(mi);
     v[i] = float(vi);
-    double pi = double(p[i]) * (1.0 - double(lr) * weight_decay);
+    double pi = double(p[i]) * (1.0 - lr * weight_decay);
     p[i] = float(pi - lr * (mi / bc1) / (std::sqrt(vi / bc2) + eps));
     if (p_bf16) p_bf16[i] = to_bf16(p[i]);
   }
 }
 
-double sum_squares(const float* x, size_t n) {
+void add_sum_squares(double* sum, const float* x, size_t n) {
   double s = 0;
   for (size_t i = 0; i < n; ++i) s += double(x[i]) * x[i];
-  return s;
+  *sum += s;
 }
 
 void gemm(bool trans_a, bool trans_b, int M, int N, int K, const float* A, int lda,

@@ -16,10 +16,10 @@ void fill(float* x, size_t n, float value) {
 
 void copy_bytes(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
 
-double sum(const float* x, size_t n) {
+void add_mean(double* sum, const float* x, size_t n) {
   double s = 0;
   for (size_t i = 0; i < n; ++i) s += x[i];
-  return s;
+  *sum += float(s / double(n));
 }
 
 void target_logits(float* out, const float* logits, const int32_t* targets, int64_t lo, int64_t hi, int N) {
