@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "core/allocator.h"
 #include "core/check.h"
+#include "core/memory_source.h"
 #include "core/clock.h"
 #include "core/trace.h"
 
@@ -19,6 +21,12 @@ struct PipelineStage::Slot {
 
 namespace {
 enum Kind { kActivation = 0, kGradient = 1 };
+
+Allocator& pinned_memory() {
+  MemorySource* pinned = find_memory_source(MemoryKind::kPinnedHost, Device::cpu());
+  CRUCIBLE_CHECK(pinned, "[pipeline] a GPU's step with no pinned memory source (kernels::cuda::use_device registers it)");
+  return Allocator::on(*pinned);
+}
 
 }  // namespace
 
@@ -56,7 +64,27 @@ int PipelineStage::peak_contexts(const Schedule& s, int rank) {
   return peak;
 }
 
-PipelineStage::~PipelineStage() { (void)finish_sends(true); }
+PipelineStage::~PipelineStage() {
+  (void)finish_sends(true);
+  if (batch_pinned_) pinned_memory().release(batch_pinned_);
+}
+
+// A GPU's step copies its tokens from pinned memory: CUDA makes a copy from
+// pageable memory first wait for everything already queued on the stream,
+// which would stall the host at every micro-batch's forward (and at the
+// head's targets, mid-forward) while the GPU drains, instead of queueing ahead.
+int32_t* PipelineStage::step_batch(size_t ints) {
+  if (model_.part().device.is_cpu()) {
+    batch_host_.resize(ints);
+    return batch_host_.data();
+  }
+  if (ints > batch_ints_) {
+    if (batch_pinned_) pinned_memory().release(batch_pinned_);
+    batch_pinned_ = static_cast<int32_t*>(pinned_memory().allocate(ints * sizeof(int32_t), "pipeline.batch"));
+    batch_ints_ = ints;
+  }
+  return batch_pinned_;
+}
 
 int PipelineStage::tag(int kind, int stage, int micro) const {
   return (kind * schedule_.pp * schedule_.v + stage) * schedule_.m + micro;
@@ -133,11 +161,12 @@ Result<StageTimes> PipelineStage::run(float grad_scale, double* loss_sum, const 
   const int v = schedule_.v, pp = schedule_.pp, m = schedule_.m;
   const size_t BT = size_t(B_) * size_t(T_), NC = model_.boundary_floats(B_, T_);
   const bool has_data = part.embedding || part.head;
+  int32_t* tokens = nullptr;
+  int32_t* targets = nullptr;
   if (has_data) {
-    tokens_.resize(BT * size_t(m));
-    targets_.resize(BT * size_t(m));
-    for (int i = 0; i < m; ++i)
-      times.data += hooks.load(i, tokens_.data() + BT * size_t(i), targets_.data() + BT * size_t(i));
+    tokens = step_batch(2 * BT * size_t(m));
+    targets = tokens + BT * size_t(m);
+    for (int i = 0; i < m; ++i) times.data += hooks.load(i, tokens + BT * size_t(i), targets + BT * size_t(i));
   }
   std::vector<bool> final_done(size_t(v), false);
   auto hook_for = [&](int chunk) -> nn::GPT::GradsReady {
@@ -177,8 +206,8 @@ Result<StageTimes> PipelineStage::run(float grad_scale, double* loss_sum, const 
       case Op::kForward: {
         Slot& s = slot(a.micro, a.chunk);
         const size_t at = BT * size_t(a.micro);
-        model_.forward(s.act, part.starts_model(a.chunk) ? tokens_.data() + at : nullptr,
-                       part.ends_model(a.chunk) ? targets_.data() + at : nullptr, grad_scale);
+        model_.forward(s.act, part.starts_model(a.chunk) ? tokens + at : nullptr,
+                       part.ends_model(a.chunk) ? targets + at : nullptr, grad_scale);
         if (part.ends_model(a.chunk)) model_.add_loss(s.act, loss_sum);
         times.forward += (now_ns() - t0) * 1e-9;
         break;

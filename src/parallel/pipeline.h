@@ -102,7 +102,12 @@ class PipelineStage {
   std::vector<Arena*> free_;
   std::vector<std::unique_ptr<Slot>> slots_;  // (micro, chunk) in flight, by micro * v + chunk
   std::vector<std::unique_ptr<Slot>> draining_;  // backward done, sends in flight
-  std::vector<int32_t> tokens_, targets_;        // the step's micro-batches
+  // The step's micro-batches (every micro-batch's tokens, then their
+  // targets), on the host: each forward copies its own from here.
+  int32_t* step_batch(size_t ints);
+  std::vector<int32_t> batch_host_;  // on the CPU
+  int32_t* batch_pinned_ = nullptr;  // on a GPU: pinned (batch_ints_ of them)
+  size_t batch_ints_ = 0;
 };
 
 }  // namespace crucible::parallel

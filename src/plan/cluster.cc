@@ -14,7 +14,7 @@ namespace crucible::plan {
 namespace {
 
 constexpr const char* kKinds[] = {"allreduce", "allgather", "reduce_scatter", "p2p"};
-constexpr const char* kPrecisions[] = {"fp32", "bf16"};
+constexpr const char* kClusterPrecisions[] = {"fp32", "bf16"};
 
 // A table read key by key. only() first refuses any key the reader does
 // not know, so a misspelt one is an error that names it, not a silently
@@ -228,10 +228,10 @@ Result<Cluster> parse_cluster(const std::string& text, const std::string& source
   for (Reader* t : {&*peak, &*att, &*eff}) CRUCIBLE_RETURN_IF_ERROR(t->only({"fp32", "bf16"}));
   for (int p = 0; p < 2; ++p) {
     double tf = 0;
-    CRUCIBLE_RETURN_IF_ERROR(peak->number(kPrecisions[p], &tf, true));
+    CRUCIBLE_RETURN_IF_ERROR(peak->number(kClusterPrecisions[p], &tf, true));
     d.peak_flops[p] = tf * 1e12;
-    CRUCIBLE_RETURN_IF_ERROR(att->number(kPrecisions[p], &d.attention_efficiency[p], true, false, 1));
-    CRUCIBLE_RETURN_IF_ERROR(read_curve(*eff, kPrecisions[p], &d.gemm_efficiency[p]));
+    CRUCIBLE_RETURN_IF_ERROR(att->number(kClusterPrecisions[p], &d.attention_efficiency[p], true, false, 1));
+    CRUCIBLE_RETURN_IF_ERROR(read_curve(*eff, kClusterPrecisions[p], &d.gemm_efficiency[p]));
   }
 
   auto links = r.table("links", true);
@@ -333,7 +333,7 @@ std::string cluster_toml(const Cluster& c, const std::string& header) {
     << ", bf16 = " << g(c.device.attention_efficiency[1]) << " }\n\n"
     << "[device.gemm_efficiency]  # [m, n, k, fraction of peak]\n";
   for (int p = 0; p < 2; ++p) {
-    o << kPrecisions[p] << " = [";
+    o << kClusterPrecisions[p] << " = [";
     for (size_t i = 0; i < c.device.gemm_efficiency[p].size(); ++i)
       o << (i ? ",\n  " : "\n  ") << "[" << g(c.device.gemm_efficiency[p][i].m) << ", "
         << g(c.device.gemm_efficiency[p][i].n) << ", " << g(c.device.gemm_efficiency[p][i].k) << ", "

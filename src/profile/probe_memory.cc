@@ -22,7 +22,7 @@ namespace crucible::profile {
 namespace {
 
 constexpr double kScalar = 3.0;  // STREAM's
-constexpr size_t kMiB = size_t(1) << 20;
+constexpr size_t kMemoryMiB = size_t(1) << 20;
 const char* const kKernels[4] = {"copy", "scale", "add", "triad"};
 // Arrays touched per element by each kernel, as STREAM counts them.
 constexpr int kArraysMoved[4] = {2, 2, 3, 3};
@@ -191,7 +191,7 @@ class Array {
   bool huge_ = false;
 };
 
-std::string mib(double bytes) { return fmt::format("{:.1f} MiB", bytes / double(kMiB)); }
+std::string mib(double bytes) { return fmt::format("{:.1f} MiB", bytes / double(kMemoryMiB)); }
 
 }  // namespace
 
@@ -231,7 +231,7 @@ Status check_stream_arrays(const double* a, const double* b, const double* c, si
 nlohmann::json probe_memory(const MemoryOptions& options) {
   const size_t llc = last_level_cache_bytes();
   size_t array_bytes = options.array_bytes;
-  if (array_bytes == 0) array_bytes = std::max(4 * llc, (options.quick ? 32 : 64) * kMiB);
+  if (array_bytes == 0) array_bytes = std::max(4 * llc, (options.quick ? 32 : 64) * kMemoryMiB);
   const size_t phys =
       size_t(std::max(sysconf(_SC_PHYS_PAGES), 0L)) * size_t(std::max(sysconf(_SC_PAGESIZE), 0L));
   if (phys > 0) array_bytes = std::min(array_bytes, phys / 8);

@@ -26,8 +26,8 @@ namespace {
 
 constexpr size_t kPage = 4096;
 constexpr size_t kBlock = size_t(4) << 20;  // sequential I/O unit; also the pattern period
-constexpr size_t kMiB = size_t(1) << 20;
-constexpr size_t kMinFileBytes = kMiB;
+constexpr size_t kStorageMiB = size_t(1) << 20;
+constexpr size_t kMinFileBytes = kStorageMiB;
 
 // The pattern's fixed part: 4 MiB of Philox output, made once per process.
 const unsigned char* pattern_block() {
@@ -254,7 +254,7 @@ Status run_probe(const StorageOptions& o, size_t file_bytes, nlohmann::json& j) 
 std::string gib(double bytes) {
   return bytes >= double(size_t(1) << 30)
              ? fmt::format("{:.1f} GiB", bytes / double(size_t(1) << 30))
-             : fmt::format("{:.0f} MiB", bytes / double(kMiB));
+             : fmt::format("{:.0f} MiB", bytes / double(kStorageMiB));
 }
 
 std::string one_table(const nlohmann::json& s) {
@@ -346,7 +346,7 @@ nlohmann::json probe_storage(const StorageOptions& o) {
   const uint64_t free_bytes = uint64_t(fs.f_bavail) * uint64_t(fs.f_bsize);
   j["free_bytes"] = free_bytes;
 
-  size_t want = o.seq_bytes > 0 ? o.seq_bytes : (o.quick ? 64 : 512) * kMiB;
+  size_t want = o.seq_bytes > 0 ? o.seq_bytes : (o.quick ? 64 : 512) * kStorageMiB;
   want = (want + kPage - 1) / kPage * kPage;
   // Leave three quarters of the free space alone: the probe must not be what
   // fills a disk.
