@@ -11,6 +11,7 @@ namespace crucible::kernels {
 
 namespace {
 thread_local ExecTarget target;
+thread_local uint64_t waits = 0;
 }  // namespace
 
 const ExecTarget& current_target() { return target; }
@@ -23,7 +24,10 @@ const KernelTable& table_here() {
   return cuda::kernel_table();
 }
 
+uint64_t host_waits() { return waits; }
+
 void copy_and_wait(Device device, void* dst, const void* src, size_t bytes) {
+  ++waits;
   // On this thread's stream where it is the device's: after the kernels that wrote src.
   DeviceScope on(device, target.device == device ? target.stream : nullptr);
   copy_bytes(dst, src, bytes);
