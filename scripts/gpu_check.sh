@@ -27,6 +27,12 @@ case "${1:-}" in
     out="${OUT:-$root/.gpu-out}"
     mkdir -p "$out"
     [[ -x .gpu-pack/run.sh ]] || { echo "[gpu_check] no .gpu-pack/: run 'scripts/gpu_check.sh pack' here first" >&2; exit 2; }
+    # run.sh unpacks into /tmp/pack only where that is missing: a machine still warm from an
+    # earlier call (or this one, without a GPU) would run the binaries packed then.
+    stamp="$(stat -c %Y-%s .gpu-pack/pack.tar.xz)"
+    if [[ "$(cat /tmp/pack/.stamp 2>/dev/null)" != "$stamp" ]]; then
+      rm -rf /tmp/pack && bash .gpu-pack/run.sh true && echo "$stamp" >/tmp/pack/.stamp
+    fi
     { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit --format=csv || true; } \
       | tee "$out/gpu.txt"
     # Every gpu test (crucible_gpu_tests holds exactly the label's tests).
