@@ -27,6 +27,11 @@ Allocator& Allocator::of(Device device) {
   return on(*source);
 }
 
+Allocator* Allocator::pinned() {
+  MemorySource* source = find_memory_source(MemoryKind::kPinnedHost, Device::cpu());
+  return source ? &on(*source) : nullptr;
+}
+
 Allocator& Allocator::on(MemorySource& source) {
   if (&source == &host_memory()) return global();
   static std::mutex* mu = new std::mutex();

@@ -48,6 +48,9 @@ class Allocator {
   // memory_of): global() for the CPU. A GPU whose memory no backend
   // registered (kernels::cuda::use_device first) is a bug, checked.
   static Allocator& of(Device device);
+  // The pool of pinned host memory (page-locked: a GPU copies from it without
+  // staging), or nullptr where no backend registered one (a machine without a GPU).
+  static Allocator* pinned();
   explicit Allocator(MemorySource& source) : source_(source) {}
   MemorySource& source() const { return source_; }
 

@@ -1,6 +1,6 @@
 #include "kernels/device_scalars.h"
 
-#include "kernels/kernels.h"
+#include "kernels/device_scope.h"
 
 namespace crucible::kernels {
 
@@ -13,8 +13,7 @@ DeviceScalars::DeviceScalars(Device device)
 
 void DeviceScalars::write(const StepScalars& host) {
   staged_ = host;
-  DeviceScope on(device_, current_target().device == device_ ? current_target().stream : nullptr);
-  copy_bytes(buf_.data(), &staged_, sizeof staged_);
+  copy_async(device_, buf_.data(), &staged_, sizeof staged_);
 }
 
 StepScalars DeviceScalars::read() const {

@@ -26,10 +26,20 @@ const KernelTable& table_here() {
 
 uint64_t host_waits() { return waits; }
 
+namespace {
+// This thread's stream where its scope is `device`'s (a copy there follows the
+// kernels queued before it), else the device's default stream.
+CUstream_st* stream_for(Device device) { return target.device == device ? target.stream : nullptr; }
+}  // namespace
+
+void copy_async(Device device, void* dst, const void* src, size_t bytes) {
+  DeviceScope on(device, stream_for(device));
+  copy_bytes(dst, src, bytes);
+}
+
 void copy_and_wait(Device device, void* dst, const void* src, size_t bytes) {
   ++waits;
-  // On this thread's stream where it is the device's: after the kernels that wrote src.
-  DeviceScope on(device, target.device == device ? target.stream : nullptr);
+  DeviceScope on(device, stream_for(device));
   copy_bytes(dst, src, bytes);
   if (device.is_cuda())
     CRUCIBLE_CHECK(cuda::synchronize(target.stream).is_ok(), "[kernels] a copy between host and GPU failed");

@@ -55,6 +55,9 @@ const KernelTable& table_here();
 // scalars). On the calling thread's stream where its scope is `device`, so
 // the copy follows the kernels queued there. A failed copy is a bug, checked.
 void copy_and_wait(Device device, void* dst, const void* src, size_t bytes);
+// The same without waiting (the step's scalars in): the host side must
+// outlive the copy, or be pageable memory, which CUDA stages before returning.
+void copy_async(Device device, void* dst, const void* src, size_t bytes);
 // How many copy_and_wait calls this thread has made: each is a point where
 // the host waited for the device (a step makes one: tests/runtime/train_step_test.cc).
 uint64_t host_waits();

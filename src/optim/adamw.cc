@@ -64,7 +64,16 @@ AdamW::AdamW(nn::ParamRegistry& params, const AdamWConfig& cfg, std::vector<Rang
   }
 }
 
-void AdamW::step(kernels::StepScalars* s, const AllSum& all_sum) {
+kernels::StepScalars* AdamW::begin_step(float lr) {
+  kernels::StepScalars in;
+  in.lr = lr;
+  in.t = int32_t(t_ + 1);
+  scalars_.write(in);
+  return scalars_.get();
+}
+
+void AdamW::update(const AllSum& all_sum) {
+  kernels::StepScalars* s = scalars_.get();
   float* g = params_.grads();
   for (const Range& r : norm_) kernels::add_sum_squares(&s->grad_sq, g + r.begin, r.end - r.begin);
   if (all_sum) {
@@ -93,12 +102,9 @@ void AdamW::step(kernels::StepScalars* s, const AllSum& all_sum) {
 }
 
 StepInfo AdamW::step(float lr, const AllSum& all_sum) {
-  kernels::StepScalars in;
-  in.lr = lr;
-  in.t = int32_t(t_ + 1);
-  scalars_.write(in);
-  step(scalars_.get(), all_sum);
-  const kernels::StepScalars out = scalars_.read();
+  begin_step(lr);
+  update(all_sum);
+  const kernels::StepScalars out = end_step();
   return StepInfo{std::sqrt(out.grad_sq), out.clip};
 }
 

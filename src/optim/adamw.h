@@ -55,21 +55,21 @@ class AdamW {
   // means every parameter (no sharding).
   AdamW(nn::ParamRegistry& params, const AdamWConfig& cfg, std::vector<Range> shard = {});
 
-  // The step's scalars on the parameters' device (kernels/step_scalars.h),
-  // allocated with the moments: the trainer's step writes and reads them.
-  kernels::DeviceScalars& scalars() { return scalars_; }
-  // One update over the shard with the step's scalars on the parameters'
-  // device (scalars().get()): the caller wrote s->lr, s->t =
-  // steps_taken() + 1 and s->grad_sq = 0; this adds the shard's squared
-  // gradient norm to s->grad_sq, forms the clip factor and bias corrections
-  // there, and updates. Nothing is read back, but for the norm's sum over
-  // ranks: all_sum, when given, sums it through the host (each counted
-  // element belongs to exactly one rank). The norm counts the shard's
-  // gradients but replicas (ParamSpec::replica: another rank holds the same
-  // gradient).
-  void step(kernels::StepScalars* s, const AllSum& all_sum = nullptr);
-  // The same at learning rate lr through scalars(), read back after the
-  // update (tests and tools; the trainer reads its step's once, at its end).
+  // A step in three calls, its scalars on the parameters' device
+  // (kernels/step_scalars.h, allocated with the moments), crossing to the
+  // host twice: begin_step writes this step's lr and count there (the sums
+  // zeroed) and returns them, for the step's kernels to add its loss to;
+  // update adds the shard's squared gradient norm, forms the clip factor and
+  // bias corrections there and updates the parameters, reading nothing back
+  // but for the norm's sum over ranks (all_sum, when given, sums it through
+  // the host; each counted element belongs to exactly one rank); end_step
+  // reads the scalars back (waiting for the step's kernels). The norm counts
+  // the shard's gradients but replicas (ParamSpec::replica: another rank
+  // holds the same gradient).
+  kernels::StepScalars* begin_step(float lr);
+  void update(const AllSum& all_sum = nullptr);
+  kernels::StepScalars end_step() const { return scalars_.read(); }
+  // The three at learning rate lr (tests and tools).
   StepInfo step(float lr, const AllSum& all_sum = nullptr);
   int64_t steps_taken() const { return t_; }
   void set_steps_taken(int64_t t) { t_ = t; }

@@ -4,7 +4,6 @@
 
 #include "core/allocator.h"
 #include "core/check.h"
-#include "core/memory_source.h"
 #include "core/clock.h"
 #include "core/trace.h"
 
@@ -23,9 +22,9 @@ namespace {
 enum Kind { kActivation = 0, kGradient = 1 };
 
 Allocator& pinned_memory() {
-  MemorySource* pinned = find_memory_source(MemoryKind::kPinnedHost, Device::cpu());
+  Allocator* pinned = Allocator::pinned();
   CRUCIBLE_CHECK(pinned, "[pipeline] a GPU's step with no pinned memory source (kernels::cuda::use_device registers it)");
-  return Allocator::on(*pinned);
+  return *pinned;
 }
 
 }  // namespace

@@ -15,7 +15,8 @@
 //                recompute, split backward and sequence parallelism: the
 //                arena is reserved at that size up front)
 //   other        the GEMM's row of ones for bias gradients (and its bf16
-//                twin), the step's scalars and the loss's (two StepScalars), the gradient reduction's buffers (ZeRO-2's
+//                twin), the step's scalars and the loss's (two
+//                StepScalars), the gradient reduction's buffers (ZeRO-2's
 //                reduce-scatter target, bf16 gradients' wire and receive
 //                copies, the reproducible tree's partial sums, the
 //                embedding's wte gradient rows: parallel/embedding_rows.h), an

@@ -5,7 +5,6 @@
 
 #include "core/allocator.h"
 #include "core/clock.h"
-#include "core/memory_source.h"
 #include "kernels/cuda/cuda.h"
 #include "kernels/device_scope.h"
 #include "kernels/gemm.h"
@@ -24,9 +23,9 @@ namespace {
 Status measure_host_links(int index, json& d) {
   const size_t bytes = size_t(256) << 20;
   Allocator& dev = Allocator::of(Device::cuda(index));
-  MemorySource* pinned_src = find_memory_source(MemoryKind::kPinnedHost, Device::cpu());
-  if (!pinned_src) return Status::internal("[probe] gpu: no pinned memory source after use_device");
-  Allocator& pinned = Allocator::on(*pinned_src);
+  Allocator* pinned_pool = Allocator::pinned();
+  if (!pinned_pool) return Status::internal("[probe] gpu: no pinned memory source after use_device");
+  Allocator& pinned = *pinned_pool;
   void* g = dev.allocate(bytes, "probe.gpu_link");
   void* p = pinned.allocate(bytes, "probe.gpu_link");
   void* h = Allocator::global().allocate(bytes, "probe.gpu_link", true);

@@ -147,12 +147,8 @@ Status TrainStep::run(float lr, const std::function<double(int, int32_t*, int32_
   }
   // The step's scalars in: this step's lr and AdamW count, the sums zeroed.
   // Nothing else crosses to the host until the read-back at the end.
-  kernels::StepScalars in;
-  in.lr = lr;
-  in.t = int32_t(adam_->steps_taken() + 1);
-  kernels::DeviceScalars& scalars = adam_->scalars();
-  scalars.write(in);
-  auto times = stage_->run(grad_scale, &scalars.get()->loss_sum, hooks);
+  kernels::StepScalars* scalars = adam_->begin_step(lr);
+  auto times = stage_->run(grad_scale, &scalars->loss_sum, hooks);
   if (!times) return times.status();
   if (tp_) {
     CRUCIBLE_RETURN_IF_ERROR(tp_->error());
@@ -204,7 +200,7 @@ Status TrainStep::run(float lr, const std::function<double(int, int32_t*, int32_
     };
   phase(Phase::kOptimizer);
   const int64_t t2 = now_ns();
-  adam_->step(scalars.get(), all_sum);
+  adam_->update(all_sum);
   m.optimizer_ms = (now_ns() - t2) * 1e-6;
   CRUCIBLE_RETURN_IF_ERROR(norm_error);
   if (dp_) CRUCIBLE_RETURN_IF_ERROR(dp_->take_error());
@@ -217,7 +213,7 @@ Status TrainStep::run(float lr, const std::function<double(int, int32_t*, int32_
   }
   model_->params().zero_grad();
   // The step's one read-back: its loss and gradient norm (waits for its kernels).
-  const kernels::StepScalars out = scalars.read();
+  const kernels::StepScalars out = adam_->end_step();
   m.loss = out.loss_sum / accum;
   m.grad_norm = std::sqrt(out.grad_sq);
   return Status::ok();
