@@ -17,6 +17,8 @@ thread_local uint64_t waits = 0;
 const ExecTarget& current_target() { return target; }
 
 DeviceScope::DeviceScope(Device device, CUstream_st* stream) : saved_(target) { target = {device, stream}; }
+DeviceScope::DeviceScope(Device device)
+    : DeviceScope(device, target.device == device ? target.stream : nullptr) {}
 DeviceScope::~DeviceScope() { target = saved_; }
 
 const KernelTable& table_here() {
@@ -26,20 +28,14 @@ const KernelTable& table_here() {
 
 uint64_t host_waits() { return waits; }
 
-namespace {
-// This thread's stream where its scope is `device`'s (a copy there follows the
-// kernels queued before it), else the device's default stream.
-CUstream_st* stream_for(Device device) { return target.device == device ? target.stream : nullptr; }
-}  // namespace
-
 void copy_async(Device device, void* dst, const void* src, size_t bytes) {
-  DeviceScope on(device, stream_for(device));
+  DeviceScope on(device);  // this thread's stream where its scope is `device`'s
   copy_bytes(dst, src, bytes);
 }
 
 void copy_and_wait(Device device, void* dst, const void* src, size_t bytes) {
   ++waits;
-  DeviceScope on(device, stream_for(device));
+  DeviceScope on(device);  // this thread's stream where its scope is `device`'s
   copy_bytes(dst, src, bytes);
   if (device.is_cuda())
     CRUCIBLE_CHECK(cuda::synchronize(target.stream).is_ok(), "[kernels] a copy between host and GPU failed");

@@ -33,7 +33,11 @@ class DeviceScope {
   // Kernels called on this thread until the scope closes run on `device`
   // (on `stream` when a GPU). The GPU must have been made usable first
   // (kernels::cuda::use_device).
-  explicit DeviceScope(Device device, CUstream_st* stream = nullptr);
+  DeviceScope(Device device, CUstream_st* stream);
+  // The same device as the enclosing scope keeps its stream (a scope opened
+  // inside a step keeps the step's, which a captured graph needs); another
+  // device starts on its legacy default stream.
+  explicit DeviceScope(Device device);
   ~DeviceScope();
   DeviceScope(const DeviceScope&) = delete;
   DeviceScope& operator=(const DeviceScope&) = delete;

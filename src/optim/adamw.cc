@@ -85,7 +85,6 @@ void AdamW::update(const AllSum& all_sum) {
     kernels::copy_and_wait(params_.device(), &s->grad_sq, &sq, sizeof sq);
   }
   kernels::adamw_scalars(s, cfg_.grad_clip, cfg_.beta1, cfg_.beta2);
-  ++t_;
   float* p = params_.values();
   bf16* p16 = params_.values_bf16();  // bf16 models: the working copy, refreshed in the same pass
   for (const Group& gr : groups_) {
@@ -99,6 +98,11 @@ void AdamW::update(const AllSum& all_sum) {
       kernels::adamw(p + gr.begin, p16g, g + gr.begin, m() + gr.state, v() + gr.state, gr.end - gr.begin, s,
                      cfg_.beta1, cfg_.beta2, cfg_.eps, wd);
   }
+}
+
+kernels::StepScalars AdamW::end_step() {
+  ++t_;
+  return scalars_.read();
 }
 
 StepInfo AdamW::step(float lr, const AllSum& all_sum) {

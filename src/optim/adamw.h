@@ -63,12 +63,14 @@ class AdamW {
   // bias corrections there and updates the parameters, reading nothing back
   // but for the norm's sum over ranks (all_sum, when given, sums it through
   // the host; each counted element belongs to exactly one rank); end_step
-  // reads the scalars back (waiting for the step's kernels). The norm counts
+  // reads the scalars back (waiting for the step's kernels) and counts the
+  // step: update changes no host state, so a captured graph of it serves
+  // every step (kernels/step_graph.h). The norm counts
   // the shard's gradients but replicas (ParamSpec::replica: another rank
   // holds the same gradient).
   kernels::StepScalars* begin_step(float lr);
   void update(const AllSum& all_sum = nullptr);
-  kernels::StepScalars end_step() const { return scalars_.read(); }
+  kernels::StepScalars end_step();
   // The three at learning rate lr (tests and tools).
   StepInfo step(float lr, const AllSum& all_sum = nullptr);
   int64_t steps_taken() const { return t_; }

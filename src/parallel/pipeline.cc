@@ -155,17 +155,34 @@ Status PipelineStage::receive(void* buf, size_t bytes, int peer, int t, double* 
 }
 
 Result<StageTimes> PipelineStage::run(float grad_scale, double* loss_sum, const StepHooks& hooks) {
+  const double data = load(hooks);
+  auto times = run_loaded(grad_scale, loss_sum, hooks);
+  if (times) times->data = data;
+  return times;
+}
+
+double PipelineStage::load(const StepHooks& hooks) {
+  const nn::GPTPart& part = model_.part();
+  if (!part.embedding && !part.head) return 0;
+  const int m = schedule_.m;
+  const size_t BT = size_t(B_) * size_t(T_);
+  int32_t* tokens = step_batch(2 * BT * size_t(m));
+  int32_t* targets = tokens + BT * size_t(m);
+  double data = 0;
+  for (int i = 0; i < m; ++i) data += hooks.load(i, tokens + BT * size_t(i), targets + BT * size_t(i));
+  return data;
+}
+
+Result<StageTimes> PipelineStage::run_loaded(float grad_scale, double* loss_sum, const StepHooks& hooks) {
   StageTimes times;
   const nn::GPTPart& part = model_.part();
   const int v = schedule_.v, pp = schedule_.pp, m = schedule_.m;
   const size_t BT = size_t(B_) * size_t(T_), NC = model_.boundary_floats(B_, T_);
-  const bool has_data = part.embedding || part.head;
   int32_t* tokens = nullptr;
   int32_t* targets = nullptr;
-  if (has_data) {
-    tokens = step_batch(2 * BT * size_t(m));
+  if (part.embedding || part.head) {
+    tokens = step_batch(2 * BT * size_t(m));  // load()'s buffer: the size is the same
     targets = tokens + BT * size_t(m);
-    for (int i = 0; i < m; ++i) times.data += hooks.load(i, tokens + BT * size_t(i), targets + BT * size_t(i));
   }
   std::vector<bool> final_done(size_t(v), false);
   auto hook_for = [&](int chunk) -> nn::GPT::GradsReady {

@@ -70,6 +70,12 @@ class PipelineStage {
   // (nn::GPT::add_loss: nothing read back). A failed send or receive (a
   // neighbour gone) is the Status; the step is then lost (the caller stops).
   Result<StageTimes> run(float grad_scale, double* loss_sum, const StepHooks& hooks);
+  // run() in two halves: the host's (the micro-batches loaded into the step's
+  // batch buffer, at the same address every step; returns the seconds spent
+  // waiting for data), then the actions (what a captured graph of the step
+  // records: kernels/step_graph.h). The times' data is 0.
+  double load(const StepHooks& hooks);
+  Result<StageTimes> run_loaded(float grad_scale, double* loss_sum, const StepHooks& hooks);
   // Forward only, for validation: micro-batch i's tokens/targets from
   // load(i, ...) on the first and last stage; every stage forwards each in
   // turn. Returns the sum of the micro-batches' mean losses on the stage that

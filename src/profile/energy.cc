@@ -11,14 +11,16 @@
 namespace crucible::profile {
 namespace fs = std::filesystem;
 
-namespace {
-
+// Outside the anonymous namespace: EnergyMeter::Impl (declared in the header)
+// holds them.
 struct RaplDomain {
   std::string dir, name;
   double range_uj = 0;  // the counter wraps here
   double last_uj = 0;   // the previous reading
   double total_uj = 0;  // joules since the meter was made, in µJ
 };
+
+namespace {
 
 Result<double> read_number(const std::string& path) {
   auto text = read_file(path);

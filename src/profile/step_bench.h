@@ -51,8 +51,19 @@ struct StepBenchResult {
   bool fused_head = false;
   size_t activation_bytes = 0;  // the arena's high water over a step
   int threads = 0, steps = 0, batch = 0, seq_len = 0;
-  double ms_per_step = 0, ms_min = 0, ms_max = 0;  // median, min, max
-  double forward_ms = 0, backward_ms = 0, optimizer_ms = 0;  // medians
+  // The step as `crucible train` runs it (median, min, max): on the CPU the
+  // phase-timed steps below; on a GPU the whole step waited for once at its
+  // read-back, replayed from a CUDA graph (run.cuda_graphs' default) or, where
+  // CUDA refused the capture (graph_refusal), launched kernel by kernel.
+  double ms_per_step = 0, ms_min = 0, ms_max = 0;
+  // Medians of the steps whose phases each end by waiting for the device
+  // (the split below; on a GPU the waits cost the launch queue its lead).
+  double phased_ms = 0;
+  double forward_ms = 0, backward_ms = 0, optimizer_ms = 0;
+  // A GPU's whole step, one wait each: launched kernel by kernel, and
+  // replayed from a CUDA graph (0 where refused). Medians.
+  double launched_ms = 0, graph_ms = 0;
+  std::string graph_refusal;
   double tokens_per_s = 0, gflop_per_step = 0, gflops = 0, mfu = 0;
   // MFUs are NaN where they cannot be told honestly (profile/cpu_peak.h,
   // honest_mfu): a peak that is not plausible, or a ratio above 1.

@@ -102,6 +102,7 @@ std::vector<Field> fields(Config& c) {
       {"run.trace_steps", &c.run.trace_steps},
       {"run.probe_max_age_days", &c.run.probe_max_age_days},
       {"run.device", &c.run.device},
+      {"run.cuda_graphs", &c.run.cuda_graphs},
       {"dist.bucket_mb", &c.dist.bucket_mb},
       {"dist.zero", &c.dist.zero},
       {"dist.reproducible", &c.dist.reproducible},

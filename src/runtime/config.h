@@ -88,6 +88,10 @@ struct RunConfig {
   // Where the step runs: "cpu", or a GPU, "cuda" (= "cuda:0") or "cuda:N"
   // (docs/gpu.md). Checked before anything is written (runtime/device_check.h).
   std::string device = "cpu";
+  // On a GPU, one rank: the steady-state step captured once as a CUDA graph
+  // and replayed (kernels/step_graph.h; docs/gpu.md); false: every step's
+  // kernels launched one by one. Ignored on the CPU.
+  bool cuda_graphs = true;
 };
 
 struct DistConfig {

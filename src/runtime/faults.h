@@ -60,6 +60,9 @@ class FaultInjector {
   // Parses and keeps the entries for (rank, current_attempt()); arms the
   // checkpoint faults on rank 0. An unknown entry is an error naming it.
   Status arm(const FaultConfig& cfg, int rank);
+  // Whether any fault is armed for this rank and attempt (a step with one is
+  // never replayed from a CUDA graph: they fire from host hooks).
+  bool armed() const { return !mine_.empty(); }
   // Called at the start of the forward pass of step `step` (1-based).
   void before_forward(int64_t step) const;
   // Called at the start of the backward pass of step `step`.

@@ -65,6 +65,7 @@ nlohmann::json to_json(const StepMetrics& m) {
   if (m.comm_bytes > 0) j["comm_bytes"] = m.comm_bytes;
   if (m.pipeline_wait_ms > 0) j["pipeline_wait_ms"] = m.pipeline_wait_ms;
   if (m.tp_comm_ms > 0) j["tp_comm_ms"] = m.tp_comm_ms;
+  if (m.graph_ms > 0) j["graph_ms"] = m.graph_ms;
   if (m.val_loss >= 0) {
     j["val_loss"] = m.val_loss;
     j["eval_ms"] = m.eval_ms;

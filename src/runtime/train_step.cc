@@ -145,16 +145,54 @@ Status TrainStep::run(float lr, const std::function<double(int, int32_t*, int32_
       if (from > 0 || !tied_) dp_->on_grads_ready(from);
     };
   }
-  // The step's scalars in: this step's lr and AdamW count, the sums zeroed.
-  // Nothing else crosses to the host until the read-back at the end.
+  // The step's scalars in: this step's lr and AdamW count, the sums zeroed;
+  // the micro-batches in. Nothing else crosses to the host until the
+  // read-back at the end.
   kernels::StepScalars* scalars = adam_->begin_step(lr);
-  auto times = stage_->run(grad_scale, &scalars->loss_sum, hooks);
+  m.data_wait_ms += stage_->load(hooks) * 1e3;
+  auto run_body = [&] { return body(grad_scale, scalars, hooks, phase, m); };
+  const int64_t t0 = now_ns();
+  bool replayed = false;
+  if (graph_allowed_ && graphs_apply() && graph_refusal_.empty()) {
+    if (!graph_) graph_ = std::make_unique<kernels::StepGraph>();
+    if (graph_->captured()) {
+      phase(Phase::kForward);  // the device's whole step, queued in one launch
+      CRUCIBLE_RETURN_IF_ERROR(graph_->replay());
+      replayed = true;
+    } else {
+      CRUCIBLE_RETURN_IF_ERROR(graph_->capture(run_body));
+      if (!graph_->captured()) {  // CUDA refused; the body ran uncaptured, and so will the next steps
+        graph_refusal_ = graph_->refusal();
+        graph_.reset();
+      }
+    }
+  } else {
+    CRUCIBLE_RETURN_IF_ERROR(run_body());
+  }
+  // The step's one read-back: its loss and gradient norm (waits for its kernels).
+  const kernels::StepScalars out = adam_->end_step();
+  // A replayed step's time is not split into phases (the host launched it
+  // whole): launch to read-back.
+  if (replayed) m.graph_ms = (now_ns() - t0) * 1e-6;
+  m.loss = out.loss_sum / accum;
+  m.grad_norm = std::sqrt(out.grad_sq);
+  return Status::ok();
+}
+
+bool TrainStep::graphs_apply() const {
+  return cfg_.run.cuda_graphs && kernels::StepGraph::available(model_->part().device) && layout_.world() == 1 &&
+         !tree_ && !dp_ && !tp_ && !rows_ && !tied_;
+}
+
+Status TrainStep::body(float grad_scale, kernels::StepScalars* scalars, const parallel::StepHooks& hooks,
+                       const std::function<void(Phase)>& phase, StepMetrics& m) {
+  const bool overlap = dp_ && cfg_.dist.overlap;
+  auto times = stage_->run_loaded(grad_scale, &scalars->loss_sum, hooks);
   if (!times) return times.status();
   if (tp_) {
     CRUCIBLE_RETURN_IF_ERROR(tp_->error());
     m.tp_comm_ms = tp_->take_seconds() * 1e3;
   }
-  m.data_wait_ms += times->data * 1e3;
   m.forward_ms += times->forward * 1e3;
   m.backward_ms += times->backward * 1e3;
   m.pipeline_wait_ms = times->wait * 1e3;
@@ -212,12 +250,9 @@ Status TrainStep::run(float lr, const std::function<double(int, int32_t*, int32_
     m.comm_bytes = dp_->take_traffic_bytes() + rows_bytes;
   }
   model_->params().zero_grad();
-  // The step's one read-back: its loss and gradient norm (waits for its kernels).
-  const kernels::StepScalars out = adam_->end_step();
-  m.loss = out.loss_sum / accum;
-  m.grad_norm = std::sqrt(out.grad_sq);
   return Status::ok();
 }
+
 
 Result<double> TrainStep::evaluate(int n, const std::function<void(int, int32_t*, int32_t*)>& load) {
   auto sum = stage_->evaluate(n, load);

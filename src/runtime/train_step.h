@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "core/status.h"
+#include "kernels/step_graph.h"
 #include "comm/comm.h"
 #include "parallel/data_parallel.h"
 #include "parallel/embedding_rows.h"
@@ -79,9 +80,27 @@ class TrainStep {
   double last_wait_s() const { return last_wait_s_; }
   double theoretical_bubble() const;
 
+  // CUDA graphs (kernels/step_graph.h; docs/gpu.md): whether this step can be
+  // captured and replayed (run.cuda_graphs, a GPU, one rank: several ranks
+  // sum the norm through the host and their collectives run outside the
+  // stream) and whether the next steps may be, as the caller says: not a step
+  // whose kernels are timed or whose first run allocates (the process's
+  // first), nor one with injected faults (they fire from host hooks a replay
+  // skips). The first allowed step is captured; later ones replay it.
+  bool graphs_apply() const;
+  void allow_graph(bool allowed) { graph_allowed_ = allowed; }
+  // Why CUDA refused to capture the step ("" if it did not): the run goes on
+  // without graphs.
+  const std::string& graph_refusal() const { return graph_refusal_; }
+
  private:
   TrainStep() = default;
   Status tie_embedding();  // sums wte's gradient between the first and last stage
+  // The step after its host prologue (the batch loaded, the scalars written):
+  // the schedule, the reductions, AdamW, the gradients zeroed. What a graph
+  // records: its host side changes nothing a later step reads.
+  Status body(float grad_scale, kernels::StepScalars* scalars, const parallel::StepHooks& hooks,
+              const std::function<void(Phase)>& phase, StepMetrics& m);
 
   parallel::Layout layout_;
   parallel::Coords coords_;
@@ -94,6 +113,9 @@ class TrainStep {
   std::unique_ptr<parallel::TreeReducer> tree_;
   std::unique_ptr<optim::AdamW> adam_;
   std::unique_ptr<parallel::PipelineStage> stage_;
+  std::unique_ptr<kernels::StepGraph> graph_;
+  bool graph_allowed_ = false;
+  std::string graph_refusal_;
   Config cfg_;
   double last_wait_s_ = 0;
 };

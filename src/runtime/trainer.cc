@@ -374,6 +374,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   result.reporter = rank == 0;
   const int64_t total = cfg.train.steps;
   const int64_t first_step = step;
+  bool graph_refusal_logged = false;
   Stopwatch run_clock;
   double ema_step_s = 0;
   double bubble_wait_s = 0, bubble_compute_s = 0;  // this rank's, over the steps after the first
@@ -385,7 +386,8 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
       " -> " + std::to_string(total) +
       (dp ? ", " + std::to_string(dp->num_buckets()) + " gradient buckets, ZeRO-" +
                 std::to_string(cfg.dist.zero) + (ts.embedding_rows_apart() ? ", wte's embedding rows apart" : "")
-          : ""));
+          : "") +
+      (ts.graphs_apply() ? ", the steady step replayed as a CUDA graph" : ""));
   // The trace window: steps [trace_from, trace_from + trace_steps).
   const int64_t trace_end = cfg.run.trace_from + cfg.run.trace_steps;
   // Everything is prepared and validated: from here the run directory is the
@@ -440,7 +442,14 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
       if (a.op == parallel::Op::kForward) faults.before_forward(step + 1);
       if (a.op == parallel::Op::kBackward || a.op == parallel::Op::kBackwardInput) faults.before_backward(step + 1);
     };
+    // A CUDA graph (run.cuda_graphs) records a step once the first has made
+    // what a step allocates, and never a timed one (its CUDA events).
+    ts.allow_graph(step > first_step && !in_trace_window(step + 1) && !faults.armed());
     CRUCIBLE_RETURN_IF_ERROR(ts.run(m.lr, load, before, [&](Phase p) { phases.enter(step + 1, p); }, m));
+    if (!ts.graph_refusal().empty() && !graph_refusal_logged) {
+      log("[train] warning: the step runs without CUDA graphs: " + ts.graph_refusal());
+      graph_refusal_logged = true;
+    }
     m.step_ms = step_clock.elapsed_ms();
     CRUCIBLE_RETURN_IF_ERROR(energy.end(comm, tokens_per_step, m));
     if (!device.is_cpu() && kernels::cuda::kernel_timing())

@@ -70,6 +70,33 @@ TEST(GpuTrain, StoppedAndResumedIsTheSameRun) {
   EXPECT_EQ(read_file(dir / "whole" + w), read_file(dir / "split" + w)) << "the final weights differ";
 }
 
+// run.cuda_graphs (docs/gpu.md "CUDA graphs"): the default job with its
+// steady steps replayed from a graph is the job launched kernel by kernel,
+// byte for byte, and metrics.jsonl says which steps were replayed: not the
+// first (it allocates what a step needs), not the second (captured: it runs
+// as the capture launches it), not the trace window's (steps 3-5:
+// run.trace_from = 3; their kernels are timed), every one after.
+TEST(GpuTrain, GraphsOnAndOffAreTheSameRun) {
+  REQUIRE_GPU();
+  TempDir dir("gpu_train_graphs");
+  auto on = run_crucible(default_train(dir / "on", "cuda", 20, {"--set", "ckpt.every=20"}), dir.path());
+  ASSERT_EQ(on.code, 0) << on.output;
+  auto off = run_crucible(
+      default_train(dir / "off", "cuda", 20, {"--set", "ckpt.every=20", "--set", "run.cuda_graphs=false"}),
+      dir.path());
+  ASSERT_EQ(off.code, 0) << off.output;
+  EXPECT_NE(on.output.find("replayed as a CUDA graph"), std::string::npos) << on.output;
+  EXPECT_EQ(on.output.find("without CUDA graphs"), std::string::npos) << on.output;
+  const std::string w = "/ckpt/step_0000020/model.safetensors";
+  EXPECT_EQ(read_file(dir / "on" + w), read_file(dir / "off" + w)) << "the final weights differ";
+  for (const nlohmann::json& r : metric_rows(dir / "on/metrics.jsonl")) {
+    if (!r.contains("loss")) continue;
+    const int64_t step = r["step"].get<int64_t>();
+    EXPECT_EQ(r.contains("graph_ms"), step >= 6) << "step " << step;
+  }
+  for (const nlohmann::json& r : metric_rows(dir / "off/metrics.jsonl")) EXPECT_FALSE(r.contains("graph_ms"));
+}
+
 // A model larger than the GPU's free memory is refused before anything is
 // allocated or written: one line naming the GPU's memory, exit 2, no run
 // directory (issue: "out of device memory, checked before allocating").

@@ -126,6 +126,29 @@ TEST(Report, SelfContainedAndFinite) {
   EXPECT_GE(svgs, 9);
 }
 
+// Steps replayed from a CUDA graph (graph_ms, no forward/backward/optimizer
+// split): their time is its own part of the step-time breakdown, and a run
+// without any has no such part.
+TEST(Report, ReplayedStepsAreTheirOwnPartOfTheStep) {
+  TempDir d(testutil::current_test_name());
+  std::string m;
+  for (int s = 1; s <= 4; ++s)
+    m += "{\"step\":" + std::to_string(s) + ",\"loss\":4.0,\"step_ms\":10,\"data_wait_ms\":1" +
+         (s <= 2 ? ",\"forward_ms\":3,\"backward_ms\":5,\"optimizer_ms\":1"
+                 : ",\"forward_ms\":0,\"backward_ms\":0,\"optimizer_ms\":0,\"graph_ms\":8") +
+         "}\n";
+  write_file(d / "metrics.jsonl", m);
+  auto html = render_report(d.path());
+  ASSERT_TRUE(html.is_ok()) << html.status().message();
+  EXPECT_NE(html->find("data-series=\"cuda graph"), std::string::npos);
+  // Half the steps at 8 ms, the others at 0: a mean of 4 ms, 40% of the step.
+  EXPECT_NE(html->find("<td>cuda graph</td><td>4.00</td><td>40.0 %</td>"), std::string::npos);
+  write_run(d);  // no graph_ms anywhere
+  html = render_report(d.path());
+  ASSERT_TRUE(html.is_ok()) << html.status().message();
+  EXPECT_EQ(html->find("cuda graph"), std::string::npos);
+}
+
 TEST(Report, OptionalFilesMayBeMissing) {
   TempDir d(testutil::current_test_name());
   write_file(

@@ -4,7 +4,8 @@
 // wait drains the stream and the launch queue runs dry), and the one
 // read-back gives the step's loss and norm. Checked on the CPU
 // (tests/runtime/train_step_test.cc) and on a GPU (tests/gpu), with gtest
-// expectations; `device` is run.device ("cpu", "cuda").
+// expectations; `device` is run.device ("cpu", "cuda"). On a GPU the
+// third step is replayed from a CUDA graph (kernels/step_graph.h).
 #pragma once
 #include <string>
 

@@ -97,6 +97,29 @@ struct KernelTimes {
 };
 Result<KernelTimes> collect_kernel_times(Stream s);
 
+// ---- streams and graphs (graph.cc) ----
+// A stream of GPU `index` that a graph can be captured on (the legacy
+// default stream cannot be): blocking, so it stays ordered with work queued
+// on the legacy stream without events.
+Result<Stream> create_stream(int index);
+void destroy_stream(Stream s);
+// One captured and instantiated CUDA graph (cudaGraphExec_t).
+struct Graph;
+// Starts recording what this thread queues on s (thread-local mode: other
+// threads' CUDA calls are unaffected; this thread's synchronising calls fail
+// the capture). Nothing recorded runs until the graph is launched.
+Status begin_capture(Stream s);
+// Ends the recording begun on s and instantiates it. Always leaves capture
+// mode; a capture that failed (an operation that cannot be captured) is one
+// line naming CUDA's reason and nothing ran.
+Result<Graph*> end_capture(Stream s);
+// Queues the whole graph on s.
+Status launch_graph(Graph* g, Stream s);
+void destroy_graph(Graph* g);
+// Makes `waiter` wait for everything queued on `on` so far (an event
+// between them; no host wait).
+Status stream_wait(Stream waiter, Stream on);
+
 // The backend's kernel table (kernels/device_scope.h dispatches to it under a
 // GPU's DeviceScope): every entry launches on the scope's stream; entries the
 // backend has not written yet are null. Without the backend: all null.

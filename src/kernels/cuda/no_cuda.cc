@@ -33,6 +33,13 @@ Status synchronize(Stream) { return absent(); }
 Result<bool> enable_peer_access(int, int) { return absent(); }
 Status copy_peer(void*, int, const void*, int, size_t, Stream) { return absent(); }
 Status last_error(const char*) { return absent(); }
+Result<Stream> create_stream(int) { return absent(); }
+void destroy_stream(Stream) {}
+Status begin_capture(Stream) { return absent(); }
+Result<Graph*> end_capture(Stream) { return absent(); }
+Status launch_graph(Graph*, Stream) { return absent(); }
+void destroy_graph(Graph*) {}
+Status stream_wait(Stream, Stream) { return absent(); }
 Status set_kernel_timing(bool) { return absent(); }
 bool kernel_timing() { return false; }
 int kernel_begin(Stream) { return -1; }

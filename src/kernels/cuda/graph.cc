@@ -1,0 +1,82 @@
+// Streams and CUDA graphs (kernels/cuda/cuda.h): what kernels/step_graph.h
+// captures a step with. Compiled only where the CUDA toolkit is.
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/cuda.h"
+
+namespace crucible::kernels::cuda {
+
+struct Graph {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+};
+
+namespace {
+Status failed(cudaError_t e, const std::string& what) {
+  return Status::internal("[cuda] " + what + ": " + cudaGetErrorString(e));
+}
+}  // namespace
+
+Result<Stream> create_stream(int index) {
+  int current = 0;
+  cudaGetDevice(&current);
+  if (current != index) cudaSetDevice(index);
+  cudaStream_t s = nullptr;
+  const cudaError_t e = cudaStreamCreate(&s);  // blocking: ordered with the legacy stream
+  if (current != index) cudaSetDevice(current);
+  if (e != cudaSuccess) return failed(e, "creating a stream on cuda:" + std::to_string(index));
+  return s;
+}
+
+void destroy_stream(Stream s) {
+  if (s) cudaStreamDestroy(s);
+}
+
+Status begin_capture(Stream s) {
+  if (!s) return Status::internal("[cuda] a graph cannot be captured on the legacy default stream");
+  const cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+  return e == cudaSuccess ? Status::ok() : failed(e, "cudaStreamBeginCapture");
+}
+
+Result<Graph*> end_capture(Stream s) {
+  cudaGraph_t graph = nullptr;
+  cudaError_t e = cudaStreamEndCapture(s, &graph);
+  if (e != cudaSuccess) {
+    if (graph) cudaGraphDestroy(graph);
+    cudaGetLastError();  // the failed capture's error is this answer, not a sticky one
+    return failed(e, "capturing the step (cudaStreamEndCapture)");
+  }
+  cudaGraphExec_t exec = nullptr;
+  e = cudaGraphInstantiate(&exec, graph, 0);
+  if (e != cudaSuccess) {
+    cudaGraphDestroy(graph);
+    cudaGetLastError();
+    return failed(e, "cudaGraphInstantiate");
+  }
+  return new Graph{graph, exec};
+}
+
+Status launch_graph(Graph* g, Stream s) {
+  const cudaError_t e = cudaGraphLaunch(g->exec, s);
+  return e == cudaSuccess ? Status::ok() : failed(e, "cudaGraphLaunch");
+}
+
+void destroy_graph(Graph* g) {
+  if (!g) return;
+  if (g->exec) cudaGraphExecDestroy(g->exec);
+  if (g->graph) cudaGraphDestroy(g->graph);
+  delete g;
+}
+
+Status stream_wait(Stream waiter, Stream on) {
+  if (waiter == on) return Status::ok();
+  cudaEvent_t ev = nullptr;
+  cudaError_t e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+  if (e != cudaSuccess) return failed(e, "cudaEventCreate");
+  e = cudaEventRecord(ev, on);
+  if (e == cudaSuccess) e = cudaStreamWaitEvent(waiter, ev, 0);
+  cudaEventDestroy(ev);  // released once the wait is satisfied
+  return e == cudaSuccess ? Status::ok() : failed(e, "ordering two streams (cudaStreamWaitEvent)");
+}
+
+}  // namespace crucible::kernels::cuda
