@@ -204,6 +204,19 @@ void gemm(DType in, DType out, bool ta, bool tb, int M, int N, int K, const void
   }
 }
 
+bool gemm_gelu_fuses() { return current_target().device.is_cuda(); }
+
+void gemm_bias_gelu_bf16(int M, int N, int K, const bf16* A, const bf16* B, const float* bias, bf16* pre,
+                         bf16* act) {
+  CRUCIBLE_CHECK(M > 0 && N > 0 && K > 0, "[gemm] empty problem");
+  const ExecTarget& here = current_target();
+  CRUCIBLE_CHECK(here.device.is_cuda(), "[gemm] the fused GEMM+GELU is a GPU's (gemm_gelu_fuses)");
+  // One GEMM's FLOPs plus the GELU's; its operands once, pre and act written.
+  const double mn = double(M) * N;
+  KernelTimer timer(KernelClass::gemm, 2.0 * mn * K + 10 * mn, 2.0 * (double(M) * K + double(K) * N) + 2 * 2 * mn);
+  cuda::gemm_bias_gelu_bf16(M, N, K, A, B, bias, pre, act, here.stream);
+}
+
 void gemm(bool ta, bool tb, int M, int N, int K, const float* A, int lda, const float* B, int ldb,
           float* C, int ldc, bool accumulate, const float* bias) {
   gemm(DType::f32, DType::f32, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, accumulate, bias);

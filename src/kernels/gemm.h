@@ -32,6 +32,19 @@ void gemm_bf16(bool trans_a, bool trans_b, int M, int N, int K, const bf16* A, i
                const bf16* B, int ldb, float* C, int ldc, bool accumulate,
                const float* bias = nullptr);
 
+// The MLP's first GEMM and its GELU in one pass, bf16, where the calling
+// thread's device fuses them (gemm_gelu_fuses(): a GPU, through cuBLASLt's
+// GELU_AUX_BIAS epilogue): pre (M,N) = bf16(A (M,K) B (K,N) + bias (N)) and
+// act (M,N) = bf16(gelu(the same f32 sum)), row-major and contiguous (lda K,
+// ldb N, ld N), f32 accumulation; saves the separate bias+GELU kernel's pass
+// over pre. act is rounded from the unrounded sum, so it may differ from
+// bias_gelu_forward_bf16(pre) by an ulp: within the bf16 path's bounds. The
+// CPU does not fuse (oneDNN's GELU is not the kernels' formula, and the CPU's
+// bits stay as they are): the caller runs the GEMM and the kernel there.
+bool gemm_gelu_fuses();
+void gemm_bias_gelu_bf16(int M, int N, int K, const bf16* A, const bf16* B, const float* bias, bf16* pre,
+                         bf16* act);
+
 // A constant B, packed once into the layout oneDNN's matmul picks for it (the
 // same for every M: checked here for the inference shapes), so that a product
 // does not reorder B on every call: 3-4x faster at M = 1 in bf16 on Zen 4

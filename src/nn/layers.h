@@ -112,6 +112,9 @@ struct Linear {
   const void* dy = nullptr;  // output gradient (N,out) kept by a kInput pass for kWeight
   // y of type y_type. with_bias=false leaves the bias to a fused consumer (bias+GELU).
   void forward(void* y, DType y_type, const void* x, int N, bool with_bias = true);
+  // bf16, on a device whose GEMM fuses the GELU (kernels::gemm_gelu_fuses):
+  // pre (N,out) = x W + bias and act = gelu(pre), both of one pass.
+  void forward_gelu(void* pre, void* act, const void* x, int N);
   // dx (N,in) = dy W^T (overwrites; may be null), dW += x^T dy, db += colsum(dy).
   // kInput: dx only (dy must stay valid for kWeight); kWeight: dW, db from the
   // kept dy (the arguments dx and dy are unused).

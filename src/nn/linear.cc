@@ -79,6 +79,14 @@ void Linear::forward(void* y, DType y_type, const void* xin, int N, bool with_bi
                 out, false, with_bias ? b.value : nullptr);
 }
 
+void Linear::forward_gelu(void* pre, void* act, const void* xin, int N) {
+  CRUCIBLE_CHECK(act_type == DType::bf16, "[nn] the fused GEMM+GELU is bf16");
+  x = xin;
+  kernels::gemm_bias_gelu_bf16(N, out, in, static_cast<const bf16*>(xin),
+                               static_cast<const bf16*>(gemm_weights(w, DType::bf16)), b.value,
+                               static_cast<bf16*>(pre), static_cast<bf16*>(act));
+}
+
 // dy (N,out) -> dx (N,in) = dy W^T ; dW (in,out) += x^T dy ; db (out) += 1^T dy
 void Linear::backward(float* dx, const void* dyin, int N, bool with_bias, BackwardPass pass) {
   const DType t = act_type, f32 = DType::f32;

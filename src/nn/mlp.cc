@@ -1,3 +1,4 @@
+#include "kernels/gemm.h"
 #include "kernels/kernels.h"
 #include "nn/layers.h"
 
@@ -7,13 +8,24 @@ namespace crucible::nn {
 // act W_proj + b_proj; sequence parallel: x and out are (N/tp, C) rows (as
 // CausalSelfAttention). x, pre, act of act_type: f32 adds b_fc in the GELU
 // kernel, bf16 in the GEMM (pre is rounded once, from the biased sum).
+// bf16 on a device whose GEMM fuses the GELU (a GPU: cuBLASLt's epilogue)
+// writes pre and act in the GEMM's pass (kernels/gemm.h); not where
+// selective recompute makes act again from pre with the kernel (its bits
+// must be the forward's), nor with the sequence-parallel gather.
 void MLP::forward(Arena& arena, float* out, const void* x, int N) {
   const int H = c_fc.out;
   const bool bf = act_type == DType::bf16;
   pre = arena_act(arena, size_t(N) * H, act_type);
-  tp.first_forward(arena, c_fc, pre, x, N, /*with_bias=*/bf);
+  const bool fused = bf && !recompute && !tp.sequence && kernels::gemm_gelu_fuses();
+  if (fused) {
+    act = arena_act(arena, size_t(N) * H, act_type);
+    c_fc.forward_gelu(pre, act, x, N);
+    c_proj.x = act;
+  } else {
+    tp.first_forward(arena, c_fc, pre, x, N, /*with_bias=*/bf);
+  }
   Arena::Mark m = arena.mark();
-  gelu(arena, N, bf ? nullptr : c_fc.b.value);
+  if (!fused) gelu(arena, N, bf ? nullptr : c_fc.b.value);
   tp.last_forward(arena, c_proj, out, act, N);
   if (recompute) arena.rewind(m);  // act is made again by backward
 }

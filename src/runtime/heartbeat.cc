@@ -13,8 +13,10 @@
 #include <mutex>
 #include <thread>
 
+#include "core/clock.h"
 #include "core/process.h"
 #include "core/threads.h"
+#include "core/trace.h"
 
 namespace crucible::runtime {
 
@@ -223,6 +225,15 @@ bool decode(const std::string& text, Beat& b) {
     return false;
   }
   return true;
+}
+
+void PhaseMarker::enter(int64_t step, Phase p) {
+  const int64_t now = now_ns();
+  if (open_) trace::record_complete(name_, "phase", t0_, now);  // no-op when inactive
+  heartbeat_phase(step, p);
+  name_ = phase_name(p);
+  t0_ = now;
+  open_ = p != Phase::kSetup && p != Phase::kDone;
 }
 
 }  // namespace crucible::runtime

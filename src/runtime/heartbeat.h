@@ -68,6 +68,18 @@ void heartbeat_start(int rank, int world);
 // Records the position: `step` is the step the phase belongs to (1-based;
 // in setup, the step the run resumes from). Cheap: atomic stores.
 void heartbeat_phase(int64_t step, Phase p);
+// Where this rank is in the step, told once per phase change: the
+// supervisor hears it (heartbeat_phase) and, inside the trace window, the
+// phase that ends becomes a trace event.
+class PhaseMarker {
+ public:
+  void enter(int64_t step, Phase p);
+
+ private:
+  const char* name_ = "";
+  int64_t t0_ = 0;
+  bool open_ = false;
+};
 // Records the pipeline schedule action this rank is in (an Op of
 // parallel/schedule.h, its micro-batch and chunk, the rank's stage), until
 // the next action or phase. Not counted in the sequence number (stages run

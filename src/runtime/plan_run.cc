@@ -115,7 +115,13 @@ nlohmann::json run_prediction(const Config& cfg, int world, const Result<plan::C
   const plan::Candidate c = candidate_of(cfg, world);
   nlohmann::json j;
   if (cluster) {
-    j = plan::to_json(plan::predict(cfg.model, c, *cluster));
+    // The stack as this run has it: a single rank's GPU step replays a CUDA
+    // graph (run.cuda_graphs; runtime/train_step.h graphs_apply), every
+    // other run launches kernel by kernel.
+    plan::Cluster mine = *cluster;
+    mine.stack.graphs = cfg.run.cuda_graphs && cfg.run.device != "cpu" && world == 1 && !cfg.dist.reproducible;
+    j = plan::to_json(plan::predict(cfg.model, c, mine));
+    j["cuda_graphs"] = mine.stack.graphs;
     j["cluster"] = {{"name", cluster->name}, {"source", cluster->source}};
   } else {
     auto layout = plan::check(cfg.model, c);

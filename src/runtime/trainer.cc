@@ -1,9 +1,7 @@
 #include "runtime/trainer.h"
 
-
 #include <algorithm>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -25,12 +23,10 @@
 #include "data/tokenizer.h"
 #include "kernels/cuda/cuda.h"
 #include "kernels/device_scope.h"
-#include "kernels/gemm.h"
 #include "nn/generator.h"
 #include "nn/gpt.h"
 #include "optim/adamw.h"
 #include "parallel/data_parallel.h"
-#include "parallel/tree_reduce.h"
 #include "profile/analysis.h"
 #include "profile/cpu_peak.h"
 #include "profile/probe.h"
@@ -63,26 +59,6 @@ namespace {
 
 // "step_0000020" of ".../ckpt/step_0000020": how messages name a checkpoint.
 std::string ckpt_name(const std::string& dir) { return fs::path(dir).filename().string(); }
-
-// Where this rank is in the step, told once per phase change: the
-// supervisor hears it (heartbeat) and, inside the trace window, the phase
-// that ends becomes a trace event.
-class PhaseMarker {
- public:
-  void enter(int64_t step, Phase p) {
-    const int64_t now = now_ns();
-    if (open_) trace::record_complete(name_, "phase", t0_, now);  // no-op when inactive
-    heartbeat_phase(step, p);
-    name_ = phase_name(p);
-    t0_ = now;
-    open_ = p != Phase::kSetup && p != Phase::kDone;
-  }
-
- private:
-  const char* name_ = "";
-  int64_t t0_ = 0;
-  bool open_ = false;
-};
 
 }  // namespace
 

@@ -255,5 +255,47 @@ TEST(CudaGemm, EveryFormMatchesTheReference) {
     }
 }
 
+// The MLP's first GEMM with its GELU (kernels::gemm_bias_gelu_bf16): pre as
+// the bf16 GEMM with the bias epilogue, act the GELU of the same f32 sum,
+// against the reference on bf16-rounded inputs. Sizes whose N is a multiple
+// of 8 take cuBLASLt's GELU_AUX_BIAS epilogue, the others the GEMM and the
+// bias+GELU kernel. act's bound adds one bf16 rounding of act, the GELU's
+// slope (at most 1.13) times pre's sum error, and 1e-3 for a GELU formula or
+// tanh that is not the reference's to the last bit.
+TEST(CudaGemm, TheFusedBiasGeluMatchesTheReference) {
+  REQUIRE_GPU();
+  kernels::DeviceScope gpu(Device::cuda(0));
+  ASSERT_TRUE(kernels::gemm_gelu_fuses());
+  Rng rng(testing::test_seed(), 0x6e1u);
+  for (auto [M, N, K] : {std::tuple{1, 8, 1}, std::tuple{17, 33, 65}, std::tuple{37, 1024, 256},
+                         std::tuple{128, 3072, 768}, std::tuple{64, 4100, 100}}) {
+    SCOPED_TRACE(std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K));
+    auto A = testing::random_vector(rng, size_t(M) * K), B = testing::random_vector(rng, size_t(K) * N);
+    auto bias = testing::random_vector(rng, size_t(N));
+    std::vector<bf16> A16(A.size()), B16(B.size());
+    for (size_t i = 0; i < A.size(); ++i) A16[i] = to_bf16(A[i]), A[i] = to_f32(A16[i]);
+    for (size_t i = 0; i < B.size(); ++i) B16[i] = to_bf16(B[i]), B[i] = to_f32(B16[i]);
+    std::vector<float> sum(size_t(M) * N, 0.0f), mag(sum.size(), 0.0f), act_want(sum.size());
+    kernels::ref::gemm(false, false, M, N, K, A.data(), K, B.data(), N, sum.data(), N, false, bias.data());
+    std::vector<float> absA(A.size()), absB(B.size());
+    for (size_t i = 0; i < A.size(); ++i) absA[i] = std::fabs(A[i]);
+    for (size_t i = 0; i < B.size(); ++i) absB[i] = std::fabs(B[i]);
+    kernels::ref::gemm(false, false, M, N, K, absA.data(), K, absB.data(), N, mag.data(), N, false, nullptr);
+    std::vector<float> pre_ref = sum, no_bias(size_t(N), 0.0f);  // gelu of the f32 sum, bias already in it
+    kernels::ref::bias_gelu_forward(act_want.data(), pre_ref.data(), no_bias.data(), M, N);
+    DeviceBuffer<bf16> dA(A16), dB(B16), dpre(sum.size()), dact(sum.size());
+    DeviceBuffer<float> dbias(bias);
+    kernels::gemm_bias_gelu_bf16(M, N, K, dA.get(), dB.get(), dbias.get(), dpre.get(), dact.get());
+    ASSERT_TRUE(kernels::cuda::last_error("gemm_bias_gelu_bf16").is_ok());
+    const std::vector<bf16> pre = dpre.host(), act = dact.host();
+    for (size_t i = 0; i < sum.size(); ++i) {
+      const double sum_err = 0x1p-22 * K * (mag[i] + std::fabs(bias[i % size_t(N)])) + 1e-30;
+      ASSERT_NEAR(to_f32(pre[i]), sum[i], sum_err + 0x1p-8 * std::fabs(sum[i])) << "pre, entry " << i;
+      ASSERT_NEAR(to_f32(act[i]), act_want[i], 1.13 * sum_err + 0x1p-8 * std::fabs(act_want[i]) + 1e-3)
+          << "act, entry " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace crucible

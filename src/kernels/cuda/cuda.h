@@ -135,6 +135,12 @@ const KernelTable& kernel_table();
 // an abort, as a failed kernel launch is.
 void gemm(DType in, DType out, bool trans_a, bool trans_b, int M, int N, int K, const void* A, int lda,
           const void* B, int ldb, void* C, int ldc, bool accumulate, const float* bias, Stream s);
+// kernels::gemm_bias_gelu_bf16 (kernels/gemm.h): cuBLASLt's GELU_AUX_BIAS
+// epilogue writes act and, as its auxiliary output, pre. Where cuBLASLt has
+// no algorithm for it (or N is not a multiple of 8, the auxiliary matrix's
+// rule), the GEMM with its bias into pre, then bias_gelu_forward_bf16.
+void gemm_bias_gelu_bf16(int M, int N, int K, const bf16* A, const bf16* B, const float* bias, bf16* pre, bf16* act,
+                         Stream s);
 // C (M,N) = A (M,K) B (K,N), f32 row-major and packed, with TF32 products
 // (CUBLAS_COMPUTE_32F_FAST_TF32: 10-bit mantissas in, f32 accumulate). Not for
 // training (no crucible precision uses it): the probe's tf32 rows, what a

@@ -11,7 +11,9 @@
 // our own transpose flag (an untransposed B read column-major is already
 // B^T; a stored-transposed one reads as op(B), which cuBLASLt transposes).
 // The bias (N) runs along C^T's
-// rows: cuBLASLt's BIAS epilogue. f32 accumulation (CUBLAS_COMPUTE_32F: no
+// rows: cuBLASLt's BIAS epilogue. The MLP's first GEMM in bf16 may take
+// GELU_AUX_BIAS instead (gemm_bias_gelu_bf16): D = gelu(sum + bias) with
+// the GELU's input as the auxiliary matrix, of D's type and shape. f32 accumulation (CUBLAS_COMPUTE_32F: no
 // TF32, fp32 stays fp32), alpha 1, beta 1 when accumulating. gemm_tf32 (the
 // probe's third row) is the same f32 GEMM with CUBLAS_COMPUTE_32F_FAST_TF32.
 //
@@ -26,6 +28,8 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 
@@ -99,12 +103,17 @@ struct Plan {
   cublasLtMatmulAlgo_t algo{};
 };
 
-using Key = std::tuple<int, bool, bool, int, int, int, int, int, int, bool, bool, DType, DType, bool>;
+// What the GEMM's epilogue adds: nothing, the bias, or the bias then GELU
+// with the GELU's input kept (the auxiliary output).
+enum class Epilogue : int { kNone, kBias, kGeluAuxBias };
+
+using Key = std::tuple<int, bool, bool, int, int, int, int, int, int, bool, Epilogue, DType, DType, bool>;
 
 struct State {
   std::mutex mu;
   std::map<int, PerGpu> gpus;
   std::map<Key, Plan> plans;
+  std::set<Key> unfused;  // GELU_AUX_BIAS problems cuBLASLt has no algorithm for
 };
 
 State& state() {
@@ -114,37 +123,62 @@ State& state() {
 
 cudaDataType_t cuda_type(DType t) { return t == DType::bf16 ? CUDA_R_16BF : CUDA_R_32F; }
 
-Plan make_plan(const PerGpu& g, bool ta, bool tb, int M, int N, int K, int lda, int ldb, int ldc, bool has_bias,
-               DType in, DType out, bool tf32) {
+// The plan of one problem, or nullopt where cuBLASLt refuses it (an
+// attribute or no algorithm): fatal for the plain GEMM, a fallback for the
+// fused GELU. aux: the GELU input's buffer (its alignment steers the
+// heuristic).
+std::optional<Plan> try_plan(const PerGpu& g, bool ta, bool tb, int M, int N, int K, int lda, int ldb, int ldc,
+                             Epilogue epi, DType in, DType out, bool tf32, void* aux) {
   const Lt& f = lt();
   Plan p;
-  ok(f.desc_create(&p.op, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F),
-     "cublasLtMatmulDescCreate");
+  auto ok = [](cublasStatus_t st) { return st == CUBLAS_STATUS_SUCCESS; };
+  if (!ok(f.desc_create(&p.op, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F)))
+    return std::nullopt;
   const cublasOperation_t op_first = tb ? CUBLAS_OP_T : CUBLAS_OP_N, op_second = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-  ok(f.desc_set(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof op_first), "TRANSA");
-  ok(f.desc_set(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof op_second), "TRANSB");
-  if (has_bias) {
-    const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+  if (!ok(f.desc_set(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof op_first)) ||
+      !ok(f.desc_set(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof op_second)))
+    return std::nullopt;
+  if (epi != Epilogue::kNone) {
+    const cublasLtEpilogue_t e = epi == Epilogue::kBias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
     const cudaDataType_t bias_type = CUDA_R_32F;
-    ok(f.desc_set(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), "EPILOGUE");
-    ok(f.desc_set(p.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type), "BIAS_DATA_TYPE");
+    if (!ok(f.desc_set(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e)) ||
+        !ok(f.desc_set(p.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type)))
+      return std::nullopt;
+  }
+  if (epi == Epilogue::kGeluAuxBias) {
+    // The GELU input, of C's type and shape: (N,M) column-major, ld N.
+    const int64_t aux_ld = ldc;
+    if (!ok(f.desc_set(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof aux_ld)) ||
+        !ok(f.desc_set(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux)))
+      return std::nullopt;
   }
   // First operand: our B read column-major: (N,K) untransposed, stored (K,N) col-major when tb.
-  ok(f.layout_create(&p.first, cuda_type(in), tb ? K : N, tb ? N : K, ldb), "layout B");
   // Second: our A: (K,M) column-major untransposed, stored (M,K) when ta.
-  ok(f.layout_create(&p.second, cuda_type(in), ta ? M : K, ta ? K : M, lda), "layout A");
-  ok(f.layout_create(&p.out, cuda_type(out), N, M, ldc), "layout C");
+  if (!ok(f.layout_create(&p.first, cuda_type(in), tb ? K : N, tb ? N : K, ldb)) ||
+      !ok(f.layout_create(&p.second, cuda_type(in), ta ? M : K, ta ? K : M, lda)) ||
+      !ok(f.layout_create(&p.out, cuda_type(out), N, M, ldc)))
+    return std::nullopt;
   cublasLtMatmulPreference_t pref = nullptr;
-  ok(f.pref_create(&pref), "cublasLtMatmulPreferenceCreate");
-  ok(f.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &kWorkspace, sizeof kWorkspace), "workspace");
+  if (!ok(f.pref_create(&pref)) ||
+      !ok(f.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &kWorkspace, sizeof kWorkspace)))
+    return std::nullopt;
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  ok(f.heuristic(g.handle, p.op, p.first, p.second, p.out, p.out, pref, 1, &result, &found),
-     "cublasLtMatmulAlgoGetHeuristic");
-  if (found < 1)
-    fail("no cuBLASLt algorithm for " + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K));
+  if (!ok(f.heuristic(g.handle, p.op, p.first, p.second, p.out, p.out, pref, 1, &result, &found)) || found < 1)
+    return std::nullopt;
   p.algo = result.algo;
   return p;
+}
+
+// This thread's GPU's handle and workspace, made on first use (under st.mu).
+PerGpu& gpu_of(State& st, int* device) {
+  ok(cudaGetDevice(device), "cudaGetDevice");
+  PerGpu& g = st.gpus[*device];
+  if (!g.handle) {
+    ok(lt().create(&g.handle), "cublasLtCreate");
+    ok(cudaMalloc(&g.workspace, kWorkspace), "workspace");
+  }
+  return g;
 }
 
 void gemm_with(bool tf32, DType in, DType out, bool ta, bool tb, int M, int N, int K, const void* A, int lda,
@@ -152,16 +186,16 @@ void gemm_with(bool tf32, DType in, DType out, bool ta, bool tb, int M, int N, i
   State& st = state();
   std::lock_guard<std::mutex> lock(st.mu);
   int device = 0;
-  ok(cudaGetDevice(&device), "cudaGetDevice");
-  PerGpu& g = st.gpus[device];
-  if (!g.handle) {
-    ok(lt().create(&g.handle), "cublasLtCreate");
-    ok(cudaMalloc(&g.workspace, kWorkspace), "workspace");
-  }
-  const Key key{device, ta, tb, M, N, K, lda, ldb, ldc, accumulate, bias != nullptr, in, out, tf32};
+  PerGpu& g = gpu_of(st, &device);
+  const Epilogue epi = bias ? Epilogue::kBias : Epilogue::kNone;
+  const Key key{device, ta, tb, M, N, K, lda, ldb, ldc, accumulate, epi, in, out, tf32};
   auto it = st.plans.find(key);
-  if (it == st.plans.end())
-    it = st.plans.emplace(key, make_plan(g, ta, tb, M, N, K, lda, ldb, ldc, bias != nullptr, in, out, tf32)).first;
+  if (it == st.plans.end()) {
+    auto plan = try_plan(g, ta, tb, M, N, K, lda, ldb, ldc, epi, in, out, tf32, nullptr);
+    if (!plan)
+      fail("no cuBLASLt algorithm for " + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K));
+    it = st.plans.emplace(key, *plan).first;
+  }
   Plan& p = it->second;
   if (bias) ok(lt().desc_set(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias), "BIAS_POINTER");
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
@@ -170,11 +204,49 @@ void gemm_with(bool tf32, DType in, DType out, bool ta, bool tb, int M, int N, i
      "cublasLtMatmul");
 }
 
+// The fused form where cuBLASLt has one for this problem; false otherwise.
+bool gelu_fused(int M, int N, int K, const bf16* A, const bf16* B, const float* bias, bf16* pre, bf16* act,
+                Stream s) {
+  if (N % 8 != 0) return false;  // the auxiliary matrix's leading dimension rule
+  State& st = state();
+  std::lock_guard<std::mutex> lock(st.mu);
+  int device = 0;
+  PerGpu& g = gpu_of(st, &device);
+  const Key key{device, false, false, M, N, K, K, N, N, false, Epilogue::kGeluAuxBias, DType::bf16, DType::bf16, false};
+  if (st.unfused.count(key)) return false;
+  auto it = st.plans.find(key);
+  if (it == st.plans.end()) {
+    auto plan = try_plan(g, false, false, M, N, K, K, N, N, Epilogue::kGeluAuxBias, DType::bf16, DType::bf16, false,
+                         pre);
+    if (!plan) {
+      st.unfused.insert(key);
+      return false;
+    }
+    it = st.plans.emplace(key, *plan).first;
+  }
+  Plan& p = it->second;
+  void* aux = pre;
+  ok(lt().desc_set(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias), "BIAS_POINTER");
+  ok(lt().desc_set(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux), "EPILOGUE_AUX_POINTER");
+  const float alpha = 1.0f, beta = 0.0f;
+  ok(lt().matmul(g.handle, p.op, &alpha, B, p.first, A, p.second, &beta, act, p.out, act, p.out, &p.algo,
+                 g.workspace, kWorkspace, s),
+     "cublasLtMatmul (GELU_AUX_BIAS)");
+  return true;
+}
+
 }  // namespace
 
 void gemm(DType in, DType out, bool ta, bool tb, int M, int N, int K, const void* A, int lda, const void* B, int ldb,
           void* C, int ldc, bool accumulate, const float* bias, Stream s) {
   gemm_with(false, in, out, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, accumulate, bias, s);
+}
+
+void gemm_bias_gelu_bf16(int M, int N, int K, const bf16* A, const bf16* B, const float* bias, bf16* pre, bf16* act,
+                         Stream s) {
+  if (gelu_fused(M, N, K, A, B, bias, pre, act, s)) return;
+  gemm(DType::bf16, DType::bf16, false, false, M, N, K, A, K, B, N, pre, N, false, bias, s);
+  bias_gelu_forward_bf16(act, pre, nullptr, M, N, s);
 }
 
 void gemm_tf32(int M, int N, int K, const float* A, const float* B, float* C, Stream s) {

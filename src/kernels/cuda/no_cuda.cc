@@ -55,6 +55,9 @@ void gemm(DType, DType, bool, bool, int, int, int, const void*, int, const void*
   unreachable();
 }
 void gemm_tf32(int, int, int, const float*, const float*, float*, Stream) { unreachable(); }
+void gemm_bias_gelu_bf16(int, int, int, const bf16*, const bf16*, const float*, bf16*, bf16*, Stream) {
+  unreachable();
+}
 void embedding_forward(float*, const int32_t*, const float*, const float*, int, int, int, Stream) { unreachable(); }
 void embedding_lookup(float*, const int32_t*, const float*, int64_t, int64_t, int, int, Stream) { unreachable(); }
 void add_positions(float*, const float*, int, int, int, int, Stream) { unreachable(); }

@@ -39,7 +39,7 @@ std::unique_ptr<Workload> make(const ClimateConfig& c, comm::Comm& comm) {
   return w ? std::move(*w) : nullptr;
 }
 
-void run_to(Workload& w, int64_t step) {
+void advance_to(Workload& w, int64_t step) {
   while (w.steps_done() < step) ASSERT_TRUE(w.step().is_ok());
 }
 
@@ -127,7 +127,7 @@ TEST(ClimateFactoryTest, AutomaticStepDividesTheRun) {
   auto w = make(c, *comm);
   ASSERT_TRUE(w);
   ASSERT_TRUE(w->begin(".").is_ok());
-  run_to(*w, w->total_steps());
+  advance_to(*w, w->total_steps());
   EXPECT_NEAR(double(w->metrics()["sim_time_h"]), 24.0, 1e-9);
 }
 
@@ -141,14 +141,14 @@ TEST(ClimateResumeTest, ResumeIsBitIdentical) {
     TempDir d1("climate_resume_a"), d2("climate_resume_b");
     auto a = make(c, *comm);
     ASSERT_TRUE(a && a->begin(d1.path()).is_ok());
-    run_to(*a, a->total_steps());
+    advance_to(*a, a->total_steps());
     auto state_a = a->save();
     ASSERT_TRUE(state_a.is_ok());
 
     const int64_t k = a->total_steps() / 2 + 1;  // not a diagnostic or snapshot step
     auto b = make(c, *comm);
     ASSERT_TRUE(b && b->begin(d2.path()).is_ok());
-    run_to(*b, k);
+    advance_to(*b, k);
     auto mid = b->save();
     ASSERT_TRUE(mid.is_ok());
     b.reset();
@@ -156,7 +156,7 @@ TEST(ClimateResumeTest, ResumeIsBitIdentical) {
     ASSERT_TRUE(resumed->load(*mid, k).is_ok());
     ASSERT_TRUE(resumed->begin(d2.path()).is_ok());
     EXPECT_EQ(resumed->steps_done(), k);
-    run_to(*resumed, resumed->total_steps());
+    advance_to(*resumed, resumed->total_steps());
     auto state_b = resumed->save();
     ASSERT_TRUE(state_b.is_ok());
     expect_same_state(*state_a, *state_b);
@@ -200,7 +200,7 @@ TEST(ClimateDeterminismTest, ThreadCountDoesNotChangeTheFields) {
     omp_set_num_threads(threads);
     auto w = make(c, *comm);
     ASSERT_TRUE(w->begin(".").is_ok());
-    run_to(*w, w->total_steps());
+    advance_to(*w, w->total_steps());
     auto st = w->save();
     ASSERT_TRUE(st.is_ok());
     states.push_back(*st);
@@ -228,7 +228,7 @@ TEST(ClimateNetcdfTest, WritesCfThatNcdumpReads) {
   TempDir dir("climate_nc");
   auto w = make(c, *comm);
   ASSERT_TRUE(w->begin(dir.path()).is_ok());
-  run_to(*w, w->total_steps());
+  advance_to(*w, w->total_steps());
   auto st = w->save();
   auto summary = w->finish(dir.path());
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();
@@ -268,7 +268,7 @@ TEST(ClimateNetcdfTest, UnwritableDirectoryIsAnIoErrorNamingTheFile) {
   auto comm = comm::make_single_comm();
   auto w = make(small(6), *comm);
   ASSERT_TRUE(w->begin(".").is_ok());
-  run_to(*w, w->total_steps());
+  advance_to(*w, w->total_steps());
   auto r = w->finish("/nonexistent/dir");
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("/nonexistent/dir/climate.nc"), std::string::npos)
