@@ -113,6 +113,17 @@ Status begin_capture(Stream s);
 // mode; a capture that failed (an operation that cannot be captured) is one
 // line naming CUDA's reason and nothing ran.
 Result<Graph*> end_capture(Stream s);
+// While this thread captures (begin_capture .. end_capture), an operation
+// CUDA or cuBLASLt refuses to record is the capture's failure, not the
+// process's: the backend's error checks call capture_refused(what), which
+// notes the first refusal and returns true, and return instead of aborting;
+// end_capture then fails with it, and nothing recorded ran
+// (kernels/step_graph.h runs the step again uncaptured). False outside a
+// capture: the caller aborts as before.
+bool capture_refused(const std::string& what);
+// How many captured graphs exist: the buffers they recorded must stay where
+// they are (the backend's scratch may not grow while one does).
+int live_graphs();
 // Queues the whole graph on s.
 Status launch_graph(Graph* g, Stream s);
 void destroy_graph(Graph* g);

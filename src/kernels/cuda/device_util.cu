@@ -28,6 +28,11 @@ float* device_scratch(ScratchSlot slot, size_t floats) {
   std::lock_guard<std::mutex> lock(mu);
   float*& buf = scratch[device][slot];
   if (have[device][slot] < floats) {
+    if (live_graphs() > 0) {  // a graph recorded the old buffer: a bug, not bad input
+      std::fprintf(stderr, "[cuda] scratch slot %d grew to %zu floats after a CUDA graph recorded it\n", int(slot),
+                   floats);
+      std::abort();
+    }
     if (buf) {
       cudaDeviceSynchronize();  // kernels in flight may still read the old one
       cudaFree(buf);

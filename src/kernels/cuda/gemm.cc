@@ -83,11 +83,17 @@ const Lt& lt() {
   return fns;
 }
 
+// Under a capture a refused call fails the capture, not the process
+// (capture_refused): the step then runs uncaptured.
 void ok(cublasStatus_t s, const char* what) {
-  if (s != CUBLAS_STATUS_SUCCESS) fail(std::string(what) + ": " + lt().status_string(s));
+  if (s == CUBLAS_STATUS_SUCCESS) return;
+  const std::string why = std::string(what) + ": " + lt().status_string(s);
+  if (!capture_refused("gemm: " + why)) fail(why);
 }
 void ok(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) fail(std::string(what) + ": " + cudaGetErrorString(e));
+  if (e == cudaSuccess) return;
+  const std::string why = std::string(what) + ": " + cudaGetErrorString(e);
+  if (!capture_refused("gemm: " + why)) fail(why);
 }
 
 constexpr size_t kWorkspace = size_t(32) << 20;

@@ -2,6 +2,9 @@
 // captures a step with. Compiled only where the CUDA toolkit is.
 #include <cuda_runtime.h>
 
+#include <atomic>
+#include <string>
+
 #include "kernels/cuda/cuda.h"
 
 namespace crucible::kernels::cuda {
@@ -15,7 +18,18 @@ namespace {
 Status failed(cudaError_t e, const std::string& what) {
   return Status::internal("[cuda] " + what + ": " + cudaGetErrorString(e));
 }
+thread_local bool capturing = false;
+thread_local std::string refused;  // the capture's first refused operation
+std::atomic<int> graphs{0};
 }  // namespace
+
+bool capture_refused(const std::string& what) {
+  if (!capturing) return false;
+  if (refused.empty()) refused = what;
+  return true;
+}
+
+int live_graphs() { return graphs.load(); }
 
 Result<Stream> create_stream(int index) {
   int current = 0;
@@ -35,12 +49,21 @@ void destroy_stream(Stream s) {
 Status begin_capture(Stream s) {
   if (!s) return Status::internal("[cuda] a graph cannot be captured on the legacy default stream");
   const cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
-  return e == cudaSuccess ? Status::ok() : failed(e, "cudaStreamBeginCapture");
+  if (e != cudaSuccess) return failed(e, "cudaStreamBeginCapture");
+  capturing = true;
+  refused.clear();
+  return Status::ok();
 }
 
 Result<Graph*> end_capture(Stream s) {
   cudaGraph_t graph = nullptr;
   cudaError_t e = cudaStreamEndCapture(s, &graph);
+  capturing = false;
+  if (!refused.empty()) {
+    if (graph) cudaGraphDestroy(graph);
+    cudaGetLastError();
+    return Status::internal("[cuda] capturing the step: " + refused);
+  }
   if (e != cudaSuccess) {
     if (graph) cudaGraphDestroy(graph);
     cudaGetLastError();  // the failed capture's error is this answer, not a sticky one
@@ -53,6 +76,7 @@ Result<Graph*> end_capture(Stream s) {
     cudaGetLastError();
     return failed(e, "cudaGraphInstantiate");
   }
+  ++graphs;
   return new Graph{graph, exec};
 }
 
@@ -66,6 +90,7 @@ void destroy_graph(Graph* g) {
   if (g->exec) cudaGraphExecDestroy(g->exec);
   if (g->graph) cudaGraphDestroy(g->graph);
   delete g;
+  --graphs;
 }
 
 Status stream_wait(Stream waiter, Stream on) {

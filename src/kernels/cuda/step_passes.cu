@@ -7,6 +7,7 @@
 // GPU, so the bits do not either.
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "kernels/cuda/device_util.cuh"
 
@@ -18,6 +19,7 @@ constexpr int kPartials = 1024;  // blocks of a sum's first pass
 
 void check(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return;
+  if (capture_refused(std::string(what) + ": " + cudaGetErrorString(e))) return;
   std::fprintf(stderr, "[cuda] %s: %s\n", what, cudaGetErrorString(e));
   std::abort();
 }
