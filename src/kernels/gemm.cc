@@ -211,6 +211,7 @@ void gemm_bias_gelu_bf16(int M, int N, int K, const bf16* A, const bf16* B, cons
   CRUCIBLE_CHECK(M > 0 && N > 0 && K > 0, "[gemm] empty problem");
   const ExecTarget& here = current_target();
   CRUCIBLE_CHECK(here.device.is_cuda(), "[gemm] the fused GEMM+GELU is a GPU's (gemm_gelu_fuses)");
+  CRUCIBLE_CHECK(bias != nullptr, "[gemm] the fused GEMM+GELU adds a bias");
   // One GEMM's FLOPs plus the GELU's; its operands once, pre and act written.
   const double mn = double(M) * N;
   KernelTimer timer(KernelClass::gemm, 2.0 * mn * K + 10 * mn, 2.0 * (double(M) * K + double(K) * N) + 2 * 2 * mn);
