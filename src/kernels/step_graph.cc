@@ -22,7 +22,8 @@ StepGraph::~StepGraph() {
 
 Status StepGraph::capture(const std::function<Status()>& body) {
   CRUCIBLE_CHECK(!graph_, "[kernels] a step graph is captured once");
-  CRUCIBLE_CHECK(!cuda::kernel_timing(), "[kernels] a timed step is not captured (its CUDA events)");
+  CRUCIBLE_CHECK(!cuda::kernel_timing(),
+                 "[kernels] a timed step is not captured (its CUDA events)");
   // The graph's stream waits for what the caller queued (the batch's and the
   // scalars' copies) before capture starts: a wait recorded inside would
   // tie the graph to this one step.

@@ -67,24 +67,30 @@ TEST(GpuGraph, ReplayedStepsAreLaunchedStepsBitForBit) {
         };
         reset_kernel_stats();
         const uint64_t waits = kernels::host_waits();
-        ASSERT_TRUE(step.run(1e-3f, load, [](const parallel::Action&) {}, [](runtime::Phase) {}, m[k]).is_ok());
+        ASSERT_TRUE(
+            step.run(
+                    1e-3f, load, [](const parallel::Action&) {}, [](runtime::Phase) {}, m[k])
+                .is_ok());
         EXPECT_EQ(kernels::host_waits() - waits, 1u) << "step " << s;
         counted[k] = kernel_stats();
       }
       EXPECT_EQ((*graphed)->graph_refusal(), "");
-      EXPECT_EQ(m[1].graph_ms > 0, s >= 2) << "step " << s << ": replayed from the graph from the third";
+      EXPECT_EQ(m[1].graph_ms > 0, s >= 2)
+          << "step " << s << ": replayed from the graph from the third";
       EXPECT_EQ(m[0].graph_ms, 0.0);
       EXPECT_EQ(m[0].loss, m[1].loss) << "step " << s;
       EXPECT_EQ(m[0].grad_norm, m[1].grad_norm) << "step " << s;
       for (int c = 0; c < int(KernelClass::count); ++c) {
-        EXPECT_EQ(counted[0][size_t(c)].calls, counted[1][size_t(c)].calls) << kernel_class_name(KernelClass(c));
+        EXPECT_EQ(counted[0][size_t(c)].calls, counted[1][size_t(c)].calls)
+            << kernel_class_name(KernelClass(c));
         EXPECT_DOUBLE_EQ(counted[0][size_t(c)].flops, counted[1][size_t(c)].flops)
             << kernel_class_name(KernelClass(c));
       }
     }
     const std::vector<float> a = weights(**launched), b = weights(**graphed);
     ASSERT_EQ(a.size(), b.size());
-    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << "the weights differ after 5 steps";
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4))
+        << "the weights differ after 5 steps";
     EXPECT_EQ((*launched)->optimizer().steps_taken(), 5);
     EXPECT_EQ((*graphed)->optimizer().steps_taken(), 5);
   }

@@ -1,10 +1,11 @@
 // The device seam's host logic (kernels/device_scope.h, kernels/step_graph.h),
 // which needs no GPU: which stream a nested scope runs on, and where a step
 // can be captured as a CUDA graph.
+#include "kernels/device_scope.h"
+
 #include <gtest/gtest.h>
 
 #include "kernels/cuda/cuda.h"
-#include "kernels/device_scope.h"
 #include "kernels/step_graph.h"
 
 namespace crucible {

@@ -12,7 +12,8 @@ namespace crucible::runtime {
 namespace {
 
 TEST(RunPrediction, AGpuRunsPredictionKnowsItsStepIsAGraph) {
-  auto cluster = plan::load_cluster(std::string(CRUCIBLE_SOURCE_DIR) + "/configs/clusters/dgx-h100.toml");
+  auto cluster =
+      plan::load_cluster(std::string(CRUCIBLE_SOURCE_DIR) + "/configs/clusters/dgx-h100.toml");
   ASSERT_TRUE(cluster) << cluster.status().message();
   ASSERT_FALSE(cluster->stack.graphs);  // the file describes eager launches
   cluster->stack.launch_s = 50e-6;      // launch-bound: the tiny model's kernels take less
