@@ -143,13 +143,16 @@ Attempt attempt(const char* precision, int k) {
 // GEMM rate in its traced steps with its probe's for the same GEMMs; where
 // they differ by more than 7.5% (GEMMs are about two thirds of the step:
 // some 5% of it), the inputs the prediction was made from no longer held.
-// Up to three fresh attempts; one whose steps spread by more than 15%, or
+// A run whose steps spread by more than the 10% it judges cannot judge it
+// either: on 2026-12-07 a bf16 attempt with an 11% spread and GEMMs 5% off
+// the probe measured -10.4% while the next, steadier one (4%) measured
+// -4.4%. Up to three fresh attempts; one whose steps spread by more than 10%, or
 // whose GEMMs drifted more than 7.5% from the probe's, is not a judgement;
 // the prediction must be within 10% of a judged attempt's median. Every
 // judged attempt missing fails; no judged attempt at all skips, saying so
 // (never a pass).
 TEST(ClosedLoop, DefaultJobPredictsItsOwnStepWithinTenPercent) {
-  constexpr double kSteady = 0.15, kDrift = 0.075;
+  constexpr double kSteady = 0.10, kDrift = 0.075;
   std::string unsteady;
   for (const char* precision : {"fp32", "bf16"}) {
     SCOPED_TRACE(precision);
@@ -173,7 +176,7 @@ TEST(ClosedLoop, DefaultJobPredictsItsOwnStepWithinTenPercent) {
   if (!unsteady.empty())
     GTEST_SKIP()
         << "this machine was not steady in any attempt (" << unsteady
-        << "): its steps spread more than 15%, or its GEMMs ran more than 7.5% away from the "
+        << "): its steps spread more than 10%, or its GEMMs ran more than 7.5% away from the "
            "probe's rate; a 10% prediction cannot be judged";
 }
 
