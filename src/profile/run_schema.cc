@@ -42,7 +42,7 @@ Status check_plan_document(const json& p, const std::string& op, const std::stri
   }));
   for (const char* k : {"layout_text", "why_not", "no_time_prediction"})
     CRUCIBLE_RETURN_IF_ERROR(s.string(p, k));
-  for (const char* k : {"runs", "fits"}) CRUCIBLE_RETURN_IF_ERROR(s.boolean(p, k));
+  for (const char* k : {"runs", "fits", "cuda_graphs"}) CRUCIBLE_RETURN_IF_ERROR(s.boolean(p, k));
   for (const char* k : {"peak_memory_bytes", "device_memory_bytes"})
     CRUCIBLE_RETURN_IF_ERROR(s.number(p, k, 0, kMaxBytes));
   CRUCIBLE_RETURN_IF_ERROR(s.integer(p, "peak_rank", 0, 1 << 24));
@@ -77,7 +77,7 @@ Status check_metrics_row(const json& r, const std::string& op, const std::string
   for (const char* k : {"mfu", "mfu_of_gemm"}) CRUCIBLE_RETURN_IF_ERROR(unless_null(k, 0, 1e6));
   for (const char* k : {"step_ms", "data_wait_ms", "forward_ms", "backward_ms", "optimizer_ms",
                         "comm_ms", "pipeline_wait_ms", "tp_comm_ms", "eval_ms", "ckpt_stall_ms",
-                        "ckpt_wait_ms", "ckpt_write_ms", "ckpt_flush_ms"})
+                        "ckpt_wait_ms", "ckpt_write_ms", "ckpt_flush_ms", "graph_ms"})
     CRUCIBLE_RETURN_IF_ERROR(s.number(r, k, 0, kMaxMs));
   for (const char* k : {"mem_in_use", "mem_peak", "mem_cached", "comm_bytes"})
     CRUCIBLE_RETURN_IF_ERROR(s.number(r, k, 0, kMaxBytes));

@@ -36,6 +36,12 @@ TEST(RunSchema, PlanDocument) {
   EXPECT_NE(why(check_plan_document(p, "[report]", "R/plan.json"))
                 .find("layout.devices must be an integer"),
             std::string::npos);
+  p = plan_seed("predicted.json");
+  p["cuda_graphs"] = true;  // a GPU run's own prediction says whether its step is a graph
+  EXPECT_EQ(why(check_plan_document(p, "[report]", "R/plan.json")), "ok");
+  p["cuda_graphs"] = 1;
+  EXPECT_EQ(why(check_plan_document(p, "[report]", "R/plan.json")),
+            "[report] R/plan.json: cuda_graphs must be true or false, not an integer");
   EXPECT_NE(why(check_plan_document(json::array(), "[report]", "R/plan.json"))
                 .find("the document must be an object"),
             std::string::npos);
@@ -53,6 +59,12 @@ TEST(RunSchema, MetricsRow) {
   bad["step_ms"] = 1e308;
   EXPECT_EQ(why(check_metrics_row(bad, "[plan]", "R/metrics.jsonl:3")),
             "[plan] R/metrics.jsonl:3: step_ms = 1e+308 is out of range [0, 1e+09]");
+  json graphed = row;  // a step replayed from a CUDA graph
+  graphed["graph_ms"] = 9.5;
+  EXPECT_EQ(why(check_metrics_row(graphed, "[plan]", "R/metrics.jsonl:3")), "ok");
+  graphed["graph_ms"] = -1;
+  EXPECT_NE(why(check_metrics_row(graphed, "[plan]", "M")).find("graph_ms = -1 is out of range"),
+            std::string::npos);
   bad = row, bad["step_ms"] = nullptr;
   EXPECT_NE(why(check_metrics_row(bad, "[plan]", "M")).find("step_ms must be a number, not null"),
             std::string::npos);
