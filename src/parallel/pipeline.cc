@@ -154,13 +154,6 @@ Status PipelineStage::receive(void* buf, size_t bytes, int peer, int t, double* 
   return s;
 }
 
-Result<StageTimes> PipelineStage::run(float grad_scale, double* loss_sum, const StepHooks& hooks) {
-  const double data = load(hooks);
-  auto times = run_loaded(grad_scale, loss_sum, hooks);
-  if (times) times->data = data;
-  return times;
-}
-
 double PipelineStage::load(const StepHooks& hooks) {
   const nn::GPTPart& part = model_.part();
   if (!part.embedding && !part.head) return 0;
@@ -173,7 +166,7 @@ double PipelineStage::load(const StepHooks& hooks) {
   return data;
 }
 
-Result<StageTimes> PipelineStage::run_loaded(float grad_scale, double* loss_sum, const StepHooks& hooks) {
+Result<StageTimes> PipelineStage::run(float grad_scale, double* loss_sum, const StepHooks& hooks) {
   StageTimes times;
   const nn::GPTPart& part = model_.part();
   const int v = schedule_.v, pp = schedule_.pp, m = schedule_.m;

@@ -34,8 +34,8 @@
 namespace crucible::parallel {
 
 // What a step on this rank did, in seconds.
+// (Loading its micro-batches is load()'s return.)
 struct StageTimes {
-  double data = 0;      // loading the micro-batches (StepHooks::load)
   double forward = 0;   // forward actions
   double backward = 0;  // backward actions (all passes)
   double wait = 0;      // blocked in receives and in the step's final send waits
@@ -64,18 +64,17 @@ class PipelineStage {
   PipelineStage(nn::GPT& model, comm::Comm& pp, Schedule schedule, int pp_rank, int B, int T);
   ~PipelineStage();
 
-  // One step: every action of this rank's list. grad_scale as in
-  // nn::GPT::forward. On the stage that ends the model each micro-batch's
-  // mean loss is added to *loss_sum, a double in the model's device memory
-  // (nn::GPT::add_loss: nothing read back). A failed send or receive (a
-  // neighbour gone) is the Status; the step is then lost (the caller stops).
-  Result<StageTimes> run(float grad_scale, double* loss_sum, const StepHooks& hooks);
-  // run() in two halves: the host's (the micro-batches loaded into the step's
-  // batch buffer, at the same address every step; returns the seconds spent
-  // waiting for data), then the actions (what a captured graph of the step
-  // records: kernels/step_graph.h). The times' data is 0.
+  // One step in two halves. load: the host's, the micro-batches (StepHooks::
+  // load) into the step's batch buffer, at the same address every step;
+  // returns the seconds spent waiting for data. run: every action of this
+  // rank's list, what a captured graph of the step records
+  // (kernels/step_graph.h). grad_scale as in nn::GPT::forward. On the stage
+  // that ends the model each micro-batch's mean loss is added to *loss_sum, a
+  // double in the model's device memory (nn::GPT::add_loss: nothing read
+  // back). A failed send or receive (a neighbour gone) is the Status; the
+  // step is then lost (the caller stops).
   double load(const StepHooks& hooks);
-  Result<StageTimes> run_loaded(float grad_scale, double* loss_sum, const StepHooks& hooks);
+  Result<StageTimes> run(float grad_scale, double* loss_sum, const StepHooks& hooks);
   // Forward only, for validation: micro-batch i's tokens/targets from
   // load(i, ...) on the first and last stage; every stage forwards each in
   // turn. Returns the sum of the micro-batches' mean losses on the stage that

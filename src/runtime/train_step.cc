@@ -187,7 +187,7 @@ bool TrainStep::graphs_apply() const {
 Status TrainStep::body(float grad_scale, kernels::StepScalars* scalars, const parallel::StepHooks& hooks,
                        const std::function<void(Phase)>& phase, StepMetrics& m) {
   const bool overlap = dp_ && cfg_.dist.overlap;
-  auto times = stage_->run_loaded(grad_scale, &scalars->loss_sum, hooks);
+  auto times = stage_->run(grad_scale, &scalars->loss_sum, hooks);
   if (!times) return times.status();
   if (tp_) {
     CRUCIBLE_RETURN_IF_ERROR(tp_->error());
