@@ -13,6 +13,7 @@
 #include "profile/machine.h"
 #include "profile/probe_schema.h"
 #include "profile/run_schema.h"
+#include "runtime/train_step.h"
 
 namespace crucible::runtime {
 
@@ -115,11 +116,10 @@ nlohmann::json run_prediction(const Config& cfg, int world, const Result<plan::C
   const plan::Candidate c = candidate_of(cfg, world);
   nlohmann::json j;
   if (cluster) {
-    // The stack as this run has it: a single rank's GPU step replays a CUDA
-    // graph (run.cuda_graphs; runtime/train_step.h graphs_apply), every
-    // other run launches kernel by kernel.
+    // The stack as this run has it: replaying a CUDA graph where its step
+    // does (runtime/train_step.h graphs_apply), else kernel by kernel.
     plan::Cluster mine = *cluster;
-    mine.stack.graphs = cfg.run.cuda_graphs && cfg.run.device != "cpu" && world == 1 && !cfg.dist.reproducible;
+    mine.stack.graphs = TrainStep::graphs_apply(cfg, world);
     j = plan::to_json(plan::predict(cfg.model, c, mine));
     j["cuda_graphs"] = mine.stack.graphs;
     j["cluster"] = {{"name", cluster->name}, {"source", cluster->source}};

@@ -179,9 +179,11 @@ Status TrainStep::run(float lr, const std::function<double(int, int32_t*, int32_
   return Status::ok();
 }
 
-bool TrainStep::graphs_apply() const {
-  return cfg_.run.cuda_graphs && kernels::StepGraph::available(model_->part().device) && layout_.world() == 1 &&
-         !tree_ && !dp_ && !tp_ && !rows_ && !tied_;
+// One rank (so no data-, tensor- or pipeline-parallel group and no embedding
+// rows), not the reproducible tree.
+bool TrainStep::graphs_apply(const Config& cfg, int world) {
+  return cfg.run.cuda_graphs && world == 1 && !cfg.dist.reproducible &&
+         kernels::StepGraph::available(*Device::parse(cfg.run.device));
 }
 
 Status TrainStep::body(float grad_scale, kernels::StepScalars* scalars, const parallel::StepHooks& hooks,

@@ -87,7 +87,8 @@ class TrainStep {
   // whose kernels are timed or whose first run allocates (the process's
   // first), nor one with injected faults (they fire from host hooks a replay
   // skips). The first allowed step is captured; later ones replay it.
-  bool graphs_apply() const;
+  static bool graphs_apply(const Config& cfg, int world);
+  bool graphs_apply() const { return graphs_apply(cfg_, layout_.world()); }
   void allow_graph(bool allowed) { graph_allowed_ = allowed; }
   // Why CUDA refused to capture the step ("" if it did not): the run goes on
   // without graphs.
