@@ -29,7 +29,6 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <tuple>
 
@@ -118,8 +117,7 @@ using Key = std::tuple<int, bool, bool, int, int, int, int, int, int, bool, Epil
 struct State {
   std::mutex mu;
   std::map<int, PerGpu> gpus;
-  std::map<Key, Plan> plans;
-  std::set<Key> unfused;  // GELU_AUX_BIAS problems cuBLASLt has no algorithm for
+  std::map<Key, std::optional<Plan>> plans;  // nullopt: cuBLASLt has no algorithm for it
 };
 
 State& state() {
@@ -187,57 +185,32 @@ PerGpu& gpu_of(State& st, int* device) {
   return g;
 }
 
-void gemm_with(bool tf32, DType in, DType out, bool ta, bool tb, int M, int N, int K, const void* A, int lda,
-               const void* B, int ldb, void* C, int ldc, bool accumulate, const float* bias, Stream s) {
+// C = op(A) op(B) (+ C) with the epilogue (its bias, and for GELU_AUX_BIAS
+// the GELU's input written to aux), on stream s. False where cuBLASLt has no
+// algorithm for a GELU_AUX_BIAS problem (the caller has another way); for
+// the plain GEMM that is fatal.
+bool matmul(Epilogue epi, bool tf32, DType in, DType out, bool ta, bool tb, int M, int N, int K, const void* A,
+            int lda, const void* B, int ldb, void* C, int ldc, bool accumulate, const float* bias, void* aux,
+            Stream s) {
   State& st = state();
   std::lock_guard<std::mutex> lock(st.mu);
   int device = 0;
   PerGpu& g = gpu_of(st, &device);
-  const Epilogue epi = bias ? Epilogue::kBias : Epilogue::kNone;
   const Key key{device, ta, tb, M, N, K, lda, ldb, ldc, accumulate, epi, in, out, tf32};
   auto it = st.plans.find(key);
-  if (it == st.plans.end()) {
-    auto plan = try_plan(g, ta, tb, M, N, K, lda, ldb, ldc, epi, in, out, tf32, nullptr);
-    if (!plan)
-      fail("no cuBLASLt algorithm for " + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K));
-    it = st.plans.emplace(key, *plan).first;
+  if (it == st.plans.end())
+    it = st.plans.emplace(key, try_plan(g, ta, tb, M, N, K, lda, ldb, ldc, epi, in, out, tf32, aux)).first;
+  if (!it->second) {
+    if (epi == Epilogue::kGeluAuxBias) return false;
+    fail("no cuBLASLt algorithm for " + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K));
   }
-  Plan& p = it->second;
+  Plan& p = *it->second;
   if (bias) ok(lt().desc_set(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias), "BIAS_POINTER");
+  if (aux) ok(lt().desc_set(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux), "EPILOGUE_AUX_POINTER");
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   ok(lt().matmul(g.handle, p.op, &alpha, B, p.first, A, p.second, &beta, C, p.out, C, p.out, &p.algo, g.workspace,
                  kWorkspace, s),
      "cublasLtMatmul");
-}
-
-// The fused form where cuBLASLt has one for this problem; false otherwise.
-bool gelu_fused(int M, int N, int K, const bf16* A, const bf16* B, const float* bias, bf16* pre, bf16* act,
-                Stream s) {
-  if (N % 8 != 0) return false;  // the auxiliary matrix's leading dimension rule
-  State& st = state();
-  std::lock_guard<std::mutex> lock(st.mu);
-  int device = 0;
-  PerGpu& g = gpu_of(st, &device);
-  const Key key{device, false, false, M, N, K, K, N, N, false, Epilogue::kGeluAuxBias, DType::bf16, DType::bf16, false};
-  if (st.unfused.count(key)) return false;
-  auto it = st.plans.find(key);
-  if (it == st.plans.end()) {
-    auto plan = try_plan(g, false, false, M, N, K, K, N, N, Epilogue::kGeluAuxBias, DType::bf16, DType::bf16, false,
-                         pre);
-    if (!plan) {
-      st.unfused.insert(key);
-      return false;
-    }
-    it = st.plans.emplace(key, *plan).first;
-  }
-  Plan& p = it->second;
-  void* aux = pre;
-  ok(lt().desc_set(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias), "BIAS_POINTER");
-  ok(lt().desc_set(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux), "EPILOGUE_AUX_POINTER");
-  const float alpha = 1.0f, beta = 0.0f;
-  ok(lt().matmul(g.handle, p.op, &alpha, B, p.first, A, p.second, &beta, act, p.out, act, p.out, &p.algo,
-                 g.workspace, kWorkspace, s),
-     "cublasLtMatmul (GELU_AUX_BIAS)");
   return true;
 }
 
@@ -245,18 +218,23 @@ bool gelu_fused(int M, int N, int K, const bf16* A, const bf16* B, const float* 
 
 void gemm(DType in, DType out, bool ta, bool tb, int M, int N, int K, const void* A, int lda, const void* B, int ldb,
           void* C, int ldc, bool accumulate, const float* bias, Stream s) {
-  gemm_with(false, in, out, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, accumulate, bias, s);
+  matmul(bias ? Epilogue::kBias : Epilogue::kNone, false, in, out, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, accumulate,
+         bias, nullptr, s);
 }
 
 void gemm_bias_gelu_bf16(int M, int N, int K, const bf16* A, const bf16* B, const float* bias, bf16* pre, bf16* act,
                          Stream s) {
-  if (gelu_fused(M, N, K, A, B, bias, pre, act, s)) return;
+  // N a multiple of 8: the auxiliary matrix's leading dimension rule.
+  if (N % 8 == 0 && matmul(Epilogue::kGeluAuxBias, false, DType::bf16, DType::bf16, false, false, M, N, K, A, K, B, N,
+                           act, N, false, bias, pre, s))
+    return;
   gemm(DType::bf16, DType::bf16, false, false, M, N, K, A, K, B, N, pre, N, false, bias, s);
   bias_gelu_forward_bf16(act, pre, nullptr, M, N, s);
 }
 
 void gemm_tf32(int M, int N, int K, const float* A, const float* B, float* C, Stream s) {
-  gemm_with(true, DType::f32, DType::f32, false, false, M, N, K, A, K, B, N, C, N, false, nullptr, s);
+  matmul(Epilogue::kNone, true, DType::f32, DType::f32, false, false, M, N, K, A, K, B, N, C, N, false, nullptr, nullptr,
+         s);
 }
 
 }  // namespace crucible::kernels::cuda
