@@ -44,9 +44,14 @@ void refit_gemms(Device& d, const std::vector<Observation>& runs, const std::vec
     }
 }
 
+// Each run as it ran: replayed from CUDA graphs or launched kernel by kernel.
 std::vector<Prediction> predict_all(const Cluster& c, const std::vector<Observation>& runs) {
   std::vector<Prediction> out;
-  for (const Observation& o : runs) out.push_back(predict(o.model, o.layout, c));
+  Cluster as_run = c;
+  for (const Observation& o : runs) {
+    as_run.stack.graphs = o.measured.graph > 0;
+    out.push_back(predict(o.model, o.layout, as_run));
+  }
   return out;
 }
 
@@ -70,9 +75,15 @@ Result<Calibration> calibrate(const Cluster& start, const std::vector<Observatio
     for (size_t i = 0; i < runs.size(); ++i) {
       const Measured& m = runs[i].measured;
       const Breakdown& b = now[i].breakdown;
-      const double mc = std::max(0.0, m.forward + m.backward - m.tp_comm);
-      if (mc > 0) ratio[i] = (b.forward + b.backward) / mc;
-      po += b.optimizer, mo += m.optimizer;
+      if (m.graph > 0) {  // one device time: compute and optimizer scale alike
+        ratio[i] = (b.forward + b.backward + b.optimizer) / m.graph;
+        po += b.optimizer, mo += b.optimizer / ratio[i];
+      } else {
+        const double mc = std::max(0.0, m.forward + m.backward - m.tp_comm);
+        if (mc > 0) ratio[i] = (b.forward + b.backward) / mc;
+        po += b.optimizer, mo += m.optimizer;
+      }
+      wait += m.data_wait;
       // What the step measured beyond everything predicted but the overhead.
       residual += m.step - (now[i].step_time_s - c.step_overhead_s - c.data_wait_s) - m.data_wait;
     }

@@ -12,6 +12,10 @@
 //               shape; other layouts interpolate between them
 //   memory      memory_efficiency, by predicted / measured optimizer time
 //               (AdamW streams memory and little else)
+// A GPU run whose steps were replayed from a CUDA graph measured its device
+// step whole (metrics.jsonl graph_ms), not phase by phase: its predicted /
+// measured device step (forward + backward + optimizer) scales its compute
+// and its optimizer alike, and it is predicted as a graph (stack.graphs).
 // The links stay as probed (`crucible launch -n N -- probe` measures them):
 // a run's communication time on a shared CPU node is mostly waiting for the
 // other ranks (fitting bandwidths to it made held-in runs worse, by up to
@@ -32,6 +36,10 @@ namespace crucible::plan {
 struct Measured {  // seconds per optimizer step, medians over steps
   double step = 0, data_wait = 0, forward = 0, backward = 0, optimizer = 0, dp_comm = 0, tp_comm = 0,
          pipeline_wait = 0;
+  // The device's whole step where steps were replayed from a CUDA graph (the
+  // median of those rows' graph_ms; the phases are then over the other rows,
+  // and 0 where there are none); 0 where no step was.
+  double graph = 0;
   uint64_t mem_peak = 0;  // the allocator's peak, the largest rank's
   int steps = 0;          // rows the medians are over
 };

@@ -16,13 +16,22 @@ namespace crucible::profile {
 
 namespace {
 
-double median_of(const std::vector<nlohmann::json>& m, const char* key) {
+// The median of `key` over the steps after the first two (all steps in a run
+// of two). A step replayed from a CUDA graph measured its device
+// time whole (graph_ms) and no phase: a phase's median is over the other
+// steps, graph_ms's over the replayed ones, and NaN where there are none.
+double median_of(const std::vector<nlohmann::json>& m, const std::string& key) {
+  const bool phase = key != "step_ms" && key != "data_wait_ms" && key != "graph_ms";
+  auto counts = [&](const nlohmann::json& r) {
+    return key == "graph_ms" ? r.contains("graph_ms") : !(phase && r.contains("graph_ms"));
+  };
+  const bool later = std::any_of(m.begin(), m.end(), [](const nlohmann::json& r) {
+    return r.value("step", 0) > 2 && r.contains("step_ms");
+  });
   std::vector<double> v;
   for (const auto& r : m)
-    if (r.value("step", 0) > 2 && r.contains("step_ms")) v.push_back(r.value(key, 0.0));
-  if (v.empty())
-    for (const auto& r : m) v.push_back(r.value(key, 0.0));
-  return median(std::move(v));
+    if ((!later || (r.value("step", 0) > 2 && r.contains("step_ms"))) && counts(r)) v.push_back(r.value(key, 0.0));
+  return v.empty() ? std::nan("") : median(std::move(v));
 }
 
 std::string error_text(double predicted, double measured) {
@@ -67,7 +76,7 @@ std::string prediction_section(const nlohmann::json& plan, const std::vector<nlo
     const char* name;
     double predicted, measured;
   };
-  const std::vector<Row> rows = {
+  std::vector<Row> rows = {
       {"forward + backward", p("forward") + p("backward") + p("tp_comm"),
        median_of(m, "forward_ms") + median_of(m, "backward_ms")},
       {"optimizer", p("optimizer"), median_of(m, "optimizer_ms")},
@@ -75,6 +84,10 @@ std::string prediction_section(const nlohmann::json& plan, const std::vector<nlo
       {"pipeline wait", p("bubble") + p("pp_comm"), median_of(m, "pipeline_wait_ms")},
       {"data wait", p("data_wait"), median_of(m, "data_wait_ms")},
       {"step", plan.value("step_time_s", 0.0) * 1e3, median_of(m, "step_ms")}};
+  // Replayed steps: the device's whole step, launch to read-back.
+  const double graph = median_of(m, "graph_ms");
+  if (std::isfinite(graph))
+    rows.insert(rows.end() - 2, {"device step (CUDA graph)", p("forward") + p("backward") + p("tp_comm") + p("optimizer"), graph});
   body += "</table><table><tr><th>phase</th><th>predicted ms</th><th>measured ms</th><th>error</th></tr>";
   svg::BarChart chart;
   chart.title = "Step time by phase: predicted and measured";
@@ -83,7 +96,8 @@ std::string prediction_section(const nlohmann::json& plan, const std::vector<nlo
   pred.name = "predicted", meas.name = "measured";
   for (const Row& r : rows) {
     body += "<tr><td>" + std::string(r.name) + "</td><td>" + fmt_fixed(r.predicted, 1) + "</td><td>" +
-            fmt_fixed(r.measured, 1) + "</td><td>" + error_text(r.predicted, r.measured) + "</td></tr>";
+            (std::isfinite(r.measured) ? fmt_fixed(r.measured, 1) : std::string("-")) + "</td><td>" +
+            error_text(r.predicted, r.measured) + "</td></tr>";
     if (r.predicted > 0 || r.measured > 0) {
       chart.categories.push_back(r.name);
       pred.y.push_back(r.predicted), meas.y.push_back(r.measured);

@@ -183,6 +183,7 @@ Result<plan::Observation> observe_run(const std::string& run_dir) {
   std::ifstream in(run_dir + "/metrics.jsonl");
   if (!in) return Status::invalid("[plan] " + run_dir + " has no metrics.jsonl");
   std::vector<std::vector<double>> cols(8);
+  std::vector<double> graph;
   const char* keys[] = {"step_ms", "data_wait_ms", "forward_ms", "backward_ms", "optimizer_ms", "comm_ms",
                         "tp_comm_ms", "pipeline_wait_ms"};
   int lineno = 0;
@@ -195,14 +196,19 @@ Result<plan::Observation> observe_run(const std::string& run_dir) {
     CRUCIBLE_RETURN_IF_ERROR(profile::check_metrics_row(
         row, "[plan]", run_dir + "/metrics.jsonl:" + std::to_string(lineno)));
     if (row["step"].get<int64_t>() <= 2 || !row.contains("step_ms")) continue;
-    for (size_t k = 0; k < cols.size(); ++k) cols[k].push_back(row.value(keys[k], 0.0) * 1e-3);
+    // A step replayed from a CUDA graph has its device time whole
+    // (graph_ms), no phases: the phases' medians are over the other steps.
+    const bool replayed = row.contains("graph_ms");
+    if (replayed) graph.push_back(row["graph_ms"].get<double>() * 1e-3);
+    for (size_t k = 0; k < cols.size(); ++k)
+      if (k < 2 || !replayed) cols[k].push_back(row.value(keys[k], 0.0) * 1e-3);
     o.measured.mem_peak = std::max(o.measured.mem_peak, uint64_t(row.value("mem_peak", 0.0)));
   }
   plan::Measured& m = o.measured;
   m.steps = int(cols[0].size());
   m.step = median(cols[0]), m.data_wait = median(cols[1]), m.forward = median(cols[2]), m.backward = median(cols[3]);
   m.optimizer = median(cols[4]), m.dp_comm = median(cols[5]), m.tp_comm = median(cols[6]);
-  m.pipeline_wait = median(cols[7]);
+  m.pipeline_wait = median(cols[7]), m.graph = median(graph);
   return o;
 }
 

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "support/cli_runner.h"
 #include "support/files.h"
@@ -186,6 +187,40 @@ TEST(PlanCli, OutOfRangeFiguresAreRefusedWhenReadAndNoUnreadableClusterIsWritten
   // time is predicted from it.
   expect_bad_input(run_crucible({"plan", config("tiny")}, dir.path()),
                    "compute.gemm[0].gflops = 1e+308");
+}
+
+// A GPU run replayed from CUDA graphs: its steps from the third on have
+// graph_ms and no phases (0 ms forward, backward and optimizer). Calibrating
+// on it fits its device step, and is not misled by the zeros into GEMMs
+// that take no time.
+TEST(PlanCli, CalibratingOnARunReplayedFromCudaGraphsFitsItsDeviceStep) {
+  TempDir dir("plan_cli_graphs");
+  fs::create_directories(dir / "run");
+  std::string toml = read_file(config("tiny"));
+  toml.replace(toml.find("[run]\n"), 6, "[run]\ndevice = \"cuda\"\n");
+  testutil::write_file(dir / "run/config.toml", toml);
+  std::string rows;
+  for (int step = 1; step <= 20; ++step)
+    rows += "{\"step\": " + std::to_string(step) + ", \"loss\": 5, \"lr\": 0.001, \"step_ms\": 12.0, " +
+            (step <= 2 ? "\"forward_ms\": 1, \"backward_ms\": 2, \"optimizer_ms\": 9}\n"
+                       : "\"forward_ms\": 0, \"backward_ms\": 0, \"optimizer_ms\": 0, \"graph_ms\": 11.0}\n");
+  testutil::write_file(dir / "run/metrics.jsonl", rows);
+  auto cal = run_crucible({"plan", "--calibrate", "run", "--cluster", cluster("dgx-h100"), "-o", "cal.toml"},
+                          dir.path());
+  ASSERT_EQ(cal.code, 0) << cal.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(cal.output, m, std::regex(R"(: ([0-9.]+)% before, ([0-9.]+)% after)")))
+      << cal.output;
+  EXPECT_GT(std::stod(m[1]), 20) << "the datasheet file already predicted the run: the test proves nothing";
+  EXPECT_LT(std::stod(m[2]), 2) << cal.output;
+  // The 11 ms device step went into compute and the optimizer: what is left
+  // for the step's overhead is the 1 ms the host added around the graph (a
+  // fit that read the zeros as phases put all 10+ ms there).
+  ASSERT_TRUE(std::regex_search(cal.output, m, std::regex(R"(step overhead ([0-9.]+) ms)"))) << cal.output;
+  EXPECT_NEAR(std::stod(m[1]), 1.0, 0.5) << cal.output;
+  // What it writes is a cluster file the planner reads back.
+  auto again = run_crucible({"plan", "--cluster", "cal.toml", "--layout", "mb=4"}, dir.path());
+  EXPECT_EQ(again.code, 0) << again.output;
 }
 
 // A 70B model (Llama-2 70B's shape in GPT form) as the issue tried it.

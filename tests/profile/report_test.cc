@@ -143,6 +143,18 @@ TEST(Report, ReplayedStepsAreTheirOwnPartOfTheStep) {
   EXPECT_NE(html->find("data-series=\"cuda graph"), std::string::npos);
   // Half the steps at 8 ms, the others at 0: a mean of 4 ms, 40% of the step.
   EXPECT_NE(html->find("<td>cuda graph</td><td>4.00</td><td>40.0 %</td>"), std::string::npos);
+  // The prediction beside it: the replayed steps' device step against the
+  // predicted forward + backward + optimizer (4 + 6 + 1 ms), and no phase
+  // measured after the first two steps (a replayed step has none), not 0.
+  write_file(d / "plan.json",
+             testutil::read_file(std::string(CRUCIBLE_SOURCE_DIR) + "/fuzz/corpus/plan_json/predicted.json"));
+  html = render_report(d.path());
+  ASSERT_TRUE(html.is_ok()) << html.status().message();
+  EXPECT_NE(html->find("<td>device step (CUDA graph)</td><td>11.0</td><td>8.0</td><td>37.5 %</td>"),
+            std::string::npos);
+  EXPECT_NE(html->find("<td>forward + backward</td><td>10.0</td><td>-</td><td>-</td>"), std::string::npos);
+  EXPECT_NE(html->find("<td>step</td><td>12.5</td><td>10.0</td><td>25.0 %</td>"), std::string::npos);
+  std::filesystem::remove(d / "plan.json");
   write_run(d);  // no graph_ms anywhere
   html = render_report(d.path());
   ASSERT_TRUE(html.is_ok()) << html.status().message();
