@@ -6,6 +6,7 @@
 #include "core/check.h"
 #include "core/clock.h"
 #include "core/trace.h"
+#include "kernels/step_parts.h"
 
 namespace crucible::parallel {
 
@@ -215,10 +216,10 @@ Result<StageTimes> PipelineStage::run(float grad_scale, double* loss_sum, const 
       case Op::kForward: {
         Slot& s = slot(a.micro, a.chunk);
         const size_t at = BT * size_t(a.micro);
+        kernels::PartSpan span(kernels::StepPart::kForward);
         model_.forward(s.act, part.starts_model(a.chunk) ? tokens + at : nullptr,
                        part.ends_model(a.chunk) ? targets + at : nullptr, grad_scale);
         if (part.ends_model(a.chunk)) model_.add_loss(s.act, loss_sum);
-        times.forward += (now_ns() - t0) * 1e-9;
         break;
       }
       case Op::kBackward:
@@ -228,9 +229,11 @@ Result<StageTimes> PipelineStage::run(float grad_scale, double* loss_sum, const 
         const nn::BackwardPass pass = a.op == Op::kBackward        ? nn::BackwardPass::kAll
                                       : a.op == Op::kBackwardInput ? nn::BackwardPass::kInput
                                                                    : nn::BackwardPass::kWeight;
-        model_.backward(s.act, nullptr, pass, finalises_[i] ? hook_for(a.chunk) : nullptr, finalises_[i]);
+        {
+          kernels::PartSpan span(kernels::StepPart::kBackward);
+          model_.backward(s.act, nullptr, pass, finalises_[i] ? hook_for(a.chunk) : nullptr, finalises_[i]);
+        }
         if (finalises_[i]) final_done[size_t(a.chunk)] = true;
-        times.backward += (now_ns() - t0) * 1e-9;
         if (a.op != Op::kBackwardInput) {
           s.finished = true;
           if (hooks.after_backward && v == 1) hooks.after_backward(a.micro);

@@ -33,12 +33,11 @@
 
 namespace crucible::parallel {
 
-// What a step on this rank did, in seconds.
-// (Loading its micro-batches is load()'s return.)
+// What a step on this rank waited, in seconds. (Loading its micro-batches is
+// load()'s return; its forward and backward actions are the step's
+// kernels/step_parts.h parts, timed on the device that runs them.)
 struct StageTimes {
-  double forward = 0;   // forward actions
-  double backward = 0;  // backward actions (all passes)
-  double wait = 0;      // blocked in receives and in the step's final send waits
+  double wait = 0;  // blocked in receives and in the step's final send waits
 };
 
 struct StepHooks {

@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "core/clock.h"
+#include "kernels/step_parts.h"
 #include "plan/candidate.h"
 #include "runtime/plan_run.h"
 
@@ -149,16 +150,16 @@ Status TrainStep::run(float lr, const std::function<double(int, int32_t*, int32_
   // the micro-batches in. Nothing else crosses to the host until the
   // read-back at the end.
   kernels::StepScalars* scalars = adam_->begin_step(lr);
+  kernels::discard_part_times();  // a step abandoned half-way leaves none behind
   m.data_wait_ms += stage_->load(hooks) * 1e3;
   auto run_body = [&] { return body(grad_scale, scalars, hooks, phase, m); };
   const int64_t t0 = now_ns();
-  bool replayed = false;
+  bool graph = false;  // the step ran as a CUDA graph (captured now, or replayed)
   if (graph_allowed_ && graphs_apply() && graph_refusal_.empty()) {
     if (!graph_) graph_ = std::make_unique<kernels::StepGraph>();
     if (graph_->captured()) {
       phase(Phase::kForward);  // the device's whole step, queued in one launch
       CRUCIBLE_RETURN_IF_ERROR(graph_->replay());
-      replayed = true;
     } else {
       CRUCIBLE_RETURN_IF_ERROR(graph_->capture(run_body));
       if (!graph_->captured()) {  // CUDA refused; the body ran uncaptured, and so will the next steps
@@ -166,14 +167,26 @@ Status TrainStep::run(float lr, const std::function<double(int, int32_t*, int32_
         graph_.reset();
       }
     }
+    graph = graph_ && graph_->captured();
   } else {
     CRUCIBLE_RETURN_IF_ERROR(run_body());
   }
   // The step's one read-back: its loss and gradient norm (waits for its kernels).
   const kernels::StepScalars out = adam_->end_step();
-  // A replayed step's time is not split into phases (the host launched it
-  // whole): launch to read-back.
-  if (replayed) m.graph_ms = (now_ns() - t0) * 1e-6;
+  // The parts' times on the device that ran them (kernels/step_parts.h).
+  auto parts = kernels::take_part_times();
+  if (!parts) return parts.status();
+  if (graph) {
+    // A graph's step is not split into parts (it recorded none, and ran
+    // whole): launch to read-back.
+    m.graph_ms = (now_ns() - t0) * 1e-6;
+  } else {
+    using kernels::StepPart;
+    m.forward_ms += (*parts)[StepPart::kForward] * 1e3;
+    // Time inside communication calls during backward is communication.
+    m.backward_ms += std::max(0.0, (*parts)[StepPart::kBackward] * 1e3 - comm_in_backward_ms_);
+    m.optimizer_ms += (*parts)[StepPart::kOptimizer] * 1e3;
+  }
   m.loss = out.loss_sum / accum;
   m.grad_norm = std::sqrt(out.grad_sq);
   return Status::ok();
@@ -189,14 +202,13 @@ bool TrainStep::graphs_apply(const Config& cfg, int world) {
 Status TrainStep::body(float grad_scale, kernels::StepScalars* scalars, const parallel::StepHooks& hooks,
                        const std::function<void(Phase)>& phase, StepMetrics& m) {
   const bool overlap = dp_ && cfg_.dist.overlap;
+  comm_in_backward_ms_ = 0;
   auto times = stage_->run(grad_scale, &scalars->loss_sum, hooks);
   if (!times) return times.status();
   if (tp_) {
     CRUCIBLE_RETURN_IF_ERROR(tp_->error());
     m.tp_comm_ms = tp_->take_seconds() * 1e3;
   }
-  m.forward_ms += times->forward * 1e3;
-  m.backward_ms += times->backward * 1e3;
   m.pipeline_wait_ms = times->wait * 1e3;
   last_wait_s_ = times->wait;
 
@@ -210,8 +222,7 @@ Status TrainStep::body(float grad_scale, kernels::StepScalars* scalars, const pa
     m.comm_ms += *waited * 1e3;
   } else if (dp_) {
     if (!overlap) dp_->begin_reduction();
-    // Time inside communication calls during backward is communication.
-    m.backward_ms -= std::min(m.backward_ms, dp_->seconds_in_backward() * 1e3);
+    comm_in_backward_ms_ = dp_->seconds_in_backward() * 1e3;
     auto waited = dp_->finish_reduction();  // starts what has not started (wte's bucket after the tie)
     if (!waited) return waited.status();
     m.comm_ms += *waited * 1e3;
@@ -239,9 +250,10 @@ Status TrainStep::body(float grad_scale, kernels::StepScalars* scalars, const pa
       return x;
     };
   phase(Phase::kOptimizer);
-  const int64_t t2 = now_ns();
-  adam_->update(all_sum);
-  m.optimizer_ms = (now_ns() - t2) * 1e-6;
+  {
+    kernels::PartSpan span(kernels::StepPart::kOptimizer);
+    adam_->update(all_sum);
+  }
   CRUCIBLE_RETURN_IF_ERROR(norm_error);
   if (dp_) CRUCIBLE_RETURN_IF_ERROR(dp_->take_error());
   if (dp_) {

@@ -119,6 +119,9 @@ class TrainStep {
   std::string graph_refusal_;
   Config cfg_;
   double last_wait_s_ = 0;
+  // The data-parallel communication inside this step's backward (the body's;
+  // taken out of the backward's time once the parts are read).
+  double comm_in_backward_ms_ = 0;
 };
 
 }  // namespace crucible::runtime

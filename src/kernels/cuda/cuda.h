@@ -97,6 +97,22 @@ struct KernelTimes {
 };
 Result<KernelTimes> collect_kernel_times(Stream s);
 
+// ---- step parts (part_timing.cc) ----
+// A step's parts (kernels/step_parts.h: forward, backward, optimizer) in
+// device time: each part's span is a pair of CUDA events around its launches
+// on its stream, from a pool made at the first span. Always on (a step
+// records a few per micro-batch, ~2 us of host time each). Not recorded
+// while this thread captures a graph (nothing runs then). Thread-safe; meant
+// for the training thread.
+// A span's slot, or -1 (capturing, no pool, or the pool full).
+int part_begin(Stream s);
+void part_end(int slot, int part, Stream s);
+// Waits for s and adds each ended span's seconds to seconds[part] (parts:
+// the array's length); returns the spans read.
+Result<int> collect_part_times(Stream s, double* seconds, int parts);
+// Forgets the spans not yet collected (a step abandoned half-way).
+void discard_part_times();
+
 // ---- streams and graphs (graph.cc) ----
 // A stream of GPU `index` that a graph can be captured on (the legacy
 // default stream cannot be): blocking, so it stays ordered with work queued
@@ -121,6 +137,8 @@ Result<Graph*> end_capture(Stream s);
 // (kernels/step_graph.h runs the step again uncaptured). False outside a
 // capture: the caller aborts as before.
 bool capture_refused(const std::string& what);
+// Whether this thread is capturing a graph now.
+bool capturing();
 // How many captured graphs exist: the buffers they recorded must stay where
 // they are (the backend's scratch may not grow while one does).
 int live_graphs();

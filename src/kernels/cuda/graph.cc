@@ -18,16 +18,18 @@ namespace {
 Status failed(cudaError_t e, const std::string& what) {
   return Status::internal("[cuda] " + what + ": " + cudaGetErrorString(e));
 }
-thread_local bool capturing = false;
+thread_local bool in_capture = false;
 thread_local std::string refused;  // the capture's first refused operation
 std::atomic<int> graphs{0};
 }  // namespace
 
 bool capture_refused(const std::string& what) {
-  if (!capturing) return false;
+  if (!in_capture) return false;
   if (refused.empty()) refused = what;
   return true;
 }
+
+bool capturing() { return in_capture; }
 
 int live_graphs() { return graphs.load(); }
 
@@ -50,7 +52,7 @@ Status begin_capture(Stream s) {
   if (!s) return Status::internal("[cuda] a graph cannot be captured on the legacy default stream");
   const cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
   if (e != cudaSuccess) return failed(e, "cudaStreamBeginCapture");
-  capturing = true;
+  in_capture = true;
   refused.clear();
   return Status::ok();
 }
@@ -58,7 +60,7 @@ Status begin_capture(Stream s) {
 Result<Graph*> end_capture(Stream s) {
   cudaGraph_t graph = nullptr;
   cudaError_t e = cudaStreamEndCapture(s, &graph);
-  capturing = false;
+  in_capture = false;
   if (!refused.empty()) {
     if (graph) cudaGraphDestroy(graph);
     cudaGetLastError();

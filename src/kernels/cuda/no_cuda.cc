@@ -47,6 +47,11 @@ bool kernel_timing() { return false; }
 int kernel_begin(Stream) { return -1; }
 void kernel_end(int, KernelClass, Stream) {}
 Result<KernelTimes> collect_kernel_times(Stream) { return absent(); }
+int part_begin(Stream) { return -1; }
+void part_end(int, int, Stream) {}
+Result<int> collect_part_times(Stream, double*, int) { return 0; }
+void discard_part_times() {}
+bool capturing() { return false; }
 void adamw_scalars(StepScalars*, float, float, float, Stream) { unreachable(); }
 void adamw(float*, bf16*, const float*, float*, float*, size_t, const StepScalars*, float, float, float, float,
            Stream) {

@@ -1,0 +1,50 @@
+// A step's parts in device time (kernels/cuda/cuda.h, "step parts"): spans
+// of kernels/cuda/event_pairs.h tagged with the part, summed per part at the
+// step's end and, with the tracer on, placed on the GPU's "cuda:N step"
+// trace track. Compiled only where the CUDA toolkit is.
+#include "core/trace.h"
+#include "kernels/cuda/cuda.h"
+#include "kernels/cuda/event_pairs.h"
+#include "kernels/step_parts.h"
+
+namespace crucible::kernels::cuda {
+
+namespace {
+
+// A step records two spans per micro-batch and chunk (its forward and its
+// backward, or three with split backward passes) and one for the optimizer:
+// 1024 pairs cover 300 micro-batches.
+constexpr int kPartPairs = 1024;
+
+EventPairs& pairs() {
+  static EventPairs* p = new EventPairs(kPartPairs, "step");  // never destroyed: events outlive static destruction
+  return *p;
+}
+
+}  // namespace
+
+int part_begin(Stream s) {
+  if (capturing() || !pairs().make()) return -1;
+  return pairs().begin(s);
+}
+
+void part_end(int slot, int part, Stream s) { pairs().end(slot, part, s); }
+
+Result<int> collect_part_times(Stream s, double* seconds, int parts) {
+  int read = 0;
+  const bool tracing = trace::active();
+  auto dropped = pairs().collect(s, [&](const EventPairs::Span& span) {
+    if (span.tag < 0 || span.tag >= parts) return;
+    seconds[span.tag] += double(span.ns) * 1e-9;
+    ++read;
+    if (tracing)
+      trace::record_complete_on(pairs().track(), step_part_name(StepPart(span.tag)), "gpu", span.host_t0,
+                                span.host_t0 + span.ns);
+  });
+  if (!dropped) return dropped.status();
+  return read;
+}
+
+void discard_part_times() { pairs().discard(); }
+
+}  // namespace crucible::kernels::cuda
