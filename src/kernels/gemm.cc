@@ -218,6 +218,19 @@ void gemm_bias_gelu_bf16(int M, int N, int K, const bf16* A, const bf16* B, cons
   cuda::gemm_bias_gelu_bf16(M, N, K, A, B, bias, pre, act, here.stream);
 }
 
+bool gemm_dgelu_bf16(int M, int N, int K, const bf16* dy, const bf16* W, const bf16* pre, bf16* dpre,
+                     float* dbias) {
+  CRUCIBLE_CHECK(M > 0 && N > 0 && K > 0, "[gemm] empty problem");
+  const ExecTarget& here = current_target();
+  if (!here.device.is_cuda() || !cuda::gemm_dgelu_fuses(M, N, K, pre)) return false;
+  // One GEMM's FLOPs plus the GELU derivative's and the column sums; its
+  // operands and pre read once, dpre written.
+  const double mn = double(M) * N;
+  KernelTimer timer(KernelClass::gemm, 2.0 * mn * K + 20 * mn, 2.0 * (double(M) * K + double(K) * N) + 2 * 2 * mn);
+  cuda::gemm_dgelu_bf16(M, N, K, dy, W, pre, dpre, dbias, here.stream);
+  return true;
+}
+
 void gemm(bool ta, bool tb, int M, int N, int K, const float* A, int lda, const float* B, int ldb,
           float* C, int ldc, bool accumulate, const float* bias) {
   gemm(DType::f32, DType::f32, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, accumulate, bias);

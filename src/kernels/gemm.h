@@ -45,6 +45,21 @@ bool gemm_gelu_fuses();
 void gemm_bias_gelu_bf16(int M, int N, int K, const bf16* A, const bf16* B, const float* bias, bf16* pre,
                          bf16* act);
 
+// Its backward, in one pass where the calling thread's device fuses it (a
+// GPU, through cuBLASLt's DGELU_BGRAD epilogue, where it has an algorithm for
+// the problem and N is a multiple of 8): the MLP's second GEMM's input
+// gradient dact = dy (M,K) W^T (W (N,K) row-major, as Linear keeps it) is
+// never stored; dpre (M,N) = bf16(dact * gelu'(pre)), and dbias (N) = the
+// column sums of the unrounded dact * gelu'(pre), written (not added).
+// Saves the f32 dact's write and read: 12 bytes an element of (M,N) become 4.
+// Returns false, having done nothing, where it does not fuse (the CPU, an N
+// not a multiple of 8, no algorithm): the caller runs the GEMM into an f32
+// dact and bias_gelu_backward_bf16. dpre is rounded from the same f32
+// product as that path's, so the two differ by the GEMMs' summation order
+// and the GELU derivative's last bits: within the bf16 path's bounds.
+bool gemm_dgelu_bf16(int M, int N, int K, const bf16* dy, const bf16* W, const bf16* pre, bf16* dpre,
+                     float* dbias);
+
 // A constant B, packed once into the layout oneDNN's matmul picks for it (the
 // same for every M: checked here for the inference shapes), so that a product
 // does not reorder B on every call: 3-4x faster at M = 1 in bf16 on Zen 4

@@ -13,9 +13,12 @@ thread_local PartTimes host_parts;
 
 const char* step_part_name(StepPart p) {
   switch (p) {
-    case StepPart::kForward: return "forward";
-    case StepPart::kBackward: return "backward";
-    case StepPart::kOptimizer: return "optimizer";
+    case StepPart::kForward:
+      return "forward";
+    case StepPart::kBackward:
+      return "backward";
+    case StepPart::kOptimizer:
+      return "optimizer";
   }
   return "?";
 }
@@ -23,8 +26,10 @@ const char* step_part_name(StepPart p) {
 PartSpan::PartSpan(StepPart p) : part_(p) {
   const ExecTarget& here = current_target();
   gpu_ = !here.device.is_cpu();
-  if (gpu_) slot_ = cuda::part_begin(here.stream);
-  else t0_ = now_ns();
+  if (gpu_)
+    slot_ = cuda::part_begin(here.stream);
+  else
+    t0_ = now_ns();
 }
 
 PartSpan::~PartSpan() {

@@ -120,6 +120,12 @@ struct Linear {
   // kept dy (the arguments dx and dy are unused).
   void backward(float* dx, const void* dy, int N, bool with_bias = true,
                 BackwardPass pass = BackwardPass::kAll);
+  // bf16, the MLP's second GEMM on a device that fuses its input gradient
+  // with the GELU's (kernels::gemm_dgelu_bf16): backward(dx, ...) where dx is
+  // never stored but taken through the GELU at pre: dpre (N,in) =
+  // dx * gelu'(pre) and dbias (in) its column sums (written). kAll or kInput.
+  // False, having done nothing, where the device does not fuse the problem.
+  bool backward_dgelu(bf16* dpre, float* dbias, const void* dy, const bf16* pre, int N, BackwardPass pass);
 };
 
 // The tensor-parallel ends of a column-parallel / row-parallel pair of

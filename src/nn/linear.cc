@@ -107,6 +107,16 @@ void Linear::backward(float* dx, const void* dyin, int N, bool with_bias, Backwa
   if (dx) kernels::gemm(t, f32, false, true, N, in, out, dyin, out, W, out, dx, in, false);
 }
 
+bool Linear::backward_dgelu(bf16* dpre, float* dbias, const void* dyin, const bf16* pre, int N, BackwardPass pass) {
+  CRUCIBLE_CHECK(act_type == DType::bf16 && pass != BackwardPass::kWeight,
+                 "[nn] the fused GELU backward is bf16, in a pass with the input gradient");
+  if (!kernels::gemm_dgelu_bf16(N, in, out, static_cast<const bf16*>(dyin),
+                                static_cast<const bf16*>(gemm_weights(w, DType::bf16)), pre, dpre, dbias))
+    return false;
+  backward(nullptr, dyin, N, true, pass);  // dW and db (kInput: dy kept for them)
+  return true;
+}
+
 void TensorParallelPair::first_forward(Arena& arena, Linear& first, void* y, const void* x, int N,
                                        bool with_bias) {
   if (!sequence) {

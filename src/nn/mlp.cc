@@ -54,14 +54,25 @@ void MLP::backward(Arena& arena, float* dx, const float* dout, int N, BackwardPa
   Arena::Mark m = arena.mark();
   if (recompute) gelu(arena, N, nullptr);
   const void* dproj = tp.output_grad(arena, c_proj, dout, N, keep);
+  // c_proj's input gradient (f32), then through the GELU into dpre. bf16 on
+  // a device that fuses the two (kernels::gemm_dgelu_bf16: a GPU's cuBLASLt
+  // epilogue) never stores dact; its room is kept all the same and holds
+  // only the bias gradient, so that the arena's peak (nn::GPT::
+  // activation_bytes, which the run's memory check allows for) is the same
+  // whether or not cuBLASLt fuses the problem, which only the run knows.
   float* dact = arena.allocate_array<float>(size_t(N) * H);
-  c_proj.backward(dact, dproj, N, true, pass);
   void* dpre = dact;  // f32: in place
   if (act_type == DType::bf16) {
     dpre = arena_act(arena, size_t(N) * H, act_type);
-    kernels::bias_gelu_backward_bf16(static_cast<bf16*>(dpre), c_fc.b.grad, dact,
-                                     static_cast<const bf16*>(pre), N, H);
+    const bf16* pre16 = static_cast<const bf16*>(pre);
+    if (c_proj.backward_dgelu(static_cast<bf16*>(dpre), dact, dproj, pre16, N, pass)) {
+      kernels::add(c_fc.b.grad, c_fc.b.grad, dact, size_t(H));
+    } else {
+      c_proj.backward(dact, dproj, N, true, pass);
+      kernels::bias_gelu_backward_bf16(static_cast<bf16*>(dpre), c_fc.b.grad, dact, pre16, N, H);
+    }
   } else {
+    c_proj.backward(dact, dproj, N, true, pass);
     kernels::bias_gelu_backward(dact, c_fc.b.grad, dact, static_cast<const float*>(pre), N, H);
   }
   tp.first_backward(arena, c_fc, dx, dpre, N, /*with_bias=*/false, pass);

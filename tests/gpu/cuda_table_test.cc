@@ -297,5 +297,53 @@ TEST(CudaGemm, TheFusedBiasGeluMatchesTheReference) {
   }
 }
 
+// Its backward through cuBLASLt's DGELU_BGRAD (kernels::gemm_dgelu_bf16):
+// dpre = bf16((dy W^T) * gelu'(pre)) and dbias = the column sums of the
+// unrounded products, against the reference's f32 GEMM of the same bf16
+// operands and its GELU backward. Where N is not a multiple of 8 it does not
+// fuse and does nothing (the caller's kernels run instead).
+TEST(CudaGemm, TheFusedGeluBackwardMatchesTheReference) {
+  REQUIRE_GPU();
+  kernels::DeviceScope gpu(Device::cuda(0));
+  Rng rng(testing::test_seed(), 0xd6e1u);
+  for (auto [M, N, K] : {std::tuple{1, 8, 1}, std::tuple{17, 64, 33}, std::tuple{37, 1024, 256},
+                         std::tuple{128, 3072, 768}, std::tuple{64, 4104, 100}, std::tuple{16, 33, 64}}) {
+    SCOPED_TRACE(std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K));
+    auto dy = testing::random_vector(rng, size_t(M) * K), W = testing::random_vector(rng, size_t(N) * K);
+    auto pre = testing::random_vector(rng, size_t(M) * N, -3.0f, 3.0f);
+    std::vector<bf16> dy16(dy.size()), W16(W.size()), pre16(pre.size());
+    for (size_t i = 0; i < dy.size(); ++i) dy16[i] = to_bf16(dy[i]), dy[i] = to_f32(dy16[i]);
+    for (size_t i = 0; i < W.size(); ++i) W16[i] = to_bf16(W[i]), W[i] = to_f32(W16[i]);
+    for (size_t i = 0; i < pre.size(); ++i) pre16[i] = to_bf16(pre[i]), pre[i] = to_f32(pre16[i]);
+    std::vector<float> dact(size_t(M) * N), mag(dact.size()), want(dact.size()), dbias_want(size_t(N), 0.0f);
+    kernels::ref::gemm(false, true, M, N, K, dy.data(), K, W.data(), K, dact.data(), N, false, nullptr);
+    std::vector<float> absdy(dy.size()), absW(W.size());
+    for (size_t i = 0; i < dy.size(); ++i) absdy[i] = std::fabs(dy[i]);
+    for (size_t i = 0; i < W.size(); ++i) absW[i] = std::fabs(W[i]);
+    kernels::ref::gemm(false, true, M, N, K, absdy.data(), K, absW.data(), K, mag.data(), N, false, nullptr);
+    kernels::ref::bias_gelu_backward(want.data(), dbias_want.data(), dact.data(), pre.data(), M, N);
+    DeviceBuffer<bf16> ddy(dy16), dW(W16), dpre_in(pre16), dpre(dact.size());
+    DeviceBuffer<float> dbias(std::vector<float>(size_t(N), -7.0f));  // written, not added to
+    const bool fused = kernels::gemm_dgelu_bf16(M, N, K, ddy.get(), dW.get(), dpre_in.get(), dpre.get(), dbias.get());
+    ASSERT_TRUE(kernels::cuda::last_error("gemm_dgelu_bf16").is_ok());
+    if (N % 8) {
+      EXPECT_FALSE(fused) << "the auxiliary matrix's leading dimension must be a multiple of 8";
+      EXPECT_EQ(dbias.host(), std::vector<float>(size_t(N), -7.0f)) << "a refused problem wrote its bias";
+      continue;
+    }
+    ASSERT_TRUE(fused) << "cuBLASLt has no DGELU_BGRAD algorithm here: the MLP's backward runs unfused";
+    const std::vector<bf16> got = dpre.host();
+    const std::vector<float> gb = dbias.host();
+    std::vector<double> bias_err(size_t(N), 0.0);
+    for (size_t i = 0; i < dact.size(); ++i) {
+      // The f32 sum's error, through a GELU derivative of at most 1.13.
+      const double err = 1.13 * 0x1p-22 * K * mag[i] + 1e-5 * std::fabs(want[i]) + 1e-30;
+      ASSERT_NEAR(to_f32(got[i]), want[i], err + 0x1p-8 * std::fabs(want[i])) << "dpre, entry " << i;
+      bias_err[i % size_t(N)] += err + 0x1p-22 * M * std::fabs(want[i]);
+    }
+    for (int c = 0; c < N; ++c) ASSERT_NEAR(gb[size_t(c)], dbias_want[size_t(c)], bias_err[size_t(c)]) << "dbias " << c;
+  }
+}
+
 }  // namespace
 }  // namespace crucible

@@ -170,6 +170,13 @@ void gemm(DType in, DType out, bool trans_a, bool trans_b, int M, int N, int K, 
 // rule), the GEMM with its bias into pre, then bias_gelu_forward_bf16.
 void gemm_bias_gelu_bf16(int M, int N, int K, const bf16* A, const bf16* B, const float* bias, bf16* pre, bf16* act,
                          Stream s);
+// kernels::gemm_dgelu_bf16 (kernels/gemm.h): cuBLASLt's DGELU_BGRAD epilogue.
+// gemm_dgelu_fuses: whether cuBLASLt has an algorithm for the problem (its
+// plan made and kept; pre's alignment steers it); gemm_dgelu_bf16 launches
+// it (one the check refused is a bug: an abort).
+bool gemm_dgelu_fuses(int M, int N, int K, const bf16* pre);
+void gemm_dgelu_bf16(int M, int N, int K, const bf16* dy, const bf16* W, const bf16* pre, bf16* dpre, float* dbias,
+                     Stream s);
 // C (M,N) = A (M,K) B (K,N), f32 row-major and packed, with TF32 products
 // (CUBLAS_COMPUTE_32F_FAST_TF32: 10-bit mantissas in, f32 accumulate). Not for
 // training (no crucible precision uses it): the probe's tf32 rows, what a

@@ -18,7 +18,8 @@ bool EventPairs::make() {
   now_ = nullptr;
   device_ = -1;
   for (int i = 0; i < pairs_; ++i)
-    if (cudaEventCreate(&begin_[size_t(i)]) != cudaSuccess || cudaEventCreate(&end_[size_t(i)]) != cudaSuccess)
+    if (cudaEventCreate(&begin_[size_t(i)]) != cudaSuccess ||
+        cudaEventCreate(&end_[size_t(i)]) != cudaSuccess)
       return false;
   if (cudaEventCreate(&now_) != cudaSuccess) return false;
   pending_.clear();
@@ -44,7 +45,8 @@ int EventPairs::begin(cudaStream_t s) {
 void EventPairs::end(int slot, int tag, cudaStream_t s) {
   if (slot < 0) return;
   std::lock_guard lock(mu_);
-  if (size_t(slot) >= pending_.size()) return;  // collected in between: the pair is lost, not misread
+  if (size_t(slot) >= pending_.size())
+    return;  // collected in between: the pair is lost, not misread
   cudaEventRecord(end_[size_t(slot)], s);
   pending_[size_t(slot)] = tag;
 }
@@ -56,7 +58,8 @@ Result<int64_t> EventPairs::collect(cudaStream_t s, const std::function<void(con
   if (pending_.empty()) return dropped;
   if (cudaError_t e = cudaStreamSynchronize(s); e != cudaSuccess) {
     pending_.clear();
-    return Status::invalid(std::string("[cuda] event timing: stream synchronize: ") + cudaGetErrorString(e));
+    return Status::invalid(std::string("[cuda] event timing: stream synchronize: ") +
+                           cudaGetErrorString(e));
   }
   cudaEventRecord(now_, s);
   cudaEventSynchronize(now_);

@@ -41,8 +41,8 @@ class EventPairs {
   void end(int slot, int tag, cudaStream_t s);
   struct Span {
     int tag;
-    int64_t ns;        // device time between the two events
-    int64_t host_t0;   // the first event's time on the host clock (core/clock.h)
+    int64_t ns;       // device time between the two events
+    int64_t host_t0;  // the first event's time on the host clock (core/clock.h)
   };
   // Waits for s, then hands every completed pair to `each` and frees them
   // all (a pair never ended is skipped). Returns the spans dropped since the
@@ -59,7 +59,7 @@ class EventPairs {
   std::mutex mu_;
   int device_ = -1;  // the GPU the events belong to
   std::vector<cudaEvent_t> begin_, end_;
-  std::vector<int> pending_;  // pending_[i]: pair i's tag (-1 until ended)
+  std::vector<int> pending_;   // pending_[i]: pair i's tag (-1 until ended)
   cudaEvent_t now_ = nullptr;  // collect()'s reference event
   int64_t dropped_ = 0;
   int track_ = 0;

@@ -13,7 +13,10 @@
 // The bias (N) runs along C^T's
 // rows: cuBLASLt's BIAS epilogue. The MLP's first GEMM in bf16 may take
 // GELU_AUX_BIAS instead (gemm_bias_gelu_bf16): D = gelu(sum + bias) with
-// the GELU's input as the auxiliary matrix, of D's type and shape. f32 accumulation (CUBLAS_COMPUTE_32F: no
+// the GELU's input as the auxiliary matrix, of D's type and shape; and the
+// input gradient of its second GEMM DGELU_BGRAD (gemm_dgelu_bf16): D = sum
+// gelu'(aux), with D's column sums (C^T's row sums: over the rows of our C)
+// written to the bias pointer, f32. f32 accumulation (CUBLAS_COMPUTE_32F: no
 // TF32, fp32 stays fp32), alpha 1, beta 1 when accumulating. gemm_tf32 (the
 // probe's third row) is the same f32 GEMM with CUBLAS_COMPUTE_32F_FAST_TF32.
 //
@@ -108,9 +111,13 @@ struct Plan {
   cublasLtMatmulAlgo_t algo{};
 };
 
-// What the GEMM's epilogue adds: nothing, the bias, or the bias then GELU
-// with the GELU's input kept (the auxiliary output).
-enum class Epilogue : int { kNone, kBias, kGeluAuxBias };
+// What the GEMM's epilogue adds: nothing, the bias, the bias then GELU with
+// the GELU's input kept (the auxiliary output), or the GELU's gradient at the
+// auxiliary input with the bias gradient (written to the bias pointer).
+enum class Epilogue : int { kNone, kBias, kGeluAuxBias, kDGeluBGrad };
+
+// The fused epilogues have another way where cuBLASLt refuses them.
+bool fused(Epilogue e) { return e == Epilogue::kGeluAuxBias || e == Epilogue::kDGeluBGrad; }
 
 using Key = std::tuple<int, bool, bool, int, int, int, int, int, int, bool, Epilogue, DType, DType, bool>;
 
@@ -143,13 +150,15 @@ std::optional<Plan> try_plan(const PerGpu& g, bool ta, bool tb, int M, int N, in
       !ok(f.desc_set(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof op_second)))
     return std::nullopt;
   if (epi != Epilogue::kNone) {
-    const cublasLtEpilogue_t e = epi == Epilogue::kBias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    const cublasLtEpilogue_t e = epi == Epilogue::kBias          ? CUBLASLT_EPILOGUE_BIAS
+                                 : epi == Epilogue::kGeluAuxBias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+                                                                 : CUBLASLT_EPILOGUE_DGELU_BGRAD;
     const cudaDataType_t bias_type = CUDA_R_32F;
     if (!ok(f.desc_set(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e)) ||
         !ok(f.desc_set(p.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type)))
       return std::nullopt;
   }
-  if (epi == Epilogue::kGeluAuxBias) {
+  if (fused(epi)) {
     // The GELU input, of C's type and shape: (N,M) column-major, ld N.
     const int64_t aux_ld = ldc;
     if (!ok(f.desc_set(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof aux_ld)) ||
@@ -186,12 +195,13 @@ PerGpu& gpu_of(State& st, int* device) {
 }
 
 // C = op(A) op(B) (+ C) with the epilogue (its bias, and for GELU_AUX_BIAS
-// the GELU's input written to aux), on stream s. False where cuBLASLt has no
-// algorithm for a GELU_AUX_BIAS problem (the caller has another way); for
-// the plain GEMM that is fatal.
+// the GELU's input written to aux; for DGELU_BGRAD aux read and the bias
+// written), on stream s. False where cuBLASLt has no algorithm for a fused
+// epilogue (the caller has another way); for the plain GEMM that is fatal.
+// plan_only: makes (or finds) the plan and launches nothing.
 bool matmul(Epilogue epi, bool tf32, DType in, DType out, bool ta, bool tb, int M, int N, int K, const void* A,
             int lda, const void* B, int ldb, void* C, int ldc, bool accumulate, const float* bias, void* aux,
-            Stream s) {
+            Stream s, bool plan_only = false) {
   State& st = state();
   std::lock_guard<std::mutex> lock(st.mu);
   int device = 0;
@@ -201,9 +211,10 @@ bool matmul(Epilogue epi, bool tf32, DType in, DType out, bool ta, bool tb, int 
   if (it == st.plans.end())
     it = st.plans.emplace(key, try_plan(g, ta, tb, M, N, K, lda, ldb, ldc, epi, in, out, tf32, aux)).first;
   if (!it->second) {
-    if (epi == Epilogue::kGeluAuxBias) return false;
+    if (fused(epi)) return false;
     fail("no cuBLASLt algorithm for " + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K));
   }
+  if (plan_only) return true;
   Plan& p = *it->second;
   if (bias) ok(lt().desc_set(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias), "BIAS_POINTER");
   if (aux) ok(lt().desc_set(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux), "EPILOGUE_AUX_POINTER");
@@ -230,6 +241,28 @@ void gemm_bias_gelu_bf16(int M, int N, int K, const bf16* A, const bf16* B, cons
     return;
   gemm(DType::bf16, DType::bf16, false, false, M, N, K, A, K, B, N, pre, N, false, bias, s);
   bias_gelu_forward_bf16(act, pre, nullptr, M, N, s);
+}
+
+namespace {
+// dpre (M,N) = dy (M,K) W^T (W (N,K) row-major) through DGELU_BGRAD: one
+// problem's plan for the check and the launch.
+bool dgelu(int M, int N, int K, const bf16* dy, const bf16* W, const bf16* pre, bf16* dpre, float* dbias, Stream s,
+           bool plan_only) {
+  // N a multiple of 8: the auxiliary matrix's leading dimension rule.
+  return N % 8 == 0 && matmul(Epilogue::kDGeluBGrad, false, DType::bf16, DType::bf16, false, true, M, N, K, dy, K, W,
+                              K, dpre, N, false, dbias, const_cast<bf16*>(pre), s, plan_only);
+}
+}  // namespace
+
+bool gemm_dgelu_fuses(int M, int N, int K, const bf16* pre) {
+  return dgelu(M, N, K, nullptr, nullptr, pre, nullptr, nullptr, nullptr, true);
+}
+
+void gemm_dgelu_bf16(int M, int N, int K, const bf16* dy, const bf16* W, const bf16* pre, bf16* dpre, float* dbias,
+                     Stream s) {
+  if (!dgelu(M, N, K, dy, W, pre, dpre, dbias, s, false))
+    fail("DGELU_BGRAD for " + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) +
+         " without gemm_dgelu_fuses");
 }
 
 void gemm_tf32(int M, int N, int K, const float* A, const float* B, float* C, Stream s) {

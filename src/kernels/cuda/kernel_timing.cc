@@ -63,8 +63,9 @@ Result<KernelTimes> collect_kernel_times(Stream s) {
     stats[size_t(cls)].ns += span.ns;
     out.kernel_ns += span.ns;
     ++out.kernels;
-    if (tracing) trace::record_complete_on(t.pairs.track(), kernel_class_name(cls), "gpu", span.host_t0,
-                                           span.host_t0 + span.ns);
+    if (tracing)
+      trace::record_complete_on(t.pairs.track(), kernel_class_name(cls), "gpu", span.host_t0,
+                                span.host_t0 + span.ns);
   });
   if (!dropped) return dropped.status();
   out.dropped = *dropped;

@@ -65,6 +65,8 @@ void gemm_tf32(int, int, int, const float*, const float*, float*, Stream) { unre
 void gemm_bias_gelu_bf16(int, int, int, const bf16*, const bf16*, const float*, bf16*, bf16*, Stream) {
   unreachable();
 }
+bool gemm_dgelu_fuses(int, int, int, const bf16*) { return false; }
+void gemm_dgelu_bf16(int, int, int, const bf16*, const bf16*, const bf16*, bf16*, float*, Stream) { unreachable(); }
 void embedding_forward(float*, const int32_t*, const float*, const float*, int, int, int, Stream) { unreachable(); }
 void embedding_lookup(float*, const int32_t*, const float*, int64_t, int64_t, int, int, Stream) { unreachable(); }
 void add_positions(float*, const float*, int, int, int, int, Stream) { unreachable(); }

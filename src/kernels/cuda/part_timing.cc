@@ -17,7 +17,8 @@ namespace {
 constexpr int kPartPairs = 1024;
 
 EventPairs& pairs() {
-  static EventPairs* p = new EventPairs(kPartPairs, "step");  // never destroyed: events outlive static destruction
+  static EventPairs* p =
+      new EventPairs(kPartPairs, "step");  // never destroyed: events outlive static destruction
   return *p;
 }
 
@@ -38,8 +39,8 @@ Result<int> collect_part_times(Stream s, double* seconds, int parts) {
     seconds[span.tag] += double(span.ns) * 1e-9;
     ++read;
     if (tracing)
-      trace::record_complete_on(pairs().track(), step_part_name(StepPart(span.tag)), "gpu", span.host_t0,
-                                span.host_t0 + span.ns);
+      trace::record_complete_on(pairs().track(), step_part_name(StepPart(span.tag)), "gpu",
+                                span.host_t0, span.host_t0 + span.ns);
   });
   if (!dropped) return dropped.status();
   return read;
