@@ -18,6 +18,7 @@
 #include "kernels/gemm.h"
 #include "kernels/kernels.h"
 #include "kernels/step_graph.h"
+#include "kernels/step_parts.h"
 #include "nn/workloads.h"
 #include "optim/adamw.h"
 
@@ -29,8 +30,11 @@ namespace {
 // pinned memory, the loss added on the device, one wait at the read-back.
 // `steps` steps launched kernel by kernel, then `steps` replayed from a CUDA
 // graph captured at the first of them (kernels/step_graph.h). Fills r's
-// launched_ms, graph_ms and graph_refusal; returns the steps the trainer's
-// default would time (the replayed ones where the capture succeeded).
+// launched_ms, graph_ms and graph_refusal, and its forward, backward and
+// optimizer times from the launched steps' parts on the GPU
+// (kernels/step_parts.h: CUDA events, no wait between the parts); returns
+// the steps the trainer's default would time (the replayed ones where the
+// capture succeeded).
 Result<std::vector<double>> time_whole_steps(nn::GPT& gpt, optim::AdamW& adam, Arena& arena,
                                              const std::vector<int32_t>& tokens, const std::vector<int32_t>& targets,
                                              int B, int T, int steps, StepBenchResult& r) {
@@ -45,14 +49,24 @@ Result<std::vector<double>> time_whole_steps(nn::GPT& gpt, optim::AdamW& adam, A
     arena.reset();
     nn::Activations act;
     gpt.bind(act, arena, 0, B, T);
-    gpt.forward(act, batch, batch + N, 1.0f);
-    gpt.add_loss(act, &scalars->loss_sum);
-    gpt.backward(act, nullptr);
-    adam.update();
+    {
+      kernels::PartSpan part(kernels::StepPart::kForward);
+      gpt.forward(act, batch, batch + N, 1.0f);
+      gpt.add_loss(act, &scalars->loss_sum);
+    }
+    {
+      kernels::PartSpan part(kernels::StepPart::kBackward);
+      gpt.backward(act, nullptr);
+    }
+    {
+      kernels::PartSpan part(kernels::StepPart::kOptimizer);
+      adam.update();
+    }
     gpt.params().zero_grad();
     return Status::ok();
   };
-  std::vector<double> launched, replayed;
+  std::vector<double> launched, replayed, parts[kernels::kStepParts];
+  kernels::discard_part_times();
   kernels::StepGraph graph;
   for (int s = 0; s < 2 * steps + 1; ++s) {
     const int64_t t0 = now_ns();
@@ -64,6 +78,13 @@ Result<std::vector<double>> time_whole_steps(nn::GPT& gpt, optim::AdamW& adam, A
     }
     r.loss_last = float(adam.end_step().loss_sum);
     const double ms = (now_ns() - t0) * 1e-6;
+    auto took = kernels::take_part_times();  // none in a graph's steps
+    if (!took) {
+      pinned->release(batch);
+      return took.status();
+    }
+    if (s < steps)
+      for (int p = 0; p < kernels::kStepParts; ++p) parts[p].push_back(took->seconds[p] * 1e3);
     if (s < steps) launched.push_back(ms);
     else if (s > steps && graph.captured()) replayed.push_back(ms);  // the capture's step is not one
     if (s == steps && !graph.captured()) {
@@ -73,6 +94,9 @@ Result<std::vector<double>> time_whole_steps(nn::GPT& gpt, optim::AdamW& adam, A
   }
   pinned->release(batch);
   r.launched_ms = median(launched);
+  r.forward_ms = median(parts[int(kernels::StepPart::kForward)]);
+  r.backward_ms = median(parts[int(kernels::StepPart::kBackward)]);
+  r.optimizer_ms = median(parts[int(kernels::StepPart::kOptimizer)]);
   r.graph_ms = replayed.empty() ? 0 : median(replayed);
   return replayed.empty() ? launched : replayed;
 }
@@ -165,7 +189,7 @@ Result<StepBenchResult> run_step_bench(const StepBenchOptions& opt) {
   };
   constexpr int kProfiledSteps = 3;
   const int profiled = gpu ? kProfiledSteps : 0;
-  std::vector<double> total, fwd, bwd, upd;
+  std::vector<double> total, fwd, bwd, upd, covered_ms;
   AllocatorStats before{}, before_dev{};
   bool tty = opt.progress && isatty(STDERR_FILENO);
   for (int s = 0; s < opt.warmup + opt.steps + profiled; ++s) {
@@ -198,6 +222,9 @@ Result<StepBenchResult> run_step_bench(const StepBenchOptions& opt) {
     }
     if (s == 0) r.loss_first = loss;
     r.loss_last = loss;
+    // The steps kernel_stats() covers: the measured ones on the CPU, the
+    // profiled ones on a GPU.
+    if (gpu ? s >= opt.warmup + opt.steps : measured) covered_ms.push_back((t3 - t0) * 1e-6);
     if (measured) {
       total.push_back((t3 - t0) * 1e-6);
       fwd.push_back((t1 - t0) * 1e-6);
@@ -229,9 +256,11 @@ Result<StepBenchResult> run_step_bench(const StepBenchOptions& opt) {
   r.ms_per_step = median(headline);
   r.ms_min = *std::min_element(headline.begin(), headline.end());
   r.ms_max = *std::max_element(headline.begin(), headline.end());
-  r.forward_ms = median(fwd);
-  r.backward_ms = median(bwd);
-  r.optimizer_ms = median(upd);
+  if (!gpu) {  // a GPU's: its launched steps' parts (time_whole_steps)
+    r.forward_ms = median(fwd);
+    r.backward_ms = median(bwd);
+    r.optimizer_ms = median(upd);
+  }
   double tokens_per_step = double(B) * T;
   r.tokens_per_s = tokens_per_step / (r.ms_per_step * 1e-3);
   r.gflop_per_step = wl->model.flops_per_token(T) * tokens_per_step * 1e-9;
@@ -245,15 +274,20 @@ Result<StepBenchResult> run_step_bench(const StepBenchOptions& opt) {
       : bf ? std::max(r.peak.measured_gflops * (kernels::gemm_bf16_native() ? 2 : 1), r.peak.amx_gflops)
            : r.peak.measured_gflops;
   r.mfu_measured_peak = measured_ceiling > 0 ? honest_mfu(r.gflops, measured_ceiling, true) : 0;
+  // The classes' times are means over the steps kernel_stats() holds, and so
+  // is the step they are shares of: its median (the headline) would leave a
+  // negative remainder where a few slow steps lift the means.
   double accounted = 0;
-  const int covered = gpu ? profiled : opt.steps;  // the steps kernel_stats() holds
+  const int covered = int(covered_ms.size());
+  double covered_mean = 0;
+  for (double ms : covered_ms) covered_mean += ms / covered;
   for (int c = 0; c < int(KernelClass::count); ++c) {
     const KernelClassStats& k = kernel_stats()[c];
     if (k.calls == 0) continue;
     KernelClassTime kt;
     kt.name = kernel_class_name(KernelClass(c));
     kt.ms_per_step = k.ns * 1e-6 / covered;
-    kt.fraction = kt.ms_per_step / r.ms_per_step;
+    kt.fraction = kt.ms_per_step / covered_mean;
     kt.gflops = k.flops > 0 && k.ns > 0 ? k.flops / (k.ns * 1e-9) * 1e-9 : 0;
     kt.gbs = k.bytes > 0 && k.ns > 0 ? k.bytes / (k.ns * 1e-9) * 1e-9 : 0;
     if (gpu)
@@ -262,8 +296,8 @@ Result<StepBenchResult> run_step_bench(const StepBenchOptions& opt) {
     accounted += kt.ms_per_step;
     r.kernels.push_back(kt);
   }
-  KernelClassTime rest{"unaccounted", r.ms_per_step - accounted, 0, 0};
-  rest.fraction = rest.ms_per_step / r.ms_per_step;
+  KernelClassTime rest{"unaccounted", covered_mean - accounted, 0, 0};
+  rest.fraction = rest.ms_per_step / covered_mean;
   r.kernels.push_back(rest);
   return r;
 }
@@ -344,9 +378,9 @@ std::string to_table(const StepBenchResult& r) {
     s += r.graph_ms > 0 ? fmt::format("         replayed from a CUDA graph; launched kernel by kernel {:.2f} ms\n",
                                       r.launched_ms)
                         : fmt::format("         launched kernel by kernel (no CUDA graph: {})\n", r.graph_refusal);
-    s += fmt::format("         waiting after each phase {:.1f} ms: forward {:.1f} ms, backward {:.1f} ms, "
-                     "optimizer {:.1f} ms\n",
-                     r.phased_ms, r.forward_ms, r.backward_ms, r.optimizer_ms);
+    s += fmt::format("         launched: forward {:.1f} ms, backward {:.1f} ms, optimizer {:.1f} ms of GPU time "
+                     "(CUDA events); waiting after each phase {:.1f} ms\n",
+                     r.forward_ms, r.backward_ms, r.optimizer_ms, r.phased_ms);
   } else {
     s += fmt::format("         forward {:.1f} ms, backward {:.1f} ms, optimizer {:.1f} ms\n", r.forward_ms,
                      r.backward_ms, r.optimizer_ms);

@@ -56,9 +56,12 @@ struct StepBenchResult {
   // read-back, replayed from a CUDA graph (run.cuda_graphs' default) or, where
   // CUDA refused the capture (graph_refusal), launched kernel by kernel.
   double ms_per_step = 0, ms_min = 0, ms_max = 0;
-  // Medians of the steps whose phases each end by waiting for the device
-  // (the split below; on a GPU the waits cost the launch queue its lead).
+  // Medians of the steps whose phases each end by waiting for the device (on
+  // a GPU the waits cost the launch queue its lead).
   double phased_ms = 0;
+  // The step's parts, medians: on the CPU of those phase-timed steps; on a
+  // GPU the GPU's time of each part of the steps launched kernel by kernel
+  // (kernels/step_parts.h: CUDA events, no wait between the parts).
   double forward_ms = 0, backward_ms = 0, optimizer_ms = 0;
   // A GPU's whole step, one wait each: launched kernel by kernel, and
   // replayed from a CUDA graph (0 where refused). Medians.

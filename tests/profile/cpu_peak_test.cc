@@ -169,6 +169,14 @@ TEST(CpuPeak, BenchStepMfuIsAtMostOneHere) {
       EXPECT_GT(j[k].get<double>(), 0.0) << k;
       EXPECT_LE(j[k].get<double>(), 1.0) << k;
     }
+    // The kernel classes' shares are of the same steps' mean, so what they
+    // leave is never negative (a median step left -5% when one step was slow).
+    double shares = 0;
+    for (auto& [name, c] : j["kernels"].items()) {
+      EXPECT_GE(c["ms_per_step"].get<double>(), 0.0) << name;
+      shares += c["fraction"].get<double>();
+    }
+    EXPECT_NEAR(shares, 1.0, 1e-9);
   }
 }
 
