@@ -2,14 +2,19 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <thread>
 
 #include "core/file_io.h"
 #include "core/json_io.h"
+#include "core/threads.h"
 #include "kernels/gemm.h"
 #include "profile/gpu_ceiling.h"
+#include "profile/load_watch.h"
 #include "profile/machine.h"
 #include "profile/probe.h"
 #include "profile/probe_compute.h"
@@ -22,11 +27,32 @@ namespace crucible::profile {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+namespace {
+// Whether other processes leave this machine's CPUs to a probe now: their
+// share over a quarter of a second below load_watch.h's threshold.
+bool quiet_now() {
+  LoadWatch watch;
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  const double share = watch.others_share();
+  return std::isfinite(share) && share < kBusyShare;
+}
+}  // namespace
+
 std::string machine_cache_dir() {
   if (const char* d = std::getenv("CRUCIBLE_CACHE_DIR"); d && *d) return d;
   if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/crucible";
   if (const char* d = std::getenv("HOME"); d && *d) return std::string(d) + "/.cache/crucible";
   return "";
+}
+
+// Keyed by the thread count too: the compute section's "all threads" rows
+// (and the step's GEMMs, timed on all of them) are a run's only at its own
+// count, and a one-thread test run's figures are half a two-thread job's.
+std::string machine_cache_file() {
+  const std::string dir = machine_cache_dir();
+  if (dir.empty()) return "";
+  return dir + "/probe-" + machine_identity().value("fingerprint", "") + "-t" + std::to_string(num_threads()) +
+         ".json";
 }
 
 double gemm_ceiling(const json& probe, int threads, const std::string& dtype) {
@@ -229,8 +255,7 @@ LocalProbe local_probe(const LocalProbeOptions& opt) {
   const bool gpu = opt.gpu >= 0;
   const json here = machine_identity();
   const std::string cache_dir = opt.use_cache ? machine_cache_dir() : "";
-  const std::string cached =
-      cache_dir.empty() ? "" : cache_dir + "/probe-" + here.value("fingerprint", "") + ".json";
+  const std::string cached = opt.use_cache ? machine_cache_file() : "";
   auto save_cache = [&](const json& doc) {
     if (cached.empty()) return;
     std::error_code ec;
@@ -246,16 +271,30 @@ LocalProbe local_probe(const LocalProbeOptions& opt) {
     if (Status s = write_file_atomic(opt.write_to, doc.dump(1) + "\n"); !s)
       log("[probe] warning: " + s.message());
   };
+  // A document's sections that other processes' load made unreliable
+  // (load_watch.h), with the others' share of the CPUs meanwhile, as
+  // "compute 51%, memory 44%"; empty: none.
+  auto unreliable = [](const json& doc) {
+    std::string names;
+    if (!doc.contains("load") || !doc["load"].is_object()) return names;
+    for (const auto& [name, l] : doc["load"].items())
+      if (l.is_object() && !l.value("reliable", true) && l.contains("others_share") &&
+          l["others_share"].is_number())
+        names += (names.empty() ? "" : ", ") + name + " " +
+                 std::to_string(int(100 * l["others_share"].get<double>())) + "%";
+    return names;
+  };
+  auto warn_unreliable = [&](const json& doc, const std::string& what) {
+    if (const std::string names = unreliable(doc); !names.empty())
+      log("[probe] " + what + ": measured while other processes held the CPUs (" + names +
+          "): its figures (and the prediction) are unreliable");
+  };
   // The quick probe of this machine's CPU (measure_here), its unreliable
   // sections named.
   auto measure_cpu = [&] {
     log("[probe] measuring this machine (quick probe: compute, memory, topology; a few seconds)");
     json doc = measure_here();
-    for (const auto& [name, l] : doc["load"].items())
-      if (!l.value("reliable", true))
-        log("[probe] " + name + ": other processes used " +
-            std::to_string(int(100 * l["others_share"].get<double>())) +
-            "% of the CPUs meanwhile: its figures (and the prediction) are unreliable");
+    warn_unreliable(doc, "measured now");
     return doc;
   };
   // What the run's device needs of a document: the CPU's sections and its
@@ -306,6 +345,16 @@ LocalProbe local_probe(const LocalProbeOptions& opt) {
       log("[probe] " + f + " not used: " + why.message());
       continue;
     }
+    // The machine cache's figures, measured while other processes held the
+    // CPUs (a build, a test suite), would stand for this machine's speed in
+    // every later run: where the machine is quiet now, it is measured again
+    // and the cache replaced. A file the user or the run keeps is theirs.
+    if (!gpu && f == cached && opt.measure && !unreliable(*doc).empty() && quiet_now()) {
+      log("[probe] " + f + " not used: measured while other processes held the CPUs (" + unreliable(*doc) +
+          "), and the machine is quiet now");
+      continue;
+    }
+    if (!gpu) warn_unreliable(*doc, f);
     // Its bf16 GEMMs ran the path this crucible would take (a build that
     // decides bf16 natively or widened otherwise measured other kernels).
     if (const json* c = doc->contains("compute") ? &(*doc)["compute"] : nullptr;

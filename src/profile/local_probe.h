@@ -4,13 +4,16 @@
 // A document is used only when it was made on this machine and is young
 // enough (profile/machine.h): the first of the candidates (RUN/probe.json,
 // ./probe.json) that is, else this machine's cached probe
-// (<cache>/probe-<fingerprint>.json). Every file passed over is named in one
+// (<cache>/probe-<fingerprint>-t<threads>.json: one per thread count, whose
+// figures it measured). Every file passed over is named in one
 // line with the reason. Without one, a quick probe of the sections the
 // planner reads (compute, memory, topology; about five seconds, bounded by
 // each section's time budget) measures this machine now, and the result is
 // cached both in the run directory and in the machine cache, so the next run
-// here does not measure again. Not thread-safe (it measures with every
-// OpenMP thread).
+// here does not measure again. The machine cache measured while other
+// processes held the CPUs (profile/load_watch.h) is measured again where the
+// machine is quiet now, and replaced; used as it is otherwise, saying so.
+// Not thread-safe (it measures with every OpenMP thread).
 //
 // A run on a GPU (`gpu` >= 0) needs the document's gpu section for its GPU:
 // a document without it gets it measured now (that GPU alone, quick: about
@@ -54,6 +57,9 @@ LocalProbe local_probe(const LocalProbeOptions& opt);
 // $CRUCIBLE_CACHE_DIR, else $XDG_CACHE_HOME/crucible, else
 // $HOME/.cache/crucible; empty when none of them is set.
 std::string machine_cache_dir();
+// This machine's cached probe at this process's thread count:
+// <cache>/probe-<fingerprint>-t<threads>.json; empty without a cache dir.
+std::string machine_cache_file();
 
 // The best valid GEMM GFLOP/s of `dtype` ("f32", "bf16") at `threads` in a
 // probe document; 0 when it has none.

@@ -484,8 +484,9 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     if (agg.energy_j >= 0)
       agg.power_w = agg.energy_j / (agg.step_ms * 1e-3);  // over the slowest rank's step
     agg.mfu = profile::honest_mfu(flops_per_step / (agg.step_ms * 1e-3) * 1e-9, W * peak_gflops, peak_known);
-    if (gemm_ceiling_gflops > 0)
-      agg.mfu_of_gemm = flops_per_step / (agg.step_ms * 1e-3) / (W * gemm_ceiling_gflops * 1e9);
+    if (gemm_ceiling_gflops > 0)  // NaN (left out) above 1: a ceiling below the step is a wrong ceiling
+      agg.mfu_of_gemm =
+          profile::honest_mfu(flops_per_step / (agg.step_ms * 1e-3) * 1e-9, W * gemm_ceiling_gflops, true);
     const bool kill_after = faults.kills_after_checkpoint(step);
     if (last || stop || kill_after || (cfg.ckpt.every > 0 && step % cfg.ckpt.every == 0)) {
       phases.enter(step, Phase::kCheckpoint);

@@ -12,6 +12,7 @@
 
 #include "core/file_io.h"
 #include "core/json_io.h"
+#include "core/threads.h"
 #include "kernels/cuda/cuda.h"
 #include "plan/cluster.h"
 #include "profile/machine.h"
@@ -112,9 +113,15 @@ TEST(LocalProbe, AForeignProbeIsPassedOverAndThisMachineMeasuredOnce) {
   // Kept in the run directory and the machine cache.
   ASSERT_TRUE(fs::exists(dir / "run/probe.json"));
   EXPECT_EQ(read_json(dir / "run/probe.json")->at("created"), p.doc["created"]);
-  const std::string cached =
-      dir / "cache/probe-" + machine_identity()["fingerprint"].get<std::string>() + ".json";
+  const std::string cached = machine_cache_file();
+  EXPECT_EQ(cached, dir / "cache/probe-" + machine_identity()["fingerprint"].get<std::string>() + "-t" +
+                        std::to_string(num_threads()) + ".json");
   ASSERT_TRUE(fs::exists(cached));
+  // Measured quietly (a busy machine's cache is measured again where the
+  // machine is quiet: the test below).
+  json quiet = *read_json(cached);
+  for (auto& [name, l] : quiet["load"].items()) l = {{"others_share", 0.0}, {"reliable", true}};
+  ASSERT_TRUE(write_file_atomic(cached, quiet.dump()).is_ok());
   // The next run here finds the cache and measures nothing.
   lines.clear();
   o.candidates = {dir / "probe.json"};
@@ -130,6 +137,48 @@ TEST(LocalProbe, AForeignProbeIsPassedOverAndThisMachineMeasuredOnce) {
   o.measure = false;
   o.write_to.clear();
   EXPECT_TRUE(local_probe(o).doc.is_null());
+}
+
+// A cached probe measured while other processes held the CPUs (a build, a
+// test suite beside it) is not this machine's speed: a run measures again
+// where the machine is quiet now and replaces the cache, and where it is
+// busy uses it saying it is unreliable. Which of the two happens depends on
+// the machine's load during the run, so either is accepted, each in full.
+TEST(LocalProbe, ACacheMeasuredUnderLoadIsMeasuredAgainOrNamedUnreliable) {
+  TempDir dir("local_probe_load");
+  ScopedEnv cache("CRUCIBLE_CACHE_DIR", dir / "cache");
+  LocalProbeOptions o;
+  std::vector<std::string> lines;
+  o.log = [&](const std::string& m) { lines.push_back(m); };
+  const LocalProbe first = local_probe(o);  // fills the cache
+  ASSERT_FALSE(first.doc.is_null());
+  const std::string cached = machine_cache_file();
+  EXPECT_EQ(cached, dir / "cache/probe-" + machine_identity()["fingerprint"].get<std::string>() + "-t" +
+                        std::to_string(num_threads()) + ".json");
+  json busy = *read_json(cached);
+  for (auto& [name, l] : busy["load"].items()) l = {{"others_share", 0.0}, {"reliable", true}};
+  busy["load"]["compute"] = {{"others_share", 0.5}, {"reliable", false}};
+  busy["created"] = "2026-01-01T00:00:00Z";  // the copy to tell apart from a new one
+  o.max_age_days = 36500;
+  ASSERT_TRUE(write_file_atomic(cached, busy.dump()).is_ok());
+  lines.clear();
+  const LocalProbe p = local_probe(o);
+  std::string all;
+  for (const std::string& l : lines) all += l + "\n";
+  if (p.source == "measured now") {
+    EXPECT_NE(all.find("not used: measured while other processes held the CPUs (compute 50%), and the machine is "
+                       "quiet now"),
+              std::string::npos)
+        << all;
+    EXPECT_NE(read_json(cached)->at("created"), "2026-01-01T00:00:00Z") << "the cache was not replaced";
+  } else {
+    EXPECT_EQ(p.source, cached);
+    EXPECT_EQ(p.doc["created"], "2026-01-01T00:00:00Z");
+    EXPECT_NE(all.find("measured while other processes held the CPUs (compute 50%): its figures (and the "
+                       "prediction) are unreliable"),
+              std::string::npos)
+        << all;
+  }
 }
 
 // A training run in a directory holding another machine's probe.json: one
