@@ -51,8 +51,8 @@ std::string machine_cache_dir() {
 std::string machine_cache_file() {
   const std::string dir = machine_cache_dir();
   if (dir.empty()) return "";
-  return dir + "/probe-" + machine_identity().value("fingerprint", "") + "-t" + std::to_string(num_threads()) +
-         ".json";
+  return dir + "/probe-" + machine_identity().value("fingerprint", "") + "-t" +
+         std::to_string(num_threads()) + ".json";
 }
 
 double gemm_ceiling(const json& probe, int threads, const std::string& dtype) {
@@ -350,8 +350,8 @@ LocalProbe local_probe(const LocalProbeOptions& opt) {
     // every later run: where the machine is quiet now, it is measured again
     // and the cache replaced. A file the user or the run keeps is theirs.
     if (!gpu && f == cached && opt.measure && !unreliable(*doc).empty() && quiet_now()) {
-      log("[probe] " + f + " not used: measured while other processes held the CPUs (" + unreliable(*doc) +
-          "), and the machine is quiet now");
+      log("[probe] " + f + " not used: measured while other processes held the CPUs (" +
+          unreliable(*doc) + "), and the machine is quiet now");
       continue;
     }
     if (!gpu) warn_unreliable(*doc, f);

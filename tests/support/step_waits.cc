@@ -62,7 +62,8 @@ void expect_one_wait_per_step(const std::string& device) {
   }
 }
 
-void expect_parts_cover_the_step(const std::string& device, const std::vector<std::string>& sets, double cover) {
+void expect_parts_cover_the_step(const std::string& device, const std::vector<std::string>& sets,
+                                 double cover) {
   std::vector<std::string> all = sets;
   all.push_back("run.device=" + device);
   auto cfg = runtime::load_config("", all);
@@ -85,7 +86,8 @@ void expect_parts_cover_the_step(const std::string& device, const std::vector<st
   };
   auto run = [&](runtime::StepMetrics& m) {
     const int64_t t0 = now_ns();
-    Status ran = step.run(1e-4f, load, [](const parallel::Action&) {}, [](runtime::Phase) {}, m);
+    Status ran = step.run(
+        1e-4f, load, [](const parallel::Action&) {}, [](runtime::Phase) {}, m);
     EXPECT_TRUE(ran.is_ok()) << ran.message();
     return (now_ns() - t0) * 1e-6;
   };
@@ -102,8 +104,9 @@ void expect_parts_cover_the_step(const std::string& device, const std::vector<st
     EXPECT_GT(m.optimizer_ms, 0) << "step " << s;
     EXPECT_EQ(m.graph_ms, 0) << "step " << s;
     EXPECT_LE(parts, wall) << "step " << s;
-    EXPECT_GE(parts, cover * wall) << "step " << s << ": forward " << m.forward_ms << ", backward " << m.backward_ms
-                                   << ", optimizer " << m.optimizer_ms << " ms of " << wall << " ms";
+    EXPECT_GE(parts, cover * wall)
+        << "step " << s << ": forward " << m.forward_ms << ", backward " << m.backward_ms
+        << ", optimizer " << m.optimizer_ms << " ms of " << wall << " ms";
   }
   if (!dev.is_cuda()) return;
   // Kernel timing on: the kernels' device time lies inside the parts (the
