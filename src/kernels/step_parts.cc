@@ -38,7 +38,6 @@ PartSpan::~PartSpan() {
     return;
   }
   host_parts.seconds[int(part_)] += double(now_ns() - t0_) * 1e-9;
-  ++host_parts.spans;
 }
 
 Result<PartTimes> take_part_times() {
@@ -46,9 +45,7 @@ Result<PartTimes> take_part_times() {
   host_parts = PartTimes{};
   const ExecTarget& here = current_target();
   if (here.device.is_cpu()) return out;
-  auto read = cuda::collect_part_times(here.stream, out.seconds, kStepParts);
-  if (!read) return read.status();
-  out.spans += *read;
+  CRUCIBLE_RETURN_IF_ERROR(cuda::collect_part_times(here.stream, out.seconds, kStepParts));
   return out;
 }
 

@@ -36,7 +36,6 @@ class PartSpan {
 
 struct PartTimes {
   double seconds[kStepParts] = {};
-  int spans = 0;  // spans read (0 for a GPU step that was captured or replayed)
   double operator[](StepPart p) const { return seconds[int(p)]; }
 };
 

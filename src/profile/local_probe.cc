@@ -349,9 +349,10 @@ LocalProbe local_probe(const LocalProbeOptions& opt) {
     // CPUs (a build, a test suite), would stand for this machine's speed in
     // every later run: where the machine is quiet now, it is measured again
     // and the cache replaced. A file the user or the run keeps is theirs.
-    if (!gpu && f == cached && opt.measure && !unreliable(*doc).empty() && quiet_now()) {
-      log("[probe] " + f + " not used: measured while other processes held the CPUs (" +
-          unreliable(*doc) + "), and the machine is quiet now");
+    if (const std::string busy = unreliable(*doc);
+        !gpu && f == cached && opt.measure && !busy.empty() && quiet_now()) {
+      log("[probe] " + f + " not used: measured while other processes held the CPUs (" + busy +
+          "), and the machine is quiet now");
       continue;
     }
     if (!gpu) warn_unreliable(*doc, f);

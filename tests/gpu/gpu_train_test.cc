@@ -94,7 +94,9 @@ TEST(GpuTrain, GraphsOnAndOffAreTheSameRun) {
     const int64_t step = r["step"].get<int64_t>();
     EXPECT_EQ(r.contains("graph_ms"), step == 2 || step >= 6) << "step " << step;
     // The others are split into parts, timed on the GPU.
-    if (!r.contains("graph_ms")) EXPECT_GT(r.value("backward_ms", 0.0), 0) << "step " << step;
+    if (!r.contains("graph_ms")) {
+      EXPECT_GT(r.value("backward_ms", 0.0), 0) << "step " << step;
+    }
   }
   for (const nlohmann::json& r : metric_rows(dir / "off/metrics.jsonl")) EXPECT_FALSE(r.contains("graph_ms"));
 }

@@ -108,8 +108,8 @@ Result<KernelTimes> collect_kernel_times(Stream s);
 int part_begin(Stream s);
 void part_end(int slot, int part, Stream s);
 // Waits for s and adds each ended span's seconds to seconds[part] (parts:
-// the array's length); returns the spans read.
-Result<int> collect_part_times(Stream s, double* seconds, int parts);
+// the array's length).
+Status collect_part_times(Stream s, double* seconds, int parts);
 // Forgets the spans not yet collected (a step abandoned half-way).
 void discard_part_times();
 

@@ -31,19 +31,16 @@ int part_begin(Stream s) {
 
 void part_end(int slot, int part, Stream s) { pairs().end(slot, part, s); }
 
-Result<int> collect_part_times(Stream s, double* seconds, int parts) {
-  int read = 0;
+Status collect_part_times(Stream s, double* seconds, int parts) {
   const bool tracing = trace::active();
   auto dropped = pairs().collect(s, [&](const EventPairs::Span& span) {
     if (span.tag < 0 || span.tag >= parts) return;
     seconds[span.tag] += double(span.ns) * 1e-9;
-    ++read;
     if (tracing)
       trace::record_complete_on(pairs().track(), step_part_name(StepPart(span.tag)), "gpu",
                                 span.host_t0, span.host_t0 + span.ns);
   });
-  if (!dropped) return dropped.status();
-  return read;
+  return dropped.status();
 }
 
 void discard_part_times() { pairs().discard(); }
