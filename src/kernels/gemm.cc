@@ -1,6 +1,7 @@
 #include "kernels/gemm.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <omp.h>
 #include <unordered_map>
@@ -161,7 +162,59 @@ void execute(Gemm& g, bool ta, bool tb, int M, int N, int K, const void* A, int 
   run(g, it->second, A, B, C, bias);
 }
 
+// Rows of a native bf16 product whose bits must not depend on the batch
+// (gemm_rows_invariant, PackedWeights): every call runs this many rows
+// through the one primitive made for them.
+constexpr int kInvariantRows = 16;
+
+// e (a primitive of kInvariantRows rows, A's leading dimension lda and C's
+// ldc) over M rows, block by block; a last partial block through copies
+// zero-padded to a whole one, with the same strides (g.mu held; A of
+// a_bytes an element).
+void run_in_blocks(Gemm& g, Entry& e, int M, int K, int N, const void* A, int lda, size_t a_bytes, const void* B,
+                   float* C, int ldc, const float* bias) {
+  const int R = kInvariantRows;
+  const char* a = static_cast<const char*>(A);
+  int r0 = 0;
+  for (; r0 + R <= M; r0 += R) run(g, e, a + size_t(r0) * lda * a_bytes, B, C + size_t(r0) * ldc, bias);
+  if (r0 == M) return;
+  const int m = M - r0;
+  const size_t a_floats = (size_t(R) * lda * a_bytes + 3) / 4;
+  float* pad_a = widen_buffer(g, a_floats + size_t(R) * ldc);
+  float* pad_c = pad_a + a_floats;
+  std::memset(pad_a, 0, a_floats * 4);
+  std::memcpy(pad_a, a + size_t(r0) * lda * a_bytes, (size_t(m - 1) * lda + K) * a_bytes);
+  run(g, e, pad_a, B, pad_c, bias);
+  for (int i = 0; i < m; ++i)
+    std::memcpy(C + size_t(r0 + i) * ldc, pad_c + size_t(i) * ldc, size_t(N) * sizeof(float));
+}
+
 }  // namespace
+
+void gemm_rows_invariant(DType in, bool tb, int M, int N, int K, const void* A, int lda, const void* B, int ldb,
+                         float* C, int ldc, const float* bias) {
+  CRUCIBLE_CHECK(M > 0 && N > 0 && K > 0, "[gemm] empty problem");
+  const bool cpu = current_target().device.is_cpu();
+  if (in == DType::f32 || !cpu) {
+    gemm(in, DType::f32, false, tb, M, N, K, A, lda, B, ldb, C, ldc, false, bias);
+    return;
+  }
+  Gemm& g = state();
+  std::unique_lock<std::mutex> lock(g.mu);
+  if (!native_bf16(g)) {  // widened to f32: rows independent already
+    lock.unlock();
+    gemm(in, DType::f32, false, tb, M, N, K, A, lda, B, ldb, C, ldc, false, bias);
+    return;
+  }
+  ScopedKernelTimer timer(KernelClass::gemm, 2.0 * M * N * K, 2.0 * (double(M) * K + double(K) * N) + 4.0 * M * N);
+  const int R = kInvariantRows;
+  Key key{false, tb, R, N, K, lda, ldb, ldc, false, bias != nullptr, in, DType::f32, omp_get_max_threads()};
+  auto it = g.cache.find(key);
+  if (it == g.cache.end())
+    it = g.cache.emplace(key, make_entry(g, false, tb, R, N, K, lda, ldb, ldc, false, bias != nullptr, in, DType::f32))
+             .first;
+  run_in_blocks(g, it->second, M, K, N, A, lda, 2, B, C, ldc, bias);
+}
 
 void gemm(DType in, DType out, bool ta, bool tb, int M, int N, int K, const void* A, int lda,
           const void* B, int ldb, void* C, int ldc, bool accumulate, const float* bias) {
@@ -222,7 +275,7 @@ bool gemm_dgelu_bf16(int M, int N, int K, const bf16* dy, const bf16* W, const b
                      float* dbias) {
   CRUCIBLE_CHECK(M > 0 && N > 0 && K > 0, "[gemm] empty problem");
   const ExecTarget& here = current_target();
-  if (!here.device.is_cuda() || !cuda::gemm_dgelu_fuses(M, N, K, pre)) return false;
+  if (!here.device.is_cuda() || !cuda::gemm_dgelu_fuses(M, N, K, dy, W, pre, dpre, dbias)) return false;
   // One GEMM's FLOPs plus the GELU derivative's and the column sums; its
   // operands and pre read once, dpre written.
   const double mn = double(M) * N;
@@ -277,8 +330,11 @@ PackedWeights::PackedWeights(DType in, bool trans, int N, int K, const void* B, 
     src_data = wide.data();
   }
   const auto t = dnnl_type(pin);
-  dnnl::memory::desc a_md(dims{1, K}, t, dims{K, 1});
-  dnnl::memory::desc c_md(dims{1, N}, dnnl::memory::data_type::f32, dims{N, 1});
+  // The layout of the primitive every product uses: native bf16 runs
+  // kInvariantRows rows at a time (gemm_packed).
+  const int rows = pin == DType::bf16 ? kInvariantRows : 1;
+  dnnl::memory::desc a_md(dims{rows, K}, t, dims{K, 1});
+  dnnl::memory::desc c_md(dims{rows, N}, dnnl::memory::data_type::f32, dims{N, 1});
   dnnl::memory::desc any(dims{K, N}, t, dnnl::memory::format_tag::any);
   dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, any, c_md), g.eng);
   impl->md = pd.weights_desc();
@@ -302,15 +358,19 @@ void gemm_packed(int M, const void* A, int lda, const PackedWeights& B, float* C
   std::unique_lock<std::mutex> lock(g.mu);
   const bool widened = w.packed_in != w.in;
   const int alda = widened ? w.K : lda;  // widened rows are packed tight
+  // Native bf16: kInvariantRows rows at a time through one primitive
+  // (gemm_rows_invariant's reason); f32 and widened rows do not depend on M.
+  const bool blocked = w.packed_in == DType::bf16;
+  const int PM = blocked ? kInvariantRows : M;
   // Keyed like a plain problem, marked packed by lda < 0 in the ldb slot's place.
-  Key key{false, w.trans, M, w.N, w.K, alda, -1, ldc, false, bias != nullptr, w.packed_in, DType::f32,
+  Key key{false, w.trans, PM, w.N, w.K, alda, -1, ldc, false, bias != nullptr, w.packed_in, DType::f32,
           omp_get_max_threads()};
   auto it = g.cache.find(key);
   if (it == g.cache.end()) {
     using dims = dnnl::memory::dims;
     const auto t = dnnl_type(w.packed_in);
-    dnnl::memory::desc a_md(dims{M, w.K}, t, dims{alda, 1});
-    dnnl::memory::desc c_md(dims{M, w.N}, dnnl::memory::data_type::f32, dims{ldc, 1});
+    dnnl::memory::desc a_md(dims{PM, w.K}, t, dims{alda, 1});
+    dnnl::memory::desc c_md(dims{PM, w.N}, dnnl::memory::data_type::f32, dims{ldc, 1});
     dnnl::memory::desc any(dims{w.K, w.N}, t, dnnl::memory::format_tag::any);
     dnnl::memory::desc bias_md(dims{1, w.N}, dnnl::memory::data_type::f32, dims{w.N, 1});
     dnnl::primitive_attr attr;
@@ -323,7 +383,7 @@ void gemm_packed(int M, const void* A, int lda, const PackedWeights& B, float* C
                              pd.scratchpad_desc().get_size(), {}}
                      // This M wants another layout: the plain B (widened weights: gemm's own path, below).
                      : widened ? Entry{}
-                               : make_entry(g, false, w.trans, M, w.N, w.K, lda, w.ldb, ldc, false, bias != nullptr,
+                               : make_entry(g, false, w.trans, PM, w.N, w.K, lda, w.ldb, ldc, false, bias != nullptr,
                                             w.in, DType::f32);
     e.packed = packed;
     it = g.cache.emplace(key, std::move(e)).first;
@@ -331,6 +391,10 @@ void gemm_packed(int M, const void* A, int lda, const PackedWeights& B, float* C
   if (!it->second.packed && widened) {  // the plain bf16 weights through gemm's widening path
     lock.unlock();
     gemm(w.in, DType::f32, false, w.trans, M, w.N, w.K, A, lda, w.plain, w.ldb, C, ldc, false, bias);
+    return;
+  }
+  if (blocked) {
+    run_in_blocks(g, it->second, M, w.K, w.N, A, lda, 2, it->second.packed ? w.data : w.plain, C, ldc, bias);
     return;
   }
   const void* a = A;

@@ -60,6 +60,22 @@ void gemm_bias_gelu_bf16(int M, int N, int K, const bf16* A, const bf16* B, cons
 bool gemm_dgelu_bf16(int M, int N, int K, const bf16* dy, const bf16* W, const bf16* pre, bf16* dpre,
                      float* dbias);
 
+// C (M,N) f32 = A (M,K) @ op(B) [+ bias (N)], A and B of type `in`, each row
+// of C a function of its own row of A alone, whatever M: batched inference,
+// where a sequence's logits must not depend on what it is batched with
+// (nn/decoder.h). f32 and widened bf16 products are that already (oneDNN's
+// f32 matmul reduces each row in the same order at every M: tested). oneDNN's
+// native bf16 matmul (AVX512_BF16, AMX) is not: it picks its kernel and its
+// split of K by M (on a 2-vCPU AMX Xeon VM, 2026-12-07: another kernel below
+// 4 rows, and another K split from about 100 rows at N 768, K 3072), so there
+// every call runs kInvariantRows (16) rows at a time through the one
+// primitive made for them, a last partial block zero-padded: a row's bits
+// are those of that primitive whatever rows ran beside it (tested at
+// several positions). Costs a large M about 2x the one-call time there
+// (still 2.5-3x the f32 product's speed); a GPU runs gemm.
+void gemm_rows_invariant(DType in, bool trans_b, int M, int N, int K, const void* A, int lda, const void* B, int ldb,
+                         float* C, int ldc, const float* bias = nullptr);
+
 // A constant B, packed once into the layout oneDNN's matmul picks for it (the
 // same for every M: checked here for the inference shapes), so that a product
 // does not reorder B on every call: 3-4x faster at M = 1 in bf16 on Zen 4
@@ -81,7 +97,9 @@ class PackedWeights {
   std::shared_ptr<Impl> impl_;
 };
 
-// C (M,N) f32 = A (M,K) of B's type (row-major, lda) @ B [+ bias (N)].
+// C (M,N) f32 = A (M,K) of B's type (row-major, lda) @ B [+ bias (N)], each
+// row from its own row of A alone whatever M (gemm_rows_invariant: native
+// bf16 weights are packed for, and run in, blocks of its 16 rows).
 void gemm_packed(int M, const void* A, int lda, const PackedWeights& B, float* C, int ldc,
                  const float* bias = nullptr);
 

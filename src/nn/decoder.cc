@@ -135,7 +135,7 @@ void Decoder::matmul(float* y, const float* x, const Matrix& w, int n, const flo
     a = x16;
   }
   if (w.packed) kernels::gemm_packed(n, a, K, w.packed, y, N, bias);
-  else if (bf16_) kernels::gemm(DType::bf16, DType::f32, false, w.trans, n, N, K, a, K, w.b16, ldb, y, N, false, bias);
+  else if (bf16_) kernels::gemm_rows_invariant(DType::bf16, w.trans, n, N, K, a, K, w.b16, ldb, y, N, bias);
   else kernels::gemm(false, w.trans, n, N, K, x, K, w.f32, ldb, y, N, false, bias);
 }
 

@@ -8,10 +8,11 @@
 // or the one token a decode step adds). All rows of all sequences go through
 // each GEMM together; attention runs per (row, head) over that row's own
 // sequence in the cache. Every kernel computes a row from that row alone
-// (LayerNorm, GELU, attention) and oneDNN's matmul reduces each output row in
-// an order that does not depend on the other rows (tests/nn/decoder_test.cc
-// holds it to that, bitwise): a sequence's logits are the same whatever it
-// is batched with, so continuous batching changes no result.
+// (LayerNorm, GELU, attention) and each GEMM reduces each output row in an
+// order that does not depend on the other rows (kernels::gemm_rows_invariant;
+// tests/nn/decoder_test.cc holds it to that, bitwise): a sequence's logits
+// are the same whatever it is batched with, so continuous batching changes
+// no result.
 //
 // The KV cache is storage the caller owns: blocks of block_tokens positions,
 // each holding every layer's keys and values, (n_blocks, L, 2, block_tokens, C)

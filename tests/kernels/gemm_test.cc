@@ -68,6 +68,8 @@ TEST(Gemm, PackedWeightsMatchReferenceAtEveryM) {
   for (DType in : {DType::f32, DType::bf16})
     for (bool trans : {false, true})
       for (bool with_bias : {false, true}) {
+        SCOPED_TRACE(std::string(in == DType::bf16 ? "bf16" : "f32") + (trans ? ", B transposed" : "") +
+                     (with_bias ? ", bias" : ""));
         auto A = testing::random_vector(rng, size_t(40) * K);
         auto B = testing::random_vector(rng, size_t(K) * N);
         auto bias = testing::random_vector(rng, size_t(N));
@@ -91,6 +93,47 @@ TEST(Gemm, PackedWeightsMatchReferenceAtEveryM) {
           else EXPECT_EQ(std::memcmp(first_row.data(), C.data(), size_t(N) * sizeof(float)), 0) << "M " << M;
         }
       }
+}
+
+// Batched inference's contract (kernels::gemm_rows_invariant, packed weights
+// too): each row of C is its own row of A's alone, bit for bit, at every M,
+// in f32 and bf16, at the inference shapes where oneDNN's native bf16 matmul
+// changes its kernel (below 4 rows) or its split of K (from ~100 rows at
+// N 768, K 3072, on an AMX Xeon).
+TEST(Gemm, EveryRowIsItsOwnAtEveryM) {
+  Rng rng(testing::test_seed(), 83);
+  for (auto [N, K] : {std::pair{70, 96}, std::pair{768, 3072}})
+    for (DType in : {DType::f32, DType::bf16}) {
+      SCOPED_TRACE(std::to_string(N) + "x" + std::to_string(K) + (in == DType::bf16 ? " bf16" : " f32"));
+      const int max_m = 130;
+      auto A = testing::random_vector(rng, size_t(max_m) * K), B = testing::random_vector(rng, size_t(K) * N);
+      auto bias = testing::random_vector(rng, size_t(N));
+      std::vector<bf16> Ah(A.size()), Bh(B.size());
+      for (size_t i = 0; i < A.size(); ++i) Ah[i] = to_bf16(A[i]);
+      for (size_t i = 0; i < B.size(); ++i) Bh[i] = to_bf16(B[i]);
+      const void* Ap = in == DType::bf16 ? static_cast<const void*>(Ah.data()) : A.data();
+      const void* Bp = in == DType::bf16 ? static_cast<const void*>(Bh.data()) : B.data();
+      const size_t a_row = size_t(K) * (in == DType::bf16 ? 2 : 4);
+      kernels::PackedWeights packed(in, false, N, K, Bp, N);
+      for (bool use_packed : {false, true}) {
+        auto product = [&](int M, const void* a, float* C) {
+          if (use_packed) kernels::gemm_packed(M, a, K, packed, C, N, bias.data());
+          else kernels::gemm_rows_invariant(in, false, M, N, K, a, K, Bp, N, C, N, bias.data());
+        };
+        // Each row alone, then every M from the first row on.
+        std::vector<float> alone(size_t(max_m) * N);
+        for (int r = 0; r < max_m; ++r)
+          product(1, static_cast<const char*>(Ap) + size_t(r) * a_row, alone.data() + size_t(r) * N);
+        for (int M : {2, 3, 5, 16, 17, 100, 130}) {
+          std::vector<float> C(size_t(M) * N);
+          product(M, Ap, C.data());
+          for (int r = 0; r < M; ++r)
+            ASSERT_EQ(std::memcmp(C.data() + size_t(r) * N, alone.data() + size_t(r) * N, size_t(N) * sizeof(float)),
+                      0)
+                << (use_packed ? "packed" : "plain") << ", row " << r << " of " << M;
+        }
+      }
+    }
 }
 
 }  // namespace
