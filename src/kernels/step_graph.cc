@@ -29,26 +29,35 @@ Status StepGraph::capture(const std::function<Status()>& body) {
   // tie the graph to this one step.
   CRUCIBLE_RETURN_IF_ERROR(cuda::stream_wait(stream_, caller_));
   const KernelStatsTable before = kernel_stats();
-  if (Status began = cuda::begin_capture(stream_); !began) {
-    refusal_ = began.message();
-    return body();
-  }
-  Status ran;
-  {
-    DeviceScope on(device_, stream_);
-    ran = body();
-  }
-  auto graph = cuda::end_capture(stream_);
-  if (!ran) {
-    if (graph) cuda::destroy_graph(*graph);
-    return ran;
+  // First with the step parts' events inside (a split graph); where CUDA
+  // refuses that capture, once more without them before giving up on graphs.
+  Result<cuda::Graph*> graph = Status::internal("");
+  for (const bool spans : {true, false}) {
+    if (Status began = cuda::begin_capture(stream_, spans); !began) {
+      refusal_ = began.message();
+      return body();
+    }
+    Status ran;
+    {
+      DeviceScope on(device_, stream_);
+      ran = body();
+    }
+    graph = cuda::end_capture(stream_);
+    if (!ran) {
+      if (graph) cuda::destroy_graph(*graph);
+      return ran;
+    }
+    if (graph) break;
+    kernel_stats() = before;  // nothing ran: the next capture, or the body uncaptured, counts it
+    if (spans) unsplit_ = graph.status().message();
   }
   if (!graph) {
     refusal_ = graph.status().message();
-    kernel_stats() = before;  // nothing ran: the uncaptured body counts it
+    unsplit_.clear();
     return body();
   }
   graph_ = *graph;
+  if (!cuda::graph_split(graph_) && unsplit_.empty()) unsplit_ = "the step parts' CUDA events could not be made";
   const KernelStatsTable& after = kernel_stats();
   for (size_t c = 0; c < counted_.size(); ++c) {
     counted_[c].calls = after[c].calls - before[c].calls;

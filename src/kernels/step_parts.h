@@ -8,8 +8,9 @@
 // stream (kernels/cuda/cuda.h, "step parts"), read after the read-back: the
 // device's own time, from the part's first kernel starting to its last
 // ending, idle gaps between them included (a launch-bound part waits for the
-// host there). A step captured into a CUDA graph records no span (nothing ran
-// while it was recorded): its time is the graph's, whole (metrics.h graph_ms).
+// host there). A step captured into a CUDA graph records its spans into the
+// graph (event record nodes: kernels/step_graph.h split()), so each launch of
+// the graph times its parts as a launched step does.
 #pragma once
 #include "core/status.h"
 

@@ -13,7 +13,7 @@
 //   memory      memory_efficiency, by predicted / measured optimizer time
 //               (AdamW streams memory and little else)
 // A GPU run whose steps were replayed from a CUDA graph measured its device
-// step whole (metrics.jsonl graph_ms), not phase by phase: its predicted /
+// step whole (metrics.jsonl graph_ms), its phases not always: its predicted /
 // measured device step (forward + backward + optimizer) scales its compute
 // and its optimizer alike, and it is predicted as a graph (stack.graphs).
 // The links stay as probed (`crucible launch -n N -- probe` measures them):
@@ -37,8 +37,9 @@ struct Measured {  // seconds per optimizer step, medians over steps
   double step = 0, data_wait = 0, forward = 0, backward = 0, optimizer = 0, dp_comm = 0, tp_comm = 0,
          pipeline_wait = 0;
   // The device's whole step where steps were replayed from a CUDA graph (the
-  // median of those rows' graph_ms; the phases are then over the other rows,
-  // and 0 where there are none); 0 where no step was.
+  // median of those rows' graph_ms; the phases are over the rows that
+  // measured them, an unsplit graph's not, and 0 where there are none); 0
+  // where no step was.
   double graph = 0;
   uint64_t mem_peak = 0;  // the allocator's peak, the largest rank's
   int steps = 0;          // rows the medians are over

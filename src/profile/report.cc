@@ -184,15 +184,22 @@ std::string step_time_section(const std::vector<json>& m) {
   std::string table =
       "<table class=\"grid\"><tr><th>phase</th><th>mean ms</th><th>share of step</th></tr>";
   const double step_mean = mean(column(m, "step_ms"));
-  // Steps replayed from a CUDA graph (metrics.h graph_ms): the device's whole
-  // step as one part, 0 in the steps launched kernel by kernel.
+  // Steps replayed from a CUDA graph (metrics.h graph_ms, launch to
+  // read-back): what of it is outside the step's parts is a part of its own
+  // (all of it where the graph does not time them), 0 in the steps launched
+  // kernel by kernel.
   auto phases = kPhases;
   const bool graphs = std::any_of(m.begin(), m.end(), [](const json& r) { return r.contains("graph_ms"); });
-  if (graphs) phases.push_back({"graph_ms", "cuda graph"});
+  if (graphs) phases.push_back({"graph_ms", "cuda graph (rest)"});
   for (const auto& [key, name] : phases) {
     std::vector<double> y = column(m, key.c_str());
     if (key == "graph_ms")
-      for (double& v : y) v = std::isfinite(v) ? v : 0.0;
+      for (size_t i = 0; i < y.size(); ++i) {
+        double rest = std::isfinite(y[i]) ? y[i] : 0.0;
+        for (const char* part : {"forward_ms", "backward_ms", "optimizer_ms"})
+          if (const double v = num(m[i], part); std::isfinite(v)) rest -= v;
+        y[i] = std::isfinite(y[i]) ? std::max(0.0, rest) : 0.0;
+      }
     for (size_t i = 0; i < y.size(); ++i)
       if (std::isfinite(y[i])) other[i] -= y[i];
     table += "<tr><td>" + name + "</td><td>" + fmt_fixed(mean(y), 2) + "</td><td>" +

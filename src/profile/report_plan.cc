@@ -10,6 +10,7 @@
 #include "core/stats.h"
 #include "profile/energy.h"
 #include "profile/report_sections.h"
+#include "profile/run_schema.h"
 #include "profile/svg.h"
 
 namespace crucible::profile {
@@ -17,13 +18,14 @@ namespace crucible::profile {
 namespace {
 
 // The median of `key` over the steps after the first two (all steps in a run
-// of two). A step replayed from a CUDA graph measured its device
-// time whole (graph_ms) and no phase: a phase's median is over the other
-// steps, graph_ms's over the replayed ones, and NaN where there are none.
+// of two). A step replayed from a CUDA graph measured its device time whole
+// (graph_ms), and its phases only where the graph times them (run_schema.h
+// row_has_parts): a phase's median is over the steps that measured it,
+// graph_ms's over the replayed ones, and NaN where there are none.
 double median_of(const std::vector<nlohmann::json>& m, const std::string& key) {
   const bool phase = key != "step_ms" && key != "data_wait_ms" && key != "graph_ms";
   auto counts = [&](const nlohmann::json& r) {
-    return key == "graph_ms" ? r.contains("graph_ms") : !(phase && r.contains("graph_ms"));
+    return key == "graph_ms" ? r.contains("graph_ms") : !phase || row_has_parts(r);
   };
   const bool later = std::any_of(m.begin(), m.end(), [](const nlohmann::json& r) {
     return r.value("step", 0) > 2 && r.contains("step_ms");

@@ -121,4 +121,11 @@ Status check_event_row(const json& row, const std::string& op, const std::string
   return Status::ok();
 }
 
+bool row_has_parts(const nlohmann::json& row) {
+  if (!row.contains("graph_ms")) return true;
+  for (const char* k : {"forward_ms", "backward_ms", "optimizer_ms"})
+    if (row.value(k, 0.0) > 0) return true;
+  return false;
+}
+
 }  // namespace crucible::profile

@@ -37,4 +37,11 @@ Status check_kernels(const nlohmann::json& kernels, const std::string& op,
 Status check_event_row(const nlohmann::json& row, const std::string& op,
                        const std::string& source);
 
+// Whether a metrics row measured its step's parts (forward, backward,
+// optimizer): every step launched kernel by kernel, and a step replayed from
+// a CUDA graph that times them (a split graph, kernels/step_graph.h); not a
+// replayed step whose graph is whole (graph_ms and no parts: its 0s are not
+// measurements).
+bool row_has_parts(const nlohmann::json& row);
+
 }  // namespace crucible::profile

@@ -31,10 +31,10 @@ namespace {
 // `steps` steps launched kernel by kernel, then `steps` replayed from a CUDA
 // graph captured at the first of them (kernels/step_graph.h). Fills r's
 // launched_ms, graph_ms and graph_refusal, and its forward, backward and
-// optimizer times from the launched steps' parts on the GPU
-// (kernels/step_parts.h: CUDA events, no wait between the parts); returns
-// the steps the trainer's default would time (the replayed ones where the
-// capture succeeded).
+// optimizer times from the parts on the GPU (kernels/step_parts.h: CUDA
+// events, no wait between the parts) of the steps the trainer's default
+// would time: the replayed ones where the graph times its parts (a split
+// graph), else the launched ones (parts_from); returns those steps' times.
 Result<std::vector<double>> time_whole_steps(nn::GPT& gpt, optim::AdamW& adam, Arena& arena,
                                              const std::vector<int32_t>& tokens, const std::vector<int32_t>& targets,
                                              int B, int T, int steps, StepBenchResult& r) {
@@ -65,7 +65,7 @@ Result<std::vector<double>> time_whole_steps(nn::GPT& gpt, optim::AdamW& adam, A
     gpt.params().zero_grad();
     return Status::ok();
   };
-  std::vector<double> launched, replayed, parts[kernels::kStepParts];
+  std::vector<double> launched, replayed, parts[2][kernels::kStepParts];  // [launched, replayed]
   kernels::discard_part_times();
   kernels::StepGraph graph;
   for (int s = 0; s < 2 * steps + 1; ++s) {
@@ -78,15 +78,16 @@ Result<std::vector<double>> time_whole_steps(nn::GPT& gpt, optim::AdamW& adam, A
     }
     r.loss_last = float(adam.end_step().loss_sum);
     const double ms = (now_ns() - t0) * 1e-6;
-    auto took = kernels::take_part_times();  // none in a graph's steps
+    auto took = kernels::take_part_times();  // none in an unsplit graph's steps
     if (!took) {
       pinned->release(batch);
       return took.status();
     }
-    if (s < steps)
-      for (int p = 0; p < kernels::kStepParts; ++p) parts[p].push_back(took->seconds[p] * 1e3);
+    const bool counted_replay = s > steps && graph.captured();  // the capture's step is not one
+    if (s < steps || counted_replay)
+      for (int p = 0; p < kernels::kStepParts; ++p) parts[counted_replay][p].push_back(took->seconds[p] * 1e3);
     if (s < steps) launched.push_back(ms);
-    else if (s > steps && graph.captured()) replayed.push_back(ms);  // the capture's step is not one
+    else if (counted_replay) replayed.push_back(ms);
     if (s == steps && !graph.captured()) {
       r.graph_refusal = graph.refusal();
       break;
@@ -94,9 +95,12 @@ Result<std::vector<double>> time_whole_steps(nn::GPT& gpt, optim::AdamW& adam, A
   }
   pinned->release(batch);
   r.launched_ms = median(launched);
-  r.forward_ms = median(parts[int(kernels::StepPart::kForward)]);
-  r.backward_ms = median(parts[int(kernels::StepPart::kBackward)]);
-  r.optimizer_ms = median(parts[int(kernels::StepPart::kOptimizer)]);
+  const bool split = graph.split() && !replayed.empty();
+  r.parts_from = split ? "replayed" : "launched";
+  if (graph.captured() && !graph.split()) r.graph_unsplit = graph.unsplit();
+  r.forward_ms = median(parts[split][int(kernels::StepPart::kForward)]);
+  r.backward_ms = median(parts[split][int(kernels::StepPart::kBackward)]);
+  r.optimizer_ms = median(parts[split][int(kernels::StepPart::kOptimizer)]);
   r.graph_ms = replayed.empty() ? 0 : median(replayed);
   return replayed.empty() ? launched : replayed;
 }
@@ -352,6 +356,8 @@ nlohmann::json to_json(const StepBenchResult& r) {
     j["launched_ms"] = r.launched_ms;
     j["graph_ms"] = r.graph_ms;
     if (!r.graph_refusal.empty()) j["graph_refusal"] = r.graph_refusal;
+    if (!r.graph_unsplit.empty()) j["graph_unsplit"] = r.graph_unsplit;
+    j["parts_from"] = r.parts_from;
   }
   return j;
 }
@@ -378,9 +384,11 @@ std::string to_table(const StepBenchResult& r) {
     s += r.graph_ms > 0 ? fmt::format("         replayed from a CUDA graph; launched kernel by kernel {:.2f} ms\n",
                                       r.launched_ms)
                         : fmt::format("         launched kernel by kernel (no CUDA graph: {})\n", r.graph_refusal);
-    s += fmt::format("         launched: forward {:.1f} ms, backward {:.1f} ms, optimizer {:.1f} ms of GPU time "
+    s += fmt::format("         {}: forward {:.1f} ms, backward {:.1f} ms, optimizer {:.1f} ms of GPU time "
                      "(CUDA events); waiting after each phase {:.1f} ms\n",
-                     r.forward_ms, r.backward_ms, r.optimizer_ms, r.phased_ms);
+                     r.parts_from, r.forward_ms, r.backward_ms, r.optimizer_ms, r.phased_ms);
+    if (!r.graph_unsplit.empty())
+      s += fmt::format("         (the graph does not time its parts: {})\n", r.graph_unsplit);
   } else {
     s += fmt::format("         forward {:.1f} ms, backward {:.1f} ms, optimizer {:.1f} ms\n", r.forward_ms,
                      r.backward_ms, r.optimizer_ms);

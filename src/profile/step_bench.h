@@ -60,13 +60,16 @@ struct StepBenchResult {
   // a GPU the waits cost the launch queue its lead).
   double phased_ms = 0;
   // The step's parts, medians: on the CPU of those phase-timed steps; on a
-  // GPU the GPU's time of each part of the steps launched kernel by kernel
-  // (kernels/step_parts.h: CUDA events, no wait between the parts).
+  // GPU the GPU's time of each part (kernels/step_parts.h: CUDA events, no
+  // wait between the parts) of the replayed steps where their graph times
+  // them, else of the steps launched kernel by kernel (parts_from: "replayed"
+  // or "launched"; graph_unsplit says why a graph does not).
   double forward_ms = 0, backward_ms = 0, optimizer_ms = 0;
+  std::string parts_from;
   // A GPU's whole step, one wait each: launched kernel by kernel, and
   // replayed from a CUDA graph (0 where refused). Medians.
   double launched_ms = 0, graph_ms = 0;
-  std::string graph_refusal;
+  std::string graph_refusal, graph_unsplit;
   double tokens_per_s = 0, gflop_per_step = 0, gflops = 0, mfu = 0;
   // MFUs are NaN where they cannot be told honestly (profile/cpu_peak.h,
   // honest_mfu): a peak that is not plausible, or a ratio above 1.

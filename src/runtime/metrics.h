@@ -38,8 +38,9 @@ struct StepMetrics {
   // backward's wall time; nothing overlaps them, so all of it is exposed).
   double tp_comm_ms = 0;
   // A step replayed from a CUDA graph (kernels/step_graph.h): launch to the
-  // read-back, the device's whole step, which the host did not see in phases
-  // (forward, backward and optimizer are 0 then). 0: launched kernel by kernel.
+  // read-back, the device's whole step; forward, backward and optimizer are
+  // its parts by the graph's own events (0 in an unsplit graph's steps:
+  // profile/run_schema.h row_has_parts). 0: launched kernel by kernel.
   double graph_ms = 0;
   double val_loss = -1;                   // < 0: not an evaluation step
   double eval_ms = 0;                     // outside step_ms

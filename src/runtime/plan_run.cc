@@ -197,11 +197,12 @@ Result<plan::Observation> observe_run(const std::string& run_dir) {
         row, "[plan]", run_dir + "/metrics.jsonl:" + std::to_string(lineno)));
     if (row["step"].get<int64_t>() <= 2 || !row.contains("step_ms")) continue;
     // A step replayed from a CUDA graph has its device time whole
-    // (graph_ms), no phases: the phases' medians are over the other steps.
-    const bool replayed = row.contains("graph_ms");
-    if (replayed) graph.push_back(row["graph_ms"].get<double>() * 1e-3);
+    // (graph_ms), and its phases only where the graph times them: the
+    // phases' medians are over the steps that measured them.
+    if (row.contains("graph_ms")) graph.push_back(row["graph_ms"].get<double>() * 1e-3);
+    const bool parts = profile::row_has_parts(row);
     for (size_t k = 0; k < cols.size(); ++k)
-      if (k < 2 || !replayed) cols[k].push_back(row.value(keys[k], 0.0) * 1e-3);
+      if (k < 2 || parts) cols[k].push_back(row.value(keys[k], 0.0) * 1e-3);
     o.measured.mem_peak = std::max(o.measured.mem_peak, uint64_t(row.value("mem_peak", 0.0)));
   }
   plan::Measured& m = o.measured;

@@ -164,7 +164,11 @@ Status TrainStep::run(float lr, const std::function<double(int, int32_t*, int32_
       CRUCIBLE_RETURN_IF_ERROR(graph_->capture(run_body));
       if (!graph_->captured()) {  // CUDA refused; the body ran uncaptured, and so will the next steps
         graph_refusal_ = graph_->refusal();
+        graph_warning_ = "the step runs without CUDA graphs: " + graph_refusal_;
         graph_.reset();
+      } else if (!graph_->split()) {
+        graph_warning_ = "the replayed steps are not split into forward, backward and optimizer: " +
+                         graph_->unsplit();
       }
     }
     graph = graph_ && graph_->captured();
@@ -176,17 +180,14 @@ Status TrainStep::run(float lr, const std::function<double(int, int32_t*, int32_
   // The parts' times on the device that ran them (kernels/step_parts.h).
   auto parts = kernels::take_part_times();
   if (!parts) return parts.status();
-  if (graph) {
-    // A graph's step is not split into parts (it recorded none, and ran
-    // whole): launch to read-back.
-    m.graph_ms = (now_ns() - t0) * 1e-6;
-  } else {
-    using kernels::StepPart;
-    m.forward_ms += (*parts)[StepPart::kForward] * 1e3;
-    // Time inside communication calls during backward is communication.
-    m.backward_ms += std::max(0.0, (*parts)[StepPart::kBackward] * 1e3 - comm_in_backward_ms_);
-    m.optimizer_ms += (*parts)[StepPart::kOptimizer] * 1e3;
-  }
+  // A graph's step whole, launch to read-back; its parts are its own events'
+  // (a split graph), or none (0) where CUDA refused them.
+  if (graph) m.graph_ms = (now_ns() - t0) * 1e-6;
+  using kernels::StepPart;
+  m.forward_ms += (*parts)[StepPart::kForward] * 1e3;
+  // Time inside communication calls during backward is communication.
+  m.backward_ms += std::max(0.0, (*parts)[StepPart::kBackward] * 1e3 - comm_in_backward_ms_);
+  m.optimizer_ms += (*parts)[StepPart::kOptimizer] * 1e3;
   m.loss = out.loss_sum / accum;
   m.grad_norm = std::sqrt(out.grad_sq);
   return Status::ok();

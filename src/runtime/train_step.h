@@ -12,6 +12,8 @@
 #pragma once
 #include <functional>
 #include <memory>
+#include <string>
+#include <utility>
 
 #include "core/status.h"
 #include "kernels/step_graph.h"
@@ -93,6 +95,10 @@ class TrainStep {
   // Why CUDA refused to capture the step ("" if it did not): the run goes on
   // without graphs.
   const std::string& graph_refusal() const { return graph_refusal_; }
+  // Once, the run's warning about its graphs: refused (the run goes on
+  // without), or not timing the step's parts (its replayed steps then have
+  // graph_ms and no forward, backward or optimizer: metrics.h). "" else.
+  std::string take_graph_warning() { return std::exchange(graph_warning_, std::string()); }
 
  private:
   TrainStep() = default;
@@ -117,6 +123,7 @@ class TrainStep {
   std::unique_ptr<kernels::StepGraph> graph_;
   bool graph_allowed_ = false;
   std::string graph_refusal_;
+  std::string graph_warning_;  // not yet taken
   Config cfg_;
   double last_wait_s_ = 0;
   // The data-parallel communication inside this step's backward (the body's;

@@ -350,7 +350,6 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
   result.reporter = rank == 0;
   const int64_t total = cfg.train.steps;
   const int64_t first_step = step;
-  bool graph_refusal_logged = false;
   Stopwatch run_clock;
   double ema_step_s = 0;
   double bubble_wait_s = 0, bubble_compute_s = 0;  // this rank's, over the steps after the first
@@ -422,10 +421,7 @@ Result<TrainResult> train(const RunPlan& plan_in, const TrainOptions& topt, Cons
     // what a step allocates, and never a timed one (its CUDA events).
     ts.allow_graph(step > first_step && !in_trace_window(step + 1) && !faults.armed());
     CRUCIBLE_RETURN_IF_ERROR(ts.run(m.lr, load, before, [&](Phase p) { phases.enter(step + 1, p); }, m));
-    if (!ts.graph_refusal().empty() && !graph_refusal_logged) {
-      log("[train] warning: the step runs without CUDA graphs: " + ts.graph_refusal());
-      graph_refusal_logged = true;
-    }
+    if (std::string w = ts.take_graph_warning(); !w.empty()) log("[train] warning: " + w);
     m.step_ms = step_clock.elapsed_ms();
     CRUCIBLE_RETURN_IF_ERROR(energy.end(comm, tokens_per_step, m));
     if (!device.is_cpu() && kernels::cuda::kernel_timing())

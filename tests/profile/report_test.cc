@@ -126,26 +126,29 @@ TEST(Report, SelfContainedAndFinite) {
   EXPECT_GE(svgs, 9);
 }
 
-// Steps replayed from a CUDA graph (graph_ms, no forward/backward/optimizer
-// split): their time is its own part of the step-time breakdown, and a run
+// Steps replayed from a CUDA graph (graph_ms): what of it their parts do not
+// cover is its own part of the step-time breakdown (all of it where the graph
+// does not time its parts: forward, backward and optimizer 0), and a run
 // without any has no such part.
 TEST(Report, ReplayedStepsAreTheirOwnPartOfTheStep) {
   TempDir d(testutil::current_test_name());
-  std::string m;
-  for (int s = 1; s <= 4; ++s)
-    m += "{\"step\":" + std::to_string(s) + ",\"loss\":4.0,\"step_ms\":10,\"data_wait_ms\":1" +
-         (s <= 2 ? ",\"forward_ms\":3,\"backward_ms\":5,\"optimizer_ms\":1"
-                 : ",\"forward_ms\":0,\"backward_ms\":0,\"optimizer_ms\":0,\"graph_ms\":8") +
-         "}\n";
-  write_file(d / "metrics.jsonl", m);
+  // Four 10 ms steps: two launched, two replayed with `replayed`'s fields.
+  auto write_rows = [&](const std::string& replayed) {
+    std::string m;
+    for (int s = 1; s <= 4; ++s)
+      m += "{\"step\":" + std::to_string(s) + ",\"loss\":4.0,\"step_ms\":10,\"data_wait_ms\":1," +
+           (s <= 2 ? "\"forward_ms\":3,\"backward_ms\":5,\"optimizer_ms\":1" : replayed) + "}\n";
+    write_file(d / "metrics.jsonl", m);
+  };
+  write_rows("\"forward_ms\":0,\"backward_ms\":0,\"optimizer_ms\":0,\"graph_ms\":8");
   auto html = render_report(d.path());
   ASSERT_TRUE(html.is_ok()) << html.status().message();
   EXPECT_NE(html->find("data-series=\"cuda graph"), std::string::npos);
   // Half the steps at 8 ms, the others at 0: a mean of 4 ms, 40% of the step.
-  EXPECT_NE(html->find("<td>cuda graph</td><td>4.00</td><td>40.0 %</td>"), std::string::npos);
+  EXPECT_NE(html->find("<td>cuda graph (rest)</td><td>4.00</td><td>40.0 %</td>"), std::string::npos);
   // The prediction beside it: the replayed steps' device step against the
   // predicted forward + backward + optimizer (4 + 6 + 1 ms), and no phase
-  // measured after the first two steps (a replayed step has none), not 0.
+  // measured after the first two steps (an unsplit graph's step has none), not 0.
   write_file(d / "plan.json",
              testutil::read_file(std::string(CRUCIBLE_SOURCE_DIR) + "/fuzz/corpus/plan_json/predicted.json"));
   html = render_report(d.path());
@@ -154,6 +157,16 @@ TEST(Report, ReplayedStepsAreTheirOwnPartOfTheStep) {
             std::string::npos);
   EXPECT_NE(html->find("<td>forward + backward</td><td>10.0</td><td>-</td><td>-</td>"), std::string::npos);
   EXPECT_NE(html->find("<td>step</td><td>12.5</td><td>10.0</td><td>25.0 %</td>"), std::string::npos);
+  // A split graph: its steps' parts are measured (3 + 4 + 1 ms of 9), the
+  // rest (1 ms) is the graph's part, and the prediction's phases are theirs.
+  write_rows("\"forward_ms\":3,\"backward_ms\":4,\"optimizer_ms\":1,\"graph_ms\":9");
+  html = render_report(d.path());
+  ASSERT_TRUE(html.is_ok()) << html.status().message();
+  EXPECT_NE(html->find("<td>cuda graph (rest)</td><td>0.50</td><td>5.0 %</td>"), std::string::npos);
+  EXPECT_NE(html->find("<td>backward</td><td>4.50</td><td>45.0 %</td>"), std::string::npos);
+  EXPECT_NE(html->find("<td>forward + backward</td><td>10.0</td><td>7.0</td><td>42.9 %</td>"), std::string::npos);
+  EXPECT_NE(html->find("<td>device step (CUDA graph)</td><td>11.0</td><td>9.0</td><td>22.2 %</td>"),
+            std::string::npos);
   std::filesystem::remove(d / "plan.json");
   write_run(d);  // no graph_ms anywhere
   html = render_report(d.path());

@@ -54,7 +54,7 @@ void expect_one_wait_per_step(const std::string& device) {
       EXPECT_GT(m.loss, 0.5 * std::log(double(vocab)));
       EXPECT_LT(m.loss, 2.0 * std::log(double(vocab)));
       EXPECT_GT(m.grad_norm, 0.0);
-      // The captured step ran as the graph too: launch to read-back, no parts.
+      // The captured step ran as the graph too: launch to read-back.
       EXPECT_EQ(m.graph_ms > 0, s >= 1 && step.graphs_apply()) << "step " << s;
     }
     EXPECT_EQ(step.graph_refusal(), "");
@@ -122,16 +122,26 @@ void expect_parts_cover_the_step(const std::string& device, const std::vector<st
   EXPECT_GT(kt->kernels, 10);
   EXPECT_LE(kernels_ms, parts_ms * 1.01 + 0.05) << kt->kernels << " kernels";
   EXPECT_GE(kernels_ms, 0.5 * parts_ms) << kt->kernels << " kernels";
-  // Replayed from a graph: one part of its own, none of the three.
+  // Captured (step 0) and replayed from a graph: the whole as graph_ms, and
+  // the parts from the graph's own events, covering it as a launched step's
+  // cover its wall time.
   step.allow_graph(true);
-  for (int s = 0; s < 2; ++s) {
+  for (int s = 0; s < 3; ++s) {
     runtime::StepMetrics m;
     const double wall = run(m);
+    const double parts = m.forward_ms + m.backward_ms + m.optimizer_ms;
     EXPECT_GT(m.graph_ms, 0) << "graph step " << s;
     EXPECT_LE(m.graph_ms, wall) << "graph step " << s;
-    EXPECT_EQ(m.forward_ms + m.backward_ms + m.optimizer_ms, 0) << "graph step " << s;
+    EXPECT_GT(m.forward_ms, 0) << "graph step " << s;
+    EXPECT_GT(m.backward_ms, 0) << "graph step " << s;
+    EXPECT_GT(m.optimizer_ms, 0) << "graph step " << s;
+    EXPECT_LE(parts, m.graph_ms) << "graph step " << s;
+    EXPECT_GE(parts, cover * m.graph_ms)
+        << "graph step " << s << ": forward " << m.forward_ms << ", backward " << m.backward_ms
+        << ", optimizer " << m.optimizer_ms << " ms of " << m.graph_ms << " ms";
   }
   EXPECT_EQ(step.graph_refusal(), "");
+  EXPECT_EQ(step.take_graph_warning(), "") << "the graph should time the step's parts";
 }
 
 }  // namespace crucible::testing

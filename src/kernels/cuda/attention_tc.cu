@@ -32,6 +32,7 @@
 //   dout (B,T,C) f32; dqkv (B,T,3C) bf16, overwritten
 #include <mma.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 
@@ -355,7 +356,8 @@ constexpr size_t dq_smem() {
 }
 static_assert(dkv_smem<128>() <= 227 * 1024 && forward_smem<128>() <= 227 * 1024, "Hopper's 227 KiB per block");
 
-// Opts a kernel in to `bytes` of dynamic shared memory, once.
+// Opts a kernel in to `bytes` of dynamic shared memory on the current GPU
+// (the attribute is per device: a process driving two GPUs opts in on each).
 template <typename K>
 void allow_smem(K kernel, size_t bytes) {
   if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)) != cudaSuccess) {
@@ -365,10 +367,19 @@ void allow_smem(K kernel, size_t bytes) {
   }
 }
 
+// Whether the current GPU still needs the opt-in of the launcher whose flags
+// these are (one per GPU index), marking it done. Not in a capture's way: the
+// attribute is a function's, not a stream operation.
+bool first_on_this_gpu(std::atomic<bool> (&done)[64]) {
+  int device = 0;
+  cudaGetDevice(&device);
+  return !done[device & 63].exchange(true);
+}
+
 template <int HS>
 void forward_as(bf* out, float* lse, const bf* qkv, int B, int T, int C, int NH, Stream s) {
-  static const bool ready = (allow_smem(forward_kernel<HS>, forward_smem<HS>()), true);
-  (void)ready;
+  static std::atomic<bool> done[64];
+  if (first_on_this_gpu(done)) allow_smem(forward_kernel<HS>, forward_smem<HS>());
   const dim3 grid((T + BR - 1) / BR, NH, B);
   forward_kernel<HS><<<grid, kBlock, forward_smem<HS>(), s>>>(out, lse, qkv, T, C, NH);
 }
@@ -376,9 +387,11 @@ void forward_as(bf* out, float* lse, const bf* qkv, int B, int T, int C, int NH,
 template <int HS>
 void backward_as(bf* dqkv, const float* dout, const bf* qkv, const float* lse, const float* D, int B, int T, int C,
                  int NH, Stream s) {
-  static const bool ready =
-      (allow_smem(dkv_kernel<HS>, dkv_smem<HS>()), allow_smem(dq_kernel<HS>, dq_smem<HS>()), true);
-  (void)ready;
+  static std::atomic<bool> done[64];
+  if (first_on_this_gpu(done)) {
+    allow_smem(dkv_kernel<HS>, dkv_smem<HS>());
+    allow_smem(dq_kernel<HS>, dq_smem<HS>());
+  }
   const dim3 grid((T + BR - 1) / BR, NH, B);
   dkv_kernel<HS><<<grid, kBlock, dkv_smem<HS>(), s>>>(dqkv, dout, qkv, lse, D, T, C, NH);
   dq_kernel<HS><<<grid, kBlock, dq_smem<HS>(), s>>>(dqkv, dout, qkv, lse, D, T, C, NH);

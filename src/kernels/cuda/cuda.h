@@ -101,14 +101,17 @@ Result<KernelTimes> collect_kernel_times(Stream s);
 // A step's parts (kernels/step_parts.h: forward, backward, optimizer) in
 // device time: each part's span is a pair of CUDA events around its launches
 // on its stream, from a pool made at the first span. Always on (a step
-// records a few per micro-batch, ~2 us of host time each). Not recorded
-// while this thread captures a graph (nothing runs then). Thread-safe; meant
-// for the training thread.
-// A span's slot, or -1 (capturing, no pool, or the pool full).
+// records a few per micro-batch, ~2 us of host time each). While this thread
+// captures a graph with spans (begin_capture), they are the graph's own
+// event record nodes instead, recorded again at each of its launches.
+// Thread-safe; meant for the training thread.
+// A span's slot, or -1 (no pool, the pool full, or a capture without spans).
 int part_begin(Stream s);
 void part_end(int slot, int part, Stream s);
 // Waits for s and adds each ended span's seconds to seconds[part] (parts:
-// the array's length).
+// the array's length): the spans launched kernel by kernel since the last
+// collect, and those of each split graph launched since then (its latest
+// launch's).
 Status collect_part_times(Stream s, double* seconds, int parts);
 // Forgets the spans not yet collected (a step abandoned half-way).
 void discard_part_times();
@@ -123,8 +126,11 @@ void destroy_stream(Stream s);
 struct Graph;
 // Starts recording what this thread queues on s (thread-local mode: other
 // threads' CUDA calls are unaffected; this thread's synchronising calls fail
-// the capture). Nothing recorded runs until the graph is launched.
-Status begin_capture(Stream s);
+// the capture). Nothing recorded runs until the graph is launched. spans:
+// the step parts' spans (part_begin) are recorded into the graph as event
+// record nodes (cudaEventRecordExternal), so that each launch times its
+// parts (the graph is "split"); where the events cannot be made, it is not.
+Status begin_capture(Stream s, bool spans);
 // Ends the recording begun on s and instantiates it. Always leaves capture
 // mode; a capture that failed (an operation that cannot be captured) is one
 // line naming CUDA's reason and nothing ran.
@@ -142,6 +148,8 @@ bool capturing();
 // How many captured graphs exist: the buffers they recorded must stay where
 // they are (the backend's scratch may not grow while one does).
 int live_graphs();
+// Whether the graph records the step parts' spans (begin_capture's spans).
+bool graph_split(const Graph* g);
 // Queues the whole graph on s.
 Status launch_graph(Graph* g, Stream s);
 void destroy_graph(Graph* g);
@@ -164,6 +172,18 @@ const KernelTable& kernel_table();
 // an abort, as a failed kernel launch is.
 void gemm(DType in, DType out, bool trans_a, bool trans_b, int M, int N, int K, const void* A, int lda,
           const void* B, int ldb, void* C, int ldc, bool accumulate, const float* bias, Stream s);
+// gemm's way with an f32 bias on a bf16 C where cuBLASLt has no BIAS
+// epilogue for it (its header gives the bias D's type outside fp8): the
+// product in f32 row chunks into gemm_scratch (device scratch of the current
+// GPU, at least `floats`; a fixed size, grown before any graph records it),
+// then add_bias_round_bf16 (step_passes.cu): out (rows,N; ld ldo) = bf16(sum
+// (rows,N) (+ out when accumulate) + bias (N)), one rounding, as the
+// epilogue's. Public for its GPU test.
+void gemm_bias_through_f32(DType in, bool trans_a, bool trans_b, int M, int N, int K, const void* A, int lda,
+                           const void* B, int ldb, bf16* C, int ldc, bool accumulate, const float* bias, Stream s);
+void add_bias_round_bf16(bf16* out, int ldo, const float* sum, const float* bias, int rows, int N, bool accumulate,
+                         Stream s);
+float* gemm_scratch(size_t floats);
 // kernels::gemm_bias_gelu_bf16 (kernels/gemm.h): cuBLASLt's GELU_AUX_BIAS
 // epilogue writes act and, as its auxiliary output, pre. Where cuBLASLt has
 // no algorithm for it (or N is not a multiple of 8, the auxiliary matrix's
@@ -172,9 +192,10 @@ void gemm_bias_gelu_bf16(int M, int N, int K, const bf16* A, const bf16* B, cons
                          Stream s);
 // kernels::gemm_dgelu_bf16 (kernels/gemm.h): cuBLASLt's DGELU_BGRAD epilogue.
 // gemm_dgelu_fuses: whether cuBLASLt has an algorithm for the problem (its
-// plan made and kept; pre's alignment steers it); gemm_dgelu_bf16 launches
+// plan made and kept; the pointers' alignments steer it); gemm_dgelu_bf16 launches
 // it (one the check refused is a bug: an abort).
-bool gemm_dgelu_fuses(int M, int N, int K, const bf16* pre);
+bool gemm_dgelu_fuses(int M, int N, int K, const bf16* dy, const bf16* W, const bf16* pre, const bf16* dpre,
+                      const float* dbias);
 void gemm_dgelu_bf16(int M, int N, int K, const bf16* dy, const bf16* W, const bf16* pre, bf16* dpre, float* dbias,
                      Stream s);
 // C (M,N) = A (M,K) B (K,N), f32 row-major and packed, with TF32 products

@@ -46,4 +46,6 @@ float* device_scratch(ScratchSlot slot, size_t floats) {
   return buf;
 }
 
+float* gemm_scratch(size_t floats) { return device_scratch(kGemmBias, floats); }
+
 }  // namespace crucible::kernels::cuda

@@ -101,7 +101,7 @@ __global__ void attention_dot_kernel(float* D, const float* dout, const O* out, 
   }
 }
 
-enum ScratchSlot { kColumnSums, kAttentionD, kSums, kScratchSlots };
+enum ScratchSlot { kColumnSums, kAttentionD, kSums, kGemmBias, kScratchSlots };
 float* device_scratch(ScratchSlot slot, size_t floats);
 
 // out0 (+= sums of value.x over rows), out1 (+= of value.y; null: none).

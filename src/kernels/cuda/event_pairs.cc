@@ -37,7 +37,7 @@ int EventPairs::begin(cudaStream_t s) {
     return -1;
   }
   const int slot = int(pending_.size());
-  cudaEventRecord(begin_[size_t(slot)], s);
+  cudaEventRecordWithFlags(begin_[size_t(slot)], s, record_flags_);
   pending_.push_back(-1);
   return slot;
 }
@@ -47,11 +47,11 @@ void EventPairs::end(int slot, int tag, cudaStream_t s) {
   std::lock_guard lock(mu_);
   if (size_t(slot) >= pending_.size())
     return;  // collected in between: the pair is lost, not misread
-  cudaEventRecord(end_[size_t(slot)], s);
+  cudaEventRecordWithFlags(end_[size_t(slot)], s, record_flags_);
   pending_[size_t(slot)] = tag;
 }
 
-Result<int64_t> EventPairs::collect(cudaStream_t s, const std::function<void(const Span&)>& each) {
+Result<int64_t> EventPairs::collect(cudaStream_t s, const std::function<void(const Span&)>& each, bool keep) {
   std::lock_guard lock(mu_);
   const int64_t dropped = dropped_;
   dropped_ = 0;
@@ -76,7 +76,7 @@ Result<int64_t> EventPairs::collect(cudaStream_t s, const std::function<void(con
     }
     each({pending_[i], int64_t(double(ms) * 1e6), host_now - int64_t(double(before_now) * 1e6)});
   }
-  pending_.clear();
+  if (!keep) pending_.clear();
   return dropped;
 }
 

@@ -11,6 +11,11 @@
 // (cudaEventElapsedTime, ~0.5 us resolution). The events are made once per
 // GPU (none inside a step); a span begun when every pair is in use is left
 // untimed and counted (dropped), never waited for.
+//
+// A pool recorded while a CUDA graph is captured (record flags
+// cudaEventRecordExternal) becomes event record nodes of the graph: each
+// launch of the graph records the same events again, so its spans are read
+// after every launch and kept (collect's `keep`) for the next.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -26,8 +31,11 @@ namespace crucible::kernels::cuda {
 
 class EventPairs {
  public:
-  // pairs: the pool's size; track: the trace track's name after "cuda:N ".
-  EventPairs(int pairs, std::string track) : pairs_(pairs), track_name_(std::move(track)) {}
+  // pairs: the pool's size; track: the trace track's name after "cuda:N ";
+  // record_flags: cudaEventRecordWithFlags's (cudaEventRecordExternal for a
+  // pool recorded into a graph).
+  EventPairs(int pairs, std::string track, unsigned record_flags = cudaEventRecordDefault)
+      : pairs_(pairs), track_name_(std::move(track)), record_flags_(record_flags) {}
   EventPairs(const EventPairs&) = delete;
   EventPairs& operator=(const EventPairs&) = delete;
 
@@ -45,9 +53,10 @@ class EventPairs {
     int64_t host_t0;  // the first event's time on the host clock (core/clock.h)
   };
   // Waits for s, then hands every completed pair to `each` and frees them
-  // all (a pair never ended is skipped). Returns the spans dropped since the
-  // last collect.
-  Result<int64_t> collect(cudaStream_t s, const std::function<void(const Span&)>& each);
+  // all (a pair never ended is skipped), or keeps them where `keep` (a
+  // graph's, recorded again at its next launch). Returns the spans dropped
+  // since the last collect.
+  Result<int64_t> collect(cudaStream_t s, const std::function<void(const Span&)>& each, bool keep = false);
   // Frees every pair without reading it (a step abandoned half-way).
   void discard();
   // The trace track of the pool's GPU ("cuda:N <track>"), made with the pool.
@@ -56,6 +65,7 @@ class EventPairs {
  private:
   const int pairs_;
   const std::string track_name_;
+  const unsigned record_flags_;
   std::mutex mu_;
   int device_ = -1;  // the GPU the events belong to
   std::vector<cudaEvent_t> begin_, end_;
@@ -64,5 +74,12 @@ class EventPairs {
   int64_t dropped_ = 0;
   int track_ = 0;
 };
+
+// The step parts' pools of captured graphs (graph.cc), for part_timing.cc:
+// the pool of the capture under way on this thread (null outside one, or in
+// a capture without spans), and the pools of the split graphs this thread
+// launched since the last take.
+EventPairs* capture_span_pairs();
+std::vector<EventPairs*> take_launched_spans();
 
 }  // namespace crucible::kernels::cuda

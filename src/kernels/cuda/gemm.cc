@@ -27,6 +27,8 @@
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -116,10 +118,32 @@ struct Plan {
 // auxiliary input with the bias gradient (written to the bias pointer).
 enum class Epilogue : int { kNone, kBias, kGeluAuxBias, kDGeluBGrad };
 
-// The fused epilogues have another way where cuBLASLt refuses them.
-bool fused(Epilogue e) { return e == Epilogue::kGeluAuxBias || e == Epilogue::kDGeluBGrad; }
+// The problems that have another way where cuBLASLt refuses them: the fused
+// epilogues, and an f32 bias on a bf16 output (cuBLASLt's header gives the
+// bias D's type outside fp8; gemm_bias_through_f32 below).
+bool has_fallback(Epilogue e, DType out) {
+  return e == Epilogue::kGeluAuxBias || e == Epilogue::kDGeluBGrad || (e == Epilogue::kBias && out == DType::bf16);
+}
 
-using Key = std::tuple<int, bool, bool, int, int, int, int, int, int, bool, Epilogue, DType, DType, bool>;
+// The largest power of two up to 256 dividing p's address: the heuristic
+// otherwise assumes 256 bytes for every matrix and may pick a kernel that
+// faults on the 32- and 64-byte aligned buffers of the arena and the bf16
+// weights (or a fused head's later row chunk). Null (a pointer not known
+// when a plan is only checked) counts as 256.
+uint32_t alignment(const void* p) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  return a == 0 ? 256u : uint32_t(std::min<uintptr_t>(256, a & (~a + 1)));
+}
+
+// One problem's pointers' alignments: cuBLASLt's A (our B), its B (our A),
+// C = D (our C), and the epilogue's bias and auxiliary matrix (the least).
+struct Aligned {
+  uint32_t first, second, out, epi;
+  auto tie() const { return std::tie(first, second, out, epi); }
+  bool operator<(const Aligned& o) const { return tie() < o.tie(); }
+};
+
+using Key = std::tuple<int, bool, bool, int, int, int, int, int, int, bool, Epilogue, DType, DType, bool, Aligned>;
 
 struct State {
   std::mutex mu;
@@ -135,11 +159,12 @@ State& state() {
 cudaDataType_t cuda_type(DType t) { return t == DType::bf16 ? CUDA_R_16BF : CUDA_R_32F; }
 
 // The plan of one problem, or nullopt where cuBLASLt refuses it (an
-// attribute or no algorithm): fatal for the plain GEMM, a fallback for the
-// fused GELU. aux: the GELU input's buffer (its alignment steers the
-// heuristic).
+// attribute or no algorithm): fatal for the plain GEMM, a fallback where
+// has_fallback. bias, aux: the epilogue's buffers (their addresses steer the
+// heuristic); al: every operand's alignment.
 std::optional<Plan> try_plan(const PerGpu& g, bool ta, bool tb, int M, int N, int K, int lda, int ldb, int ldc,
-                             Epilogue epi, DType in, DType out, bool tf32, void* aux) {
+                             Epilogue epi, DType in, DType out, bool tf32, const float* bias, void* aux,
+                             const Aligned& al) {
   const Lt& f = lt();
   Plan p;
   auto ok = [](cublasStatus_t st) { return st == CUBLAS_STATUS_SUCCESS; };
@@ -155,10 +180,11 @@ std::optional<Plan> try_plan(const PerGpu& g, bool ta, bool tb, int M, int N, in
                                                                  : CUBLASLT_EPILOGUE_DGELU_BGRAD;
     const cudaDataType_t bias_type = CUDA_R_32F;
     if (!ok(f.desc_set(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e)) ||
-        !ok(f.desc_set(p.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type)))
+        !ok(f.desc_set(p.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type)) ||
+        (bias && !ok(f.desc_set(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias))))
       return std::nullopt;
   }
-  if (fused(epi)) {
+  if (epi == Epilogue::kGeluAuxBias || epi == Epilogue::kDGeluBGrad) {
     // The GELU input, of C's type and shape: (N,M) column-major, ld N.
     const int64_t aux_ld = ldc;
     if (!ok(f.desc_set(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof aux_ld)) ||
@@ -173,7 +199,11 @@ std::optional<Plan> try_plan(const PerGpu& g, bool ta, bool tb, int M, int N, in
     return std::nullopt;
   cublasLtMatmulPreference_t pref = nullptr;
   if (!ok(f.pref_create(&pref)) ||
-      !ok(f.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &kWorkspace, sizeof kWorkspace)))
+      !ok(f.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &kWorkspace, sizeof kWorkspace)) ||
+      !ok(f.pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al.first, sizeof al.first)) ||
+      !ok(f.pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al.second, sizeof al.second)) ||
+      !ok(f.pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al.out, sizeof al.out)) ||
+      !ok(f.pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al.out, sizeof al.out)))
     return std::nullopt;
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
@@ -187,18 +217,19 @@ std::optional<Plan> try_plan(const PerGpu& g, bool ta, bool tb, int M, int N, in
 PerGpu& gpu_of(State& st, int* device) {
   ok(cudaGetDevice(device), "cudaGetDevice");
   PerGpu& g = st.gpus[*device];
-  if (!g.handle) {
-    ok(lt().create(&g.handle), "cublasLtCreate");
-    ok(cudaMalloc(&g.workspace, kWorkspace), "workspace");
-  }
+  // Each made until it exists: under a capture a refused call returns
+  // (capture_refused) and the next call tries again.
+  if (!g.handle) ok(lt().create(&g.handle), "cublasLtCreate");
+  if (!g.workspace) ok(cudaMalloc(&g.workspace, kWorkspace), "workspace");
   return g;
 }
 
 // C = op(A) op(B) (+ C) with the epilogue (its bias, and for GELU_AUX_BIAS
 // the GELU's input written to aux; for DGELU_BGRAD aux read and the bias
-// written), on stream s. False where cuBLASLt has no algorithm for a fused
-// epilogue (the caller has another way); for the plain GEMM that is fatal.
-// plan_only: makes (or finds) the plan and launches nothing.
+// written), on stream s. False where cuBLASLt has no algorithm for a problem
+// with another way (has_fallback: the caller takes it); for the others that
+// is fatal. plan_only: makes (or finds) the plan and launches nothing (the
+// pointers only steer it).
 bool matmul(Epilogue epi, bool tf32, DType in, DType out, bool ta, bool tb, int M, int N, int K, const void* A,
             int lda, const void* B, int ldb, void* C, int ldc, bool accumulate, const float* bias, void* aux,
             Stream s, bool plan_only = false) {
@@ -206,12 +237,13 @@ bool matmul(Epilogue epi, bool tf32, DType in, DType out, bool ta, bool tb, int 
   std::lock_guard<std::mutex> lock(st.mu);
   int device = 0;
   PerGpu& g = gpu_of(st, &device);
-  const Key key{device, ta, tb, M, N, K, lda, ldb, ldc, accumulate, epi, in, out, tf32};
+  const Aligned al{alignment(B), alignment(A), alignment(C), std::min(alignment(bias), alignment(aux))};
+  const Key key{device, ta, tb, M, N, K, lda, ldb, ldc, accumulate, epi, in, out, tf32, al};
   auto it = st.plans.find(key);
   if (it == st.plans.end())
-    it = st.plans.emplace(key, try_plan(g, ta, tb, M, N, K, lda, ldb, ldc, epi, in, out, tf32, aux)).first;
+    it = st.plans.emplace(key, try_plan(g, ta, tb, M, N, K, lda, ldb, ldc, epi, in, out, tf32, bias, aux, al)).first;
   if (!it->second) {
-    if (fused(epi)) return false;
+    if (has_fallback(epi, out)) return false;
     fail("no cuBLASLt algorithm for " + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K));
   }
   if (plan_only) return true;
@@ -227,10 +259,33 @@ bool matmul(Epilogue epi, bool tf32, DType in, DType out, bool ta, bool tb, int 
 
 }  // namespace
 
+namespace {
+// gemm_bias_through_f32's scratch: fixed (a graph records its address), 16
+// MiB, at least 83 rows of a 50257-wide head.
+constexpr size_t kBiasChunkFloats = size_t(4) << 20;
+}  // namespace
+
+void gemm_bias_through_f32(DType in, bool ta, bool tb, int M, int N, int K, const void* A, int lda, const void* B,
+                       int ldb, bf16* C, int ldc, bool accumulate, const float* bias, Stream s) {
+  const size_t room = std::max(kBiasChunkFloats, size_t(N));
+  float* sum = gemm_scratch(room);
+  const int rows = int(std::min<size_t>(size_t(M), room / size_t(N)));
+  const size_t esize = in == DType::bf16 ? 2 : 4;
+  for (int r0 = 0; r0 < M; r0 += rows) {
+    const int m = std::min(rows, M - r0);
+    // Rows r0.. of op(A): stored (M,K) they start r0 rows in; stored (K,M) r0 columns in.
+    const void* Ar = static_cast<const char*>(A) + esize * (ta ? size_t(r0) : size_t(r0) * size_t(lda));
+    matmul(Epilogue::kNone, false, in, DType::f32, ta, tb, m, N, K, Ar, lda, B, ldb, sum, N, false, nullptr, nullptr,
+           s);
+    add_bias_round_bf16(C + size_t(r0) * size_t(ldc), ldc, sum, bias, m, N, accumulate, s);
+  }
+}
+
 void gemm(DType in, DType out, bool ta, bool tb, int M, int N, int K, const void* A, int lda, const void* B, int ldb,
           void* C, int ldc, bool accumulate, const float* bias, Stream s) {
-  matmul(bias ? Epilogue::kBias : Epilogue::kNone, false, in, out, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, accumulate,
-         bias, nullptr, s);
+  if (!matmul(bias ? Epilogue::kBias : Epilogue::kNone, false, in, out, ta, tb, M, N, K, A, lda, B, ldb, C, ldc,
+              accumulate, bias, nullptr, s))
+    gemm_bias_through_f32(in, ta, tb, M, N, K, A, lda, B, ldb, static_cast<bf16*>(C), ldc, accumulate, bias, s);
 }
 
 void gemm_bias_gelu_bf16(int M, int N, int K, const bf16* A, const bf16* B, const float* bias, bf16* pre, bf16* act,
@@ -254,8 +309,9 @@ bool dgelu(int M, int N, int K, const bf16* dy, const bf16* W, const bf16* pre, 
 }
 }  // namespace
 
-bool gemm_dgelu_fuses(int M, int N, int K, const bf16* pre) {
-  return dgelu(M, N, K, nullptr, nullptr, pre, nullptr, nullptr, nullptr, true);
+bool gemm_dgelu_fuses(int M, int N, int K, const bf16* dy, const bf16* W, const bf16* pre, const bf16* dpre,
+                      const float* dbias) {
+  return dgelu(M, N, K, dy, W, pre, const_cast<bf16*>(dpre), const_cast<float*>(dbias), nullptr, true);
 }
 
 void gemm_dgelu_bf16(int M, int N, int K, const bf16* dy, const bf16* W, const bf16* pre, bf16* dpre, float* dbias,

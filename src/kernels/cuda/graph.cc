@@ -2,16 +2,22 @@
 // captures a step with. Compiled only where the CUDA toolkit is.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <atomic>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "kernels/cuda/cuda.h"
+#include "kernels/cuda/event_pairs.h"
 
 namespace crucible::kernels::cuda {
 
 struct Graph {
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
+  // The step parts' spans it records at each launch (null: not split).
+  std::unique_ptr<EventPairs> spans;
 };
 
 namespace {
@@ -21,7 +27,22 @@ Status failed(cudaError_t e, const std::string& what) {
 thread_local bool in_capture = false;
 thread_local std::string refused;  // the capture's first refused operation
 std::atomic<int> graphs{0};
+// The spans of the capture under way (begin_capture with spans), the graph's
+// once it is instantiated. A step records a few per micro-batch.
+constexpr int kGraphPairs = 1024;
+thread_local std::unique_ptr<EventPairs> capture_spans;
+// Split graphs launched on this thread since their spans were last taken.
+thread_local std::vector<Graph*> launched;
 }  // namespace
+
+EventPairs* capture_span_pairs() { return in_capture ? capture_spans.get() : nullptr; }
+
+std::vector<EventPairs*> take_launched_spans() {
+  std::vector<EventPairs*> out;
+  for (Graph* g : launched) out.push_back(g->spans.get());
+  launched.clear();
+  return out;
+}
 
 bool capture_refused(const std::string& what) {
   if (!in_capture) return false;
@@ -48,8 +69,15 @@ void destroy_stream(Stream s) {
   if (s) cudaStreamDestroy(s);
 }
 
-Status begin_capture(Stream s) {
+Status begin_capture(Stream s, bool spans) {
   if (!s) return Status::internal("[cuda] a graph cannot be captured on the legacy default stream");
+  // The events are made before the capture: nothing but the step's own work
+  // is queued while it records.
+  capture_spans.reset();
+  if (spans) {
+    auto pairs = std::make_unique<EventPairs>(kGraphPairs, "step", cudaEventRecordExternal);
+    if (pairs->make()) capture_spans = std::move(pairs);
+  }
   const cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
   if (e != cudaSuccess) return failed(e, "cudaStreamBeginCapture");
   in_capture = true;
@@ -61,6 +89,7 @@ Result<Graph*> end_capture(Stream s) {
   cudaGraph_t graph = nullptr;
   cudaError_t e = cudaStreamEndCapture(s, &graph);
   in_capture = false;
+  std::unique_ptr<EventPairs> spans = std::move(capture_spans);
   if (!refused.empty()) {
     if (graph) cudaGraphDestroy(graph);
     cudaGetLastError();
@@ -79,16 +108,21 @@ Result<Graph*> end_capture(Stream s) {
     return failed(e, "cudaGraphInstantiate");
   }
   ++graphs;
-  return new Graph{graph, exec};
+  return new Graph{graph, exec, std::move(spans)};
 }
+
+bool graph_split(const Graph* g) { return g && g->spans; }
 
 Status launch_graph(Graph* g, Stream s) {
   const cudaError_t e = cudaGraphLaunch(g->exec, s);
-  return e == cudaSuccess ? Status::ok() : failed(e, "cudaGraphLaunch");
+  if (e != cudaSuccess) return failed(e, "cudaGraphLaunch");
+  if (g->spans && std::find(launched.begin(), launched.end(), g) == launched.end()) launched.push_back(g);
+  return Status::ok();
 }
 
 void destroy_graph(Graph* g) {
   if (!g) return;
+  launched.erase(std::remove(launched.begin(), launched.end(), g), launched.end());
   if (g->exec) cudaGraphExecDestroy(g->exec);
   if (g->graph) cudaGraphDestroy(g->graph);
   delete g;

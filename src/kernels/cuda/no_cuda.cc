@@ -35,7 +35,8 @@ Status copy_peer(void*, int, const void*, int, size_t, Stream) { return absent()
 Status last_error(const char*) { return absent(); }
 Result<Stream> create_stream(int) { return absent(); }
 void destroy_stream(Stream) {}
-Status begin_capture(Stream) { return absent(); }
+Status begin_capture(Stream, bool) { return absent(); }
+bool graph_split(const Graph*) { return false; }
 Result<Graph*> end_capture(Stream) { return absent(); }
 Status launch_graph(Graph*, Stream) { return absent(); }
 bool capture_refused(const std::string&) { return false; }
@@ -62,10 +63,16 @@ void gemm(DType, DType, bool, bool, int, int, int, const void*, int, const void*
   unreachable();
 }
 void gemm_tf32(int, int, int, const float*, const float*, float*, Stream) { unreachable(); }
+void gemm_bias_through_f32(DType, bool, bool, int, int, int, const void*, int, const void*, int, bf16*, int, bool,
+                           const float*, Stream) {
+  unreachable();
+}
 void gemm_bias_gelu_bf16(int, int, int, const bf16*, const bf16*, const float*, bf16*, bf16*, Stream) {
   unreachable();
 }
-bool gemm_dgelu_fuses(int, int, int, const bf16*) { return false; }
+bool gemm_dgelu_fuses(int, int, int, const bf16*, const bf16*, const bf16*, const bf16*, const float*) {
+  return false;
+}
 void gemm_dgelu_bf16(int, int, int, const bf16*, const bf16*, const bf16*, bf16*, float*, Stream) { unreachable(); }
 void embedding_forward(float*, const int32_t*, const float*, const float*, int, int, int, Stream) { unreachable(); }
 void embedding_lookup(float*, const int32_t*, const float*, int64_t, int64_t, int, int, Stream) { unreachable(); }

@@ -24,25 +24,46 @@ EventPairs& pairs() {
 
 }  // namespace
 
+// Inside a capture a span belongs to the graph (its event record nodes); a
+// span never straddles a capture's edge (the whole body is captured).
 int part_begin(Stream s) {
-  if (capturing() || !pairs().make()) return -1;
+  if (capturing()) {
+    EventPairs* graph = capture_span_pairs();
+    return graph ? graph->begin(s) : -1;
+  }
+  if (!pairs().make()) return -1;
   return pairs().begin(s);
 }
 
-void part_end(int slot, int part, Stream s) { pairs().end(slot, part, s); }
+void part_end(int slot, int part, Stream s) {
+  if (capturing()) {
+    if (EventPairs* graph = capture_span_pairs()) graph->end(slot, part, s);
+    return;
+  }
+  pairs().end(slot, part, s);
+}
 
 Status collect_part_times(Stream s, double* seconds, int parts) {
   const bool tracing = trace::active();
-  auto dropped = pairs().collect(s, [&](const EventPairs::Span& span) {
-    if (span.tag < 0 || span.tag >= parts) return;
-    seconds[span.tag] += double(span.ns) * 1e-9;
-    if (tracing)
-      trace::record_complete_on(pairs().track(), step_part_name(StepPart(span.tag)), "gpu",
-                                span.host_t0, span.host_t0 + span.ns);
-  });
-  return dropped.status();
+  auto add = [&](const EventPairs& from) {
+    return [&, track = from.track()](const EventPairs::Span& span) {
+      if (span.tag < 0 || span.tag >= parts) return;
+      seconds[span.tag] += double(span.ns) * 1e-9;
+      if (tracing)
+        trace::record_complete_on(track, step_part_name(StepPart(span.tag)), "gpu", span.host_t0,
+                                  span.host_t0 + span.ns);
+    };
+  };
+  CRUCIBLE_RETURN_IF_ERROR(pairs().collect(s, add(pairs())).status());
+  // A split graph's spans are its latest launch's, recorded again at the next.
+  for (EventPairs* graph : take_launched_spans())
+    CRUCIBLE_RETURN_IF_ERROR(graph->collect(s, add(*graph), /*keep=*/true).status());
+  return Status::ok();
 }
 
-void discard_part_times() { pairs().discard(); }
+void discard_part_times() {
+  pairs().discard();
+  take_launched_spans();
+}
 
 }  // namespace crucible::kernels::cuda

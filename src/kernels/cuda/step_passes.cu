@@ -40,6 +40,19 @@ __global__ void widen_kernel(float* out, const __nv_bfloat16* in, size_t n) {
   CRUCIBLE_GRID_STRIDE(i, n) out[i] = __bfloat162float(in[i]);
 }
 
+// out (rows,N; ld ldo) = bf16(sum (rows,N) (+ out) + bias (N)): cuBLASLt's
+// BIAS epilogue's arithmetic (alpha AB + beta C, then the bias; one rounding).
+__global__ void bias_round_kernel(__nv_bfloat16* out, int ldo, const float* sum, const float* bias, int N,
+                                  bool accumulate, size_t n) {
+  CRUCIBLE_GRID_STRIDE(i, n) {
+    const size_t r = i / size_t(N), c = i % size_t(N);
+    __nv_bfloat16& o = out[r * size_t(ldo) + c];
+    float v = sum[i];
+    if (accumulate) v += __bfloat162float(o);
+    o = __float2bfloat16_rn(v + bias[c]);
+  }
+}
+
 // pieces (W,n): W ranks' copies of n gradients. One thread per element adds
 // the W copies in rank order (W is small: the data-parallel group), so the
 // bits are the CPU's; no atomics.
@@ -132,6 +145,14 @@ void reduce_into(double* sum, const float* x, size_t n, bool square, bool mean, 
 
 void add(float* out, const float* a, const float* b, size_t n, Stream s) {
   if (n) add_kernel<<<blocks_for(n), kThreads, 0, s>>>(out, a, b, n);
+}
+
+void add_bias_round_bf16(bf16* out, int ldo, const float* sum, const float* bias, int rows, int N, bool accumulate,
+                         Stream s) {
+  const size_t n = size_t(rows) * size_t(N);
+  if (n)
+    bias_round_kernel<<<blocks_for(n), kThreads, 0, s>>>(reinterpret_cast<__nv_bfloat16*>(out), ldo, sum, bias, N,
+                                                         accumulate, n);
 }
 
 void fill(float* x, size_t n, float value, Stream s) {
