@@ -97,8 +97,10 @@ bool native_bf16(Gemm& g) {
     // Lake Xeon (60 against 200 GFLOP/s at 1024^3 on 2 threads) and with a
     // row's bits depending on how many rows ran beside it: widening to f32
     // is faster and batch-invariant.
-    __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx512bf16")) {
+    // oneDNN's effective ISA: the CPU's, less what the OS or
+    // DNNL_MAX_CPU_ISA withholds (which the CPU's own flags do not say).
+    const auto isa = unsigned(dnnl::get_effective_cpu_isa()), bf16_isa = unsigned(dnnl::cpu_isa::avx512_core_bf16);
+    if ((isa & bf16_isa) != bf16_isa) {
       g.bf16_native = 0;
       return false;
     }
@@ -162,29 +164,65 @@ void execute(Gemm& g, bool ta, bool tb, int M, int N, int K, const void* A, int 
   run(g, it->second, A, B, C, bias);
 }
 
-// Rows of a native bf16 product whose bits must not depend on the batch
-// (gemm_rows_invariant, PackedWeights): every call runs this many rows
-// through the one primitive made for them.
-constexpr int kInvariantRows = 16;
+// How many rows each call of a product whose rows must not depend on the
+// batch runs through one primitive (gemm_rows_invariant, gemm_packed; 0: the
+// whole product in one call), by oneDNN's effective ISA (it honours the OS's
+// AMX permission and DNNL_MAX_CPU_ISA, which the CPU's flags do not) and the
+// type the product runs in. Measured on a 2-vCPU AMX Xeon VM, 2026-12-07,
+// emulating the others with DNNL_MAX_CPU_ISA:
+// - AMX, bf16: another kernel below 4 rows (brg:avx512_core_bf16, then
+//   brg:avx512_core_amx_bf16) and another split of K from ~100 rows at
+//   N 768, K 3072. 16 rows, a tile's: one row costs no more than alone.
+// - AVX-512 without AMX (f32, AVX512_BF16, and f32 on AMX parts): one order
+//   per row at every M from 1 to 300 at the inference shapes: one call.
+// - AVX2 (Zen 3, older Intel), f32 and widened bf16: rows of 1, 5 and 40
+//   differ. 6 rows, its f32 kernel's register block: within 8- and 32-row
+//   calls the rows past the last whole 6 (a 2-row tail kernel) differed from
+//   the same rows at other positions; within 4, 6, 12, 16 and 24 none did.
+//   Costs measured at 4 rows: one row 1.6x alone, a batch of 256 2.8x its
+//   one call; at 16 rows 3.1x and 1.3x.
+// Within such a fixed row count a row's bits did not depend on its position
+// (every offset, at 70x96, 768x3072 and 3072x768; 16- and 32-row blocks on
+// AMX).
+int invariant_rows(DType runs_in) {
+  static const unsigned isa = unsigned(dnnl::get_effective_cpu_isa());
+  auto has = [](dnnl::cpu_isa i) { return (isa & unsigned(i)) == unsigned(i); };
+  if (has(dnnl::cpu_isa::avx512_core_amx)) return runs_in == DType::bf16 ? 16 : 0;
+  if (has(dnnl::cpu_isa::avx512_core)) return 0;
+  return 6;
+}
 
-// e (a primitive of kInvariantRows rows, A's leading dimension lda and C's
-// ldc) over M rows, block by block; a last partial block through copies
-// zero-padded to a whole one, with the same strides (g.mu held; A of
-// a_bytes an element).
-void run_in_blocks(Gemm& g, Entry& e, int M, int K, int N, const void* A, int lda, size_t a_bytes, const void* B,
-                   float* C, int ldc, const float* bias) {
-  const int R = kInvariantRows;
+// Runs `once(m, a, c)` over M rows of A and C in calls of exactly R rows; a
+// last partial block through copies zero-padded to R rows with the same
+// strides (lda elements of a_bytes, ldc floats). The copies are this
+// thread's, grown once to the largest block.
+template <typename Once>
+void in_row_blocks(int R, int M, int K, int N, const void* A, int lda, size_t a_bytes, float* C, int ldc,
+                   const Once& once) {
   const char* a = static_cast<const char*>(A);
   int r0 = 0;
-  for (; r0 + R <= M; r0 += R) run(g, e, a + size_t(r0) * lda * a_bytes, B, C + size_t(r0) * ldc, bias);
+  for (; r0 + R <= M; r0 += R) once(a + size_t(r0) * lda * a_bytes, C + size_t(r0) * ldc);
   if (r0 == M) return;
+  struct Pad {
+    void* p = nullptr;
+    size_t bytes = 0;
+    ~Pad() {
+      if (p) Allocator::global().release(p);
+    }
+  };
+  thread_local Pad pad;
+  const size_t a_size = size_t(R) * lda * a_bytes, need = a_size + size_t(R) * ldc * sizeof(float);
+  if (pad.bytes < need) {
+    if (pad.p) Allocator::global().release(pad.p);
+    pad.p = Allocator::global().allocate(need, "gemm.row_blocks", true);
+    pad.bytes = need;
+  }
+  char* pad_a = static_cast<char*>(pad.p);
+  float* pad_c = reinterpret_cast<float*>(pad_a + a_size);
   const int m = M - r0;
-  const size_t a_floats = (size_t(R) * lda * a_bytes + 3) / 4;
-  float* pad_a = widen_buffer(g, a_floats + size_t(R) * ldc);
-  float* pad_c = pad_a + a_floats;
-  std::memset(pad_a, 0, a_floats * 4);
+  std::memset(pad_a, 0, a_size);
   std::memcpy(pad_a, a + size_t(r0) * lda * a_bytes, (size_t(m - 1) * lda + K) * a_bytes);
-  run(g, e, pad_a, B, pad_c, bias);
+  once(pad_a, pad_c);
   for (int i = 0; i < m; ++i)
     std::memcpy(C + size_t(r0 + i) * ldc, pad_c + size_t(i) * ldc, size_t(N) * sizeof(float));
 }
@@ -194,26 +232,22 @@ void run_in_blocks(Gemm& g, Entry& e, int M, int K, int N, const void* A, int ld
 void gemm_rows_invariant(DType in, bool tb, int M, int N, int K, const void* A, int lda, const void* B, int ldb,
                          float* C, int ldc, const float* bias) {
   CRUCIBLE_CHECK(M > 0 && N > 0 && K > 0, "[gemm] empty problem");
-  const bool cpu = current_target().device.is_cpu();
-  if (in == DType::f32 || !cpu) {
+  int R = 0;
+  if (current_target().device.is_cpu()) {
+    bool native = in == DType::f32;
+    if (!native) {
+      std::lock_guard<std::mutex> lock(state().mu);
+      native = native_bf16(state());
+    }
+    R = invariant_rows(native ? in : DType::f32);  // bf16 without a bf16 matmul runs widened, in f32
+  }
+  if (R == 0) {
     gemm(in, DType::f32, false, tb, M, N, K, A, lda, B, ldb, C, ldc, false, bias);
     return;
   }
-  Gemm& g = state();
-  std::unique_lock<std::mutex> lock(g.mu);
-  if (!native_bf16(g)) {  // widened to f32: rows independent already
-    lock.unlock();
-    gemm(in, DType::f32, false, tb, M, N, K, A, lda, B, ldb, C, ldc, false, bias);
-    return;
-  }
-  ScopedKernelTimer timer(KernelClass::gemm, 2.0 * M * N * K, 2.0 * (double(M) * K + double(K) * N) + 4.0 * M * N);
-  const int R = kInvariantRows;
-  Key key{false, tb, R, N, K, lda, ldb, ldc, false, bias != nullptr, in, DType::f32, omp_get_max_threads()};
-  auto it = g.cache.find(key);
-  if (it == g.cache.end())
-    it = g.cache.emplace(key, make_entry(g, false, tb, R, N, K, lda, ldb, ldc, false, bias != nullptr, in, DType::f32))
-             .first;
-  run_in_blocks(g, it->second, M, K, N, A, lda, 2, B, C, ldc, bias);
+  in_row_blocks(R, M, K, N, A, lda, dtype_size(in), C, ldc, [&](const void* a, float* c) {
+    gemm(in, DType::f32, false, tb, R, N, K, a, lda, B, ldb, c, ldc, false, bias);
+  });
 }
 
 void gemm(DType in, DType out, bool ta, bool tb, int M, int N, int K, const void* A, int lda,
@@ -330,9 +364,9 @@ PackedWeights::PackedWeights(DType in, bool trans, int N, int K, const void* B, 
     src_data = wide.data();
   }
   const auto t = dnnl_type(pin);
-  // The layout of the primitive every product uses: native bf16 runs
-  // kInvariantRows rows at a time (gemm_packed).
-  const int rows = pin == DType::bf16 ? kInvariantRows : 1;
+  // The layout of the primitive every product uses (gemm_packed: a fixed
+  // row count where rows would otherwise depend on the batch).
+  const int rows = std::max(1, invariant_rows(pin));
   dnnl::memory::desc a_md(dims{rows, K}, t, dims{K, 1});
   dnnl::memory::desc c_md(dims{rows, N}, dnnl::memory::data_type::f32, dims{N, 1});
   dnnl::memory::desc any(dims{K, N}, t, dnnl::memory::format_tag::any);
@@ -347,30 +381,22 @@ PackedWeights::PackedWeights(DType in, bool trans, int N, int K, const void* B, 
   impl_ = std::move(impl);
 }
 
-void gemm_packed(int M, const void* A, int lda, const PackedWeights& B, float* C, int ldc, const float* bias) {
-  CRUCIBLE_CHECK(B.impl_ != nullptr, "[gemm] gemm_packed: empty PackedWeights");
-  CRUCIBLE_CHECK(current_target().device.is_cpu(), "[gemm] gemm_packed is the CPU's (oneDNN's packed layout)");
-  const PackedWeights::Impl& w = *B.impl_;
-  const double ab = double(dtype_size(w.in));
-  ScopedKernelTimer timer(KernelClass::gemm, 2.0 * M * w.N * w.K,
-                          ab * (double(M) * w.K + double(w.K) * w.N) + 4.0 * M * w.N);
+namespace {
+// One call of gemm_packed's product: M rows through the primitive made for M.
+void packed_once(int M, const void* A, int lda, const PackedWeights::Impl& w, float* C, int ldc, const float* bias) {
   Gemm& g = state();
   std::unique_lock<std::mutex> lock(g.mu);
   const bool widened = w.packed_in != w.in;
   const int alda = widened ? w.K : lda;  // widened rows are packed tight
-  // Native bf16: kInvariantRows rows at a time through one primitive
-  // (gemm_rows_invariant's reason); f32 and widened rows do not depend on M.
-  const bool blocked = w.packed_in == DType::bf16;
-  const int PM = blocked ? kInvariantRows : M;
   // Keyed like a plain problem, marked packed by lda < 0 in the ldb slot's place.
-  Key key{false, w.trans, PM, w.N, w.K, alda, -1, ldc, false, bias != nullptr, w.packed_in, DType::f32,
+  Key key{false, w.trans, M, w.N, w.K, alda, -1, ldc, false, bias != nullptr, w.packed_in, DType::f32,
           omp_get_max_threads()};
   auto it = g.cache.find(key);
   if (it == g.cache.end()) {
     using dims = dnnl::memory::dims;
     const auto t = dnnl_type(w.packed_in);
-    dnnl::memory::desc a_md(dims{PM, w.K}, t, dims{alda, 1});
-    dnnl::memory::desc c_md(dims{PM, w.N}, dnnl::memory::data_type::f32, dims{ldc, 1});
+    dnnl::memory::desc a_md(dims{M, w.K}, t, dims{alda, 1});
+    dnnl::memory::desc c_md(dims{M, w.N}, dnnl::memory::data_type::f32, dims{ldc, 1});
     dnnl::memory::desc any(dims{w.K, w.N}, t, dnnl::memory::format_tag::any);
     dnnl::memory::desc bias_md(dims{1, w.N}, dnnl::memory::data_type::f32, dims{w.N, 1});
     dnnl::primitive_attr attr;
@@ -383,7 +409,7 @@ void gemm_packed(int M, const void* A, int lda, const PackedWeights& B, float* C
                              pd.scratchpad_desc().get_size(), {}}
                      // This M wants another layout: the plain B (widened weights: gemm's own path, below).
                      : widened ? Entry{}
-                               : make_entry(g, false, w.trans, PM, w.N, w.K, lda, w.ldb, ldc, false, bias != nullptr,
+                               : make_entry(g, false, w.trans, M, w.N, w.K, lda, w.ldb, ldc, false, bias != nullptr,
                                             w.in, DType::f32);
     e.packed = packed;
     it = g.cache.emplace(key, std::move(e)).first;
@@ -391,10 +417,6 @@ void gemm_packed(int M, const void* A, int lda, const PackedWeights& B, float* C
   if (!it->second.packed && widened) {  // the plain bf16 weights through gemm's widening path
     lock.unlock();
     gemm(w.in, DType::f32, false, w.trans, M, w.N, w.K, A, lda, w.plain, w.ldb, C, ldc, false, bias);
-    return;
-  }
-  if (blocked) {
-    run_in_blocks(g, it->second, M, w.K, w.N, A, lda, 2, it->second.packed ? w.data : w.plain, C, ldc, bias);
     return;
   }
   const void* a = A;
@@ -407,6 +429,25 @@ void gemm_packed(int M, const void* A, int lda, const PackedWeights& B, float* C
     a = wa;
   }
   run(g, it->second, a, it->second.packed ? w.data : w.plain, C, bias);
+}
+}  // namespace
+
+void gemm_packed(int M, const void* A, int lda, const PackedWeights& B, float* C, int ldc, const float* bias) {
+  CRUCIBLE_CHECK(B.impl_ != nullptr, "[gemm] gemm_packed: empty PackedWeights");
+  CRUCIBLE_CHECK(current_target().device.is_cpu(), "[gemm] gemm_packed is the CPU's (oneDNN's packed layout)");
+  const PackedWeights::Impl& w = *B.impl_;
+  const double ab = double(dtype_size(w.in));
+  ScopedKernelTimer timer(KernelClass::gemm, 2.0 * M * w.N * w.K,
+                          ab * (double(M) * w.K + double(w.K) * w.N) + 4.0 * M * w.N);
+  // A fixed row count per call where rows would otherwise depend on the
+  // batch (invariant_rows; the weights were packed for it).
+  const int R = invariant_rows(w.packed_in);
+  if (R == 0) {
+    packed_once(M, A, lda, w, C, ldc, bias);
+    return;
+  }
+  in_row_blocks(R, M, w.K, w.N, A, lda, dtype_size(w.in), C, ldc,
+                [&](const void* a, float* c) { packed_once(R, a, lda, w, c, ldc, bias); });
 }
 
 bool gemm_bf16_native() {

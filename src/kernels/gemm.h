@@ -63,16 +63,13 @@ bool gemm_dgelu_bf16(int M, int N, int K, const bf16* dy, const bf16* W, const b
 // C (M,N) f32 = A (M,K) @ op(B) [+ bias (N)], A and B of type `in`, each row
 // of C a function of its own row of A alone, whatever M: batched inference,
 // where a sequence's logits must not depend on what it is batched with
-// (nn/decoder.h). f32 and widened bf16 products are that already (oneDNN's
-// f32 matmul reduces each row in the same order at every M: tested). oneDNN's
-// native bf16 matmul (AVX512_BF16, AMX) is not: it picks its kernel and its
-// split of K by M (on a 2-vCPU AMX Xeon VM, 2026-12-07: another kernel below
-// 4 rows, and another K split from about 100 rows at N 768, K 3072), so there
-// every call runs kInvariantRows (16) rows at a time through the one
-// primitive made for them, a last partial block zero-padded: a row's bits
-// are those of that primitive whatever rows ran beside it (tested at
-// several positions). Costs a large M about 2x the one-call time there
-// (still 2.5-3x the f32 product's speed); a GPU runs gemm.
+// (nn/decoder.h). oneDNN picks its kernel and its split of K by M, and on
+// some CPUs a row's bits then change with its batch (AMX in bf16, AVX2 in
+// f32: gemm.cc invariant_rows, measured); there every call runs a fixed
+// number of rows (16 on AMX, 6 on AVX2: their kernels' row blocks) through the one primitive made for
+// them, a last partial block zero-padded, and a row's bits are that
+// primitive's whatever rows ran beside it. AVX-512 without AMX, whose rows
+// did not depend on M, keeps one call. A GPU runs gemm.
 void gemm_rows_invariant(DType in, bool trans_b, int M, int N, int K, const void* A, int lda, const void* B, int ldb,
                          float* C, int ldc, const float* bias = nullptr);
 
@@ -98,8 +95,9 @@ class PackedWeights {
 };
 
 // C (M,N) f32 = A (M,K) of B's type (row-major, lda) @ B [+ bias (N)], each
-// row from its own row of A alone whatever M (gemm_rows_invariant: native
-// bf16 weights are packed for, and run in, blocks of its 16 rows).
+// row from its own row of A alone whatever M (as gemm_rows_invariant: the
+// weights are packed for, and run in, its fixed row blocks where it has
+// them).
 void gemm_packed(int M, const void* A, int lda, const PackedWeights& B, float* C, int ldc,
                  const float* bias = nullptr);
 

@@ -136,7 +136,7 @@ void Decoder::matmul(float* y, const float* x, const Matrix& w, int n, const flo
   }
   if (w.packed) kernels::gemm_packed(n, a, K, w.packed, y, N, bias);
   else if (bf16_) kernels::gemm_rows_invariant(DType::bf16, w.trans, n, N, K, a, K, w.b16, ldb, y, N, bias);
-  else kernels::gemm(false, w.trans, n, N, K, x, K, w.f32, ldb, y, N, false, bias);
+  else kernels::gemm_rows_invariant(DType::f32, w.trans, n, N, K, x, K, w.f32, ldb, y, N, bias);
 }
 
 // Rows of every sequence, stacked (R,C). Same sequence of fused kernels as

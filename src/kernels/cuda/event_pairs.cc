@@ -5,14 +5,22 @@
 
 namespace crucible::kernels::cuda {
 
+EventPairs::~EventPairs() { release(); }
+
+void EventPairs::release() {
+  for (cudaEvent_t e : begin_)
+    if (e) cudaEventDestroy(e);
+  for (cudaEvent_t e : end_)
+    if (e) cudaEventDestroy(e);
+  if (now_) cudaEventDestroy(now_);
+}
+
 bool EventPairs::make() {
   std::lock_guard lock(mu_);
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) return false;
   if (device_ == dev) return true;
-  for (cudaEvent_t e : begin_) cudaEventDestroy(e);
-  for (cudaEvent_t e : end_) cudaEventDestroy(e);
-  if (now_) cudaEventDestroy(now_);
+  release();
   begin_.assign(size_t(pairs_), nullptr);
   end_.assign(size_t(pairs_), nullptr);
   now_ = nullptr;

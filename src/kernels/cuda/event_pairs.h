@@ -36,6 +36,7 @@ class EventPairs {
   // pool recorded into a graph).
   EventPairs(int pairs, std::string track, unsigned record_flags = cudaEventRecordDefault)
       : pairs_(pairs), track_name_(std::move(track)), record_flags_(record_flags) {}
+  ~EventPairs();  // destroys the events (a graph's pool, with its graph)
   EventPairs(const EventPairs&) = delete;
   EventPairs& operator=(const EventPairs&) = delete;
 
@@ -63,6 +64,7 @@ class EventPairs {
   int track() const { return track_; }
 
  private:
+  void release();  // destroys the events made so far
   const int pairs_;
   const std::string track_name_;
   const unsigned record_flags_;
