@@ -192,7 +192,7 @@ int invariant_rows(DType runs_in) {
   return 6;
 }
 
-// Runs `once(m, a, c)` over M rows of A and C in calls of exactly R rows; a
+// Runs `once(a, c)` over M rows of A and C in calls of exactly R rows; a
 // last partial block through copies zero-padded to R rows with the same
 // strides (lda elements of a_bytes, ldc floats). The copies are this
 // thread's, grown once to the largest block.
