@@ -179,8 +179,10 @@ void execute(Gemm& g, bool ta, bool tb, int M, int N, int K, const void* A, int 
 //   differ. 6 rows, its f32 kernel's register block: within 8- and 32-row
 //   calls the rows past the last whole 6 (a 2-row tail kernel) differed from
 //   the same rows at other positions; within 4, 6, 12, 16 and 24 none did.
-//   Costs measured at 4 rows: one row 1.6x alone, a batch of 256 2.8x its
-//   one call; at 16 rows 3.1x and 1.3x.
+//   At 6 rows one row costs 2.2-2.6x alone and a batch of 256 2.3-2.8x its
+//   one call (f32, 768x3072, 3072x768, 2304x768); 16 rows would cost 3.1x and
+//   1.3x. A multiple of 6 in one call is not enough: 8 of 44 such calls up to
+//   264 rows split their rows otherwise.
 // Within such a fixed row count a row's bits did not depend on its position
 // (every offset, at 70x96, 768x3072 and 3072x768; 16- and 32-row blocks on
 // AMX).
