@@ -69,6 +69,8 @@ Status StepGraph::capture(const std::function<Status()>& body) {
   return cuda::stream_wait(caller_, stream_);
 }
 
+bool StepGraph::split() const { return graph_ != nullptr && cuda::graph_split(graph_); }
+
 Status StepGraph::replay() {
   CRUCIBLE_CHECK(graph_, "[kernels] replay before capture");
   CRUCIBLE_RETURN_IF_ERROR(cuda::stream_wait(stream_, caller_));

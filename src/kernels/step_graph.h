@@ -53,7 +53,7 @@ class StepGraph {
   // launch's read-back as a launched step's are. Else unsplit() says why (a
   // capture with them refused, or the events not made) and the graph's step
   // is only whole (metrics.h graph_ms).
-  bool split() const { return graph_ != nullptr && unsplit_.empty(); }
+  bool split() const;
   const std::string& unsplit() const { return unsplit_; }
   // Records body's device work and runs it once (so the step happens);
   // returns body's status (a body that fails leaves capture mode, and the

@@ -195,10 +195,13 @@ std::string step_time_section(const std::vector<json>& m) {
     std::vector<double> y = column(m, key.c_str());
     if (key == "graph_ms")
       for (size_t i = 0; i < y.size(); ++i) {
-        double rest = std::isfinite(y[i]) ? y[i] : 0.0;
+        if (!std::isfinite(y[i])) {
+          y[i] = 0.0;
+          continue;
+        }
         for (const char* part : {"forward_ms", "backward_ms", "optimizer_ms"})
-          if (const double v = num(m[i], part); std::isfinite(v)) rest -= v;
-        y[i] = std::isfinite(y[i]) ? std::max(0.0, rest) : 0.0;
+          if (const double v = num(m[i], part); std::isfinite(v)) y[i] -= v;
+        y[i] = std::max(0.0, y[i]);
       }
     for (size_t i = 0; i < y.size(); ++i)
       if (std::isfinite(y[i])) other[i] -= y[i];

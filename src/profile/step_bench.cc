@@ -260,7 +260,7 @@ Result<StepBenchResult> run_step_bench(const StepBenchOptions& opt) {
   r.ms_per_step = median(headline);
   r.ms_min = *std::min_element(headline.begin(), headline.end());
   r.ms_max = *std::max_element(headline.begin(), headline.end());
-  if (!gpu) {  // a GPU's: its launched steps' parts (time_whole_steps)
+  if (!gpu) {  // a GPU's: its replayed or launched steps' parts (time_whole_steps)
     r.forward_ms = median(fwd);
     r.backward_ms = median(bwd);
     r.optimizer_ms = median(upd);

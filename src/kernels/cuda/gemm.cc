@@ -118,12 +118,13 @@ struct Plan {
 // auxiliary input with the bias gradient (written to the bias pointer).
 enum class Epilogue : int { kNone, kBias, kGeluAuxBias, kDGeluBGrad };
 
+// The epilogues with the GELU's auxiliary matrix.
+bool fused(Epilogue e) { return e == Epilogue::kGeluAuxBias || e == Epilogue::kDGeluBGrad; }
+
 // The problems that have another way where cuBLASLt refuses them: the fused
 // epilogues, and an f32 bias on a bf16 output (cuBLASLt's header gives the
 // bias D's type outside fp8; gemm_bias_through_f32 below).
-bool has_fallback(Epilogue e, DType out) {
-  return e == Epilogue::kGeluAuxBias || e == Epilogue::kDGeluBGrad || (e == Epilogue::kBias && out == DType::bf16);
-}
+bool has_fallback(Epilogue e, DType out) { return fused(e) || (e == Epilogue::kBias && out == DType::bf16); }
 
 // The largest power of two up to 256 dividing p's address: the heuristic
 // otherwise assumes 256 bytes for every matrix and may pick a kernel that
@@ -184,7 +185,7 @@ std::optional<Plan> try_plan(const PerGpu& g, bool ta, bool tb, int M, int N, in
         (bias && !ok(f.desc_set(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias))))
       return std::nullopt;
   }
-  if (epi == Epilogue::kGeluAuxBias || epi == Epilogue::kDGeluBGrad) {
+  if (fused(epi)) {
     // The GELU input, of C's type and shape: (N,M) column-major, ld N.
     const int64_t aux_ld = ldc;
     if (!ok(f.desc_set(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof aux_ld)) ||
